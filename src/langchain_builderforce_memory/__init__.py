@@ -1,0 +1,58 @@
+"""Keep a LangChain / LangGraph agent's context window in bounds without making it forget.
+
+The record (graph state, a chat history's store) is never shrunk; only the model's view
+is: a chunked drop-oldest window, an incremental fold into one memory note, a hand-off
+packer for smaller models, and the run's working memory restated as a brief.
+"""
+
+from __future__ import annotations
+
+from langchain_builderforce_memory.messages import (
+    STAMP_KEY,
+    ToolCallUnit,
+    message_id,
+    repair_request,
+    request_problems,
+    role_of,
+    tool_call_units,
+)
+from langchain_builderforce_memory.tokens import (
+    ApproximateTokenCounter,
+    CallableTokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_tokens,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.window import (
+    HISTORY_TOKEN_BUDGET,
+    HISTORY_TOKEN_DROP_CHUNK,
+    HISTORY_WINDOW,
+    HISTORY_WINDOW_DROP_CHUNK,
+    still_in_working_context,
+    windowed,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HISTORY_TOKEN_BUDGET",
+    "HISTORY_TOKEN_DROP_CHUNK",
+    "HISTORY_WINDOW",
+    "HISTORY_WINDOW_DROP_CHUNK",
+    "STAMP_KEY",
+    "ApproximateTokenCounter",
+    "CallableTokenCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCallUnit",
+    "count_tokens",
+    "message_id",
+    "repair_request",
+    "request_problems",
+    "resolve_token_counter",
+    "role_of",
+    "still_in_working_context",
+    "tool_call_units",
+    "windowed",
+]

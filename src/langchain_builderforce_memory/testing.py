@@ -1,0 +1,314 @@
+"""Test helpers for your own graphs: a scripted tool-calling model and request checks.
+
+:class:`ScriptedChatModel` is a deterministic chat model that plays a script of
+responses (tool calls and answers) and records every request it was sent, so a test can
+assert on what the model actually saw: that it fits a budget, that it is valid for
+strict providers (:func:`assert_valid_request`), that the latest directive is in it.
+:func:`coding_agent_script` and :func:`coding_tools` make a realistic offline coding
+run: reads, greps and edits with multi-kilobyte outputs, parallel calls, several user
+directives.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_builderforce_memory.messages import request_problems
+
+__all__ = [
+    "CodingRun",
+    "ScriptedChatModel",
+    "assert_valid_request",
+    "coding_agent_script",
+    "coding_tools",
+]
+
+ScriptStep = AIMessage | str | Callable[[list[BaseMessage]], AIMessage]
+"""One scripted response: a message, a text answer, or a function of the request."""
+
+
+def assert_valid_request(messages: Sequence[BaseMessage]) -> None:
+    """Raise ``AssertionError`` listing every strict-provider problem in ``messages``.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> assert_valid_request([HumanMessage("hi")])
+    """
+    problems = request_problems(messages)
+    if problems:
+        msg = "invalid request:\n- " + "\n- ".join(problems)
+        raise AssertionError(msg)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that plays ``script`` in order and records every request.
+
+    Works wherever a tool-calling chat model does (``bind_tools`` returns the model
+    itself and records the tools), including ``create_agent``, ``create_react_agent``
+    and hand-written graphs, sync and async. When the script runs out it answers
+    ``"(script exhausted)"``, so a runaway loop ends instead of hanging.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> model = ScriptedChatModel(script=["hello"])
+        >>> model.invoke([HumanMessage("hi")]).content
+        'hello'
+        >>> [m.content for m in model.requests[0]]
+        ['hi']
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: list[Any] = Field(default_factory=list)
+    """The responses, in order (:data:`ScriptStep` items)."""
+    fail_with: BaseException | None = None
+    """When set, every call raises it (a failing primary model for fallback tests)."""
+    model_name: str = "scripted"
+    """Reported in ``response_metadata`` and in hand-off notes."""
+
+    _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _position: int = PrivateAttr(default=0)
+    _tools: list[Any] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "builderforce-scripted"
+
+    @property
+    def requests(self) -> list[list[BaseMessage]]:
+        """Every request received, oldest first (each a list of the messages sent)."""
+        return self._requests
+
+    @property
+    def bound_tools(self) -> list[Any]:
+        """The tools the last ``bind_tools`` call passed."""
+        return self._tools
+
+    @property
+    def remaining(self) -> int:
+        """Script steps not yet played."""
+        return len(self.script) - self._position
+
+    def bind_tools(
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Record ``tools`` and return the model itself (the script decides the calls)."""
+        self._tools = list(tools)
+        return self
+
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+        with self._lock:
+            self._requests.append(list(messages))
+            if self.fail_with is not None:
+                raise self.fail_with
+            if self._position >= len(self.script):
+                return AIMessage("(script exhausted)")
+            step = self.script[self._position]
+            self._position += 1
+        if isinstance(step, str):
+            return AIMessage(step)
+        if isinstance(step, AIMessage):
+            return step
+        if callable(step):
+            answer = step(messages)
+            if isinstance(answer, AIMessage):
+                return answer
+        msg = (
+            f"ScriptedChatModel.script[{self._position - 1}]: expected an AIMessage, a str "
+            f"or a function returning an AIMessage; got {type(step).__name__}."
+        )
+        raise TypeError(msg)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = self._next(messages)
+        message = message.model_copy(
+            update={
+                "response_metadata": {**message.response_metadata, "model_name": self.model_name}
+            }
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+# --------------------------------------------------------------------------- coding run
+
+_WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "config",
+    "parser",
+    "token",
+    "window",
+    "budget",
+    "handler",
+    "request",
+    "cache",
+    "session",
+    "router",
+    "model",
+    "state",
+    "node",
+    "graph",
+    "edge",
+    "value",
+    "index",
+    "buffer",
+    "stream",
+    "record",
+]
+
+
+def _source_text(path: str, tokens: int, seed: int) -> str:
+    """Deterministic code-like text of about ``tokens`` tokens (4 chars a token)."""
+    rng = random.Random(f"{path}:{seed}")
+    lines: list[str] = [f"# {path}"]
+    size = len(lines[0])
+    n = 0
+    while size < tokens * 4:
+        n += 1
+        a, b, c = rng.choice(_WORDS), rng.choice(_WORDS), rng.choice(_WORDS)
+        line = f"{n:5d}  def {a}_{b}(self, {c}: int) -> int:  return self.{c} + {n}"
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class CodingRun:
+    """A scripted offline coding run: the model's script and the user's directives."""
+
+    script: list[AIMessage]
+    """What the model answers, call by call (tool calls, then a closing answer)."""
+    directives: list[str]
+    """The user messages, one per ``invoke``; each is followed by its share of the script."""
+    calls_per_directive: list[int] = field(default_factory=list)
+    """Model calls each directive's agent loop makes (tool-call turns + the answer)."""
+
+
+def coding_agent_script(
+    *,
+    turns: int = 300,
+    directives: int = 4,
+    parallel_every: int = 5,
+    files: int = 40,
+    seed: int = 0,
+) -> CodingRun:
+    """A realistic coding run: ``turns`` model calls split across ``directives``.
+
+    Each directive's loop reads, greps and edits files under ``src/app/`` (a parallel
+    pair of reads every ``parallel_every`` turns) and ends with a short answer.
+
+    Example:
+        >>> run = coding_agent_script(turns=10, directives=2)
+        >>> len(run.script), len(run.directives)
+        (10, 2)
+    """
+    if turns < directives * 2:
+        msg = f"turns must be at least 2 per directive ({directives * 2}); got {turns}."
+        raise ValueError(msg)
+    rng = random.Random(seed)
+    paths = [f"src/app/{rng.choice(_WORDS)}_{i}.py" for i in range(files)]
+    per = [turns // directives + (1 if i < turns % directives else 0) for i in range(directives)]
+    script: list[AIMessage] = []
+    asks = [
+        "Find where the request budget is computed and explain it.",
+        "Now fix the off-by-one in the window handler and add a test.",
+        "Rename the cache module to store and update every import.",
+        "Finally, summarise what you changed and what is left.",
+    ]
+    call_no = 0
+    for d, count in enumerate(per):
+        for t in range(count - 1):
+            call_no += 1
+            if t % parallel_every == parallel_every - 1:
+                a, b = rng.sample(paths, 2)
+                calls = [
+                    {"name": "read_file", "args": {"path": a}, "id": f"call_{call_no}_a"},
+                    {"name": "read_file", "args": {"path": b}, "id": f"call_{call_no}_b"},
+                ]
+            else:
+                kind = rng.choice(["read_file", "read_file", "grep", "edit_file"])
+                path = rng.choice(paths)
+                args: dict[str, object] = (
+                    {"pattern": rng.choice(_WORDS)} if kind == "grep" else {"path": path}
+                )
+                if kind == "edit_file":
+                    args["change"] = f"fix {rng.choice(_WORDS)}"
+                calls = [{"name": kind, "args": args, "id": f"call_{call_no}"}]
+            script.append(AIMessage(f"Step {t + 1} of task {d + 1}.", tool_calls=calls))
+        script.append(AIMessage(f"Done with task {d + 1}: {asks[d % len(asks)]}"))
+    directives_text = [
+        asks[d % len(asks)] + ("" if d < len(asks) else f" (round {d // len(asks) + 1})")
+        for d in range(directives)
+    ]
+    return CodingRun(script=script, directives=directives_text, calls_per_directive=per)
+
+
+@dataclass(slots=True)
+class _CodingTools:
+    min_tokens: int
+    max_tokens: int
+    seed: int
+
+    def size(self, key: str) -> int:
+        rng = random.Random(f"size:{key}:{self.seed}")
+        return rng.randint(self.min_tokens, self.max_tokens)
+
+    def read_file(self, path: str) -> str:
+        """Read a file of the repository."""
+        return _source_text(path, self.size(path), self.seed)
+
+    def grep(self, pattern: str) -> str:
+        """Search the repository for a pattern."""
+        body = _source_text(f"grep:{pattern}", self.size(pattern) // 4 + 50, self.seed)
+        return f"matches for {pattern!r}:\n{body}"
+
+    def edit_file(self, path: str, change: str) -> str:
+        """Apply a change to a file."""
+        return f"edited {path}: {change}"
+
+
+def coding_tools(
+    *, min_tokens: int = 2_000, max_tokens: int = 20_000, seed: int = 0
+) -> list[BaseTool]:
+    """Offline ``read_file`` / ``grep`` / ``edit_file`` tools with deterministic outputs.
+
+    A read returns ``min_tokens``..``max_tokens`` tokens of code-like text (stable per
+    path), so a long run exercises real budgets.
+
+    Example:
+        >>> tools = coding_tools(min_tokens=10, max_tokens=20)
+        >>> sorted(t.name for t in tools)
+        ['edit_file', 'grep', 'read_file']
+    """
+    impl = _CodingTools(min_tokens, max_tokens, seed)
+    return [
+        StructuredTool.from_function(impl.read_file, name="read_file"),
+        StructuredTool.from_function(impl.grep, name="grep"),
+        StructuredTool.from_function(impl.edit_file, name="edit_file"),
+    ]
+
+
+def iter_requests(model: ScriptedChatModel) -> Iterator[list[BaseMessage]]:
+    """The model's recorded requests (a snapshot, safe to iterate while it runs)."""
+    return iter(list(model.requests))

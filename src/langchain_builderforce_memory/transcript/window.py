@@ -1,0 +1,292 @@
+"""The drop-oldest window: what of a long run the model is shown when nothing is folded.
+
+A run's transcript grows without bound; the request sent to the model must not. The
+window keeps the NEWEST messages inside a message-count ceiling and a token budget,
+dropping the oldest in CHUNKS with hysteresis, anchored on a user turn.
+
+Why chunks: dropping exactly to the limit slid the front by a message or two on every
+turn, so the request's prefix changed every turn and no provider prefix cache could hit
+past the system prompt. The cut points here are fixed positions counted from the
+transcript's own start, so the front stays put while new messages arrive and jumps a
+whole chunk (a quarter of the window) when it moves.
+
+Why a user turn first: a window starting on an assistant tool-call turn, or on a tool
+result whose call fell off the front, is invalid for strict providers (Gemini rejects a
+conversation that does not begin with a user turn: ``400 INVALID_ARGUMENT`` after a long
+tool loop crossed the window boundary). The most recent user turn is never dropped:
+correctness over the size cap when a tool loop outgrows the window or a single turn is
+itself oversized.
+
+Leading system messages are the fixed prefix: kept in front, never dropped, and counted
+against ``max_tokens`` (the budget is the whole request's), but not against
+``max_messages`` (the seed's message window counts the conversation).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
+
+from langchain_builderforce_memory.messages import (
+    leading_system_count,
+    log_repairs,
+    repair_request,
+    role_of,
+)
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    prefix_sums,
+    resolve_token_counter,
+)
+
+__all__ = [
+    "HISTORY_TOKEN_BUDGET",
+    "HISTORY_TOKEN_DROP_CHUNK",
+    "HISTORY_WINDOW",
+    "HISTORY_WINDOW_DROP_CHUNK",
+    "message_window_start",
+    "still_in_working_context",
+    "token_window_start",
+    "token_window_start_from_sums",
+    "validate_budget",
+    "window_start",
+    "windowed",
+]
+
+HISTORY_WINDOW = 80
+"""How many conversation messages a request may hold (the message-count ceiling)."""
+
+HISTORY_TOKEN_BUDGET = 64_000
+"""Token budget for what of the run the model can see each turn.
+
+The seed's reason for 64k, not 24k: six 4k-token file windows filled 24k, the fold
+squeezed them into a 1.2k-token note, and the model went back for the files it had just
+read (55 turns, 63% of calls revisiting, zero edits). 64k holds a coding task's working
+set, a dozen-plus file windows, verbatim, while a full turn stays inside the 128k window
+every coding-capable model has.
+"""
+
+HISTORY_WINDOW_DROP_CHUNK = HISTORY_WINDOW // 4
+"""How far the message window's front moves at a time: a quarter of the window."""
+
+HISTORY_TOKEN_DROP_CHUNK = HISTORY_TOKEN_BUDGET // 4
+"""How far (in tokens) the token window's front moves at a time: a quarter of the
+budget, so a drop leaves the window at ~75% and the next waits for ~16k tokens of work."""
+
+
+def validate_budget(*, max_messages: int, max_tokens: int) -> None:
+    """Raise a ``ValueError`` naming the bad policy number and the fix."""
+    if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+        msg = (
+            f"max_messages must be a positive int (default {HISTORY_WINDOW}); got {max_messages!r}."
+        )
+        raise ValueError(msg)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        msg = (
+            f"max_tokens must be a positive int (default {HISTORY_TOKEN_BUDGET}); "
+            f"got {max_tokens!r}."
+        )
+        raise ValueError(msg)
+
+
+def message_window_start(length: int, *, max_messages: int = HISTORY_WINDOW) -> int:
+    """Where the message-count window begins.
+
+    0 while ``length`` fits ``max_messages``, else the first multiple of the drop chunk
+    (a quarter of ``max_messages``) that brings it back under. Cut points are fixed
+    positions, so the front stays put while messages arrive.
+
+    Example:
+        >>> message_window_start(80), message_window_start(81), message_window_start(100)
+        (0, 20, 20)
+    """
+    if length <= max_messages:
+        return 0
+    chunk = max(1, max_messages // 4)
+    return math.ceil((length - max_messages) / chunk) * chunk
+
+
+def token_window_start(sizes: Sequence[int], *, budget: int) -> int:
+    """Where the token window begins, given each message's token count.
+
+    0 while the total fits ``budget``, else the first cut point that brings it back
+    under. A cut point is the message after which the running total from the
+    transcript's start crosses a multiple of the drop chunk (a quarter of ``budget``), so
+    a cut point never moves as the transcript grows at the end.
+
+    Example:
+        >>> token_window_start([10] * 10, budget=100)
+        0
+        >>> token_window_start([10] * 11, budget=100)  # chunk 25: cuts after 30, 60, ...
+        3
+    """
+    remaining = sum(sizes)
+    if remaining <= budget:
+        return 0
+    chunk = max(1, budget // 4)
+    dropped = 0
+    next_cut = chunk
+    for i, size in enumerate(sizes):
+        dropped += size
+        remaining -= size
+        if dropped < next_cut:
+            continue
+        next_cut = (dropped // chunk + 1) * chunk
+        if remaining <= budget:
+            return i + 1
+    return len(sizes)
+
+
+def token_window_start_from_sums(sums: Sequence[int], *, budget: int) -> int:
+    """:func:`token_window_start` from running totals, by binary search.
+
+    ``sums[i]`` is the tokens of the first ``i`` messages; two bisections replace the
+    walk over the transcript.
+
+    The first index whose drop leaves ``remaining <= budget`` is found by bisection; the
+    seed's answer is the first chunk crossing at or after it, which is again a bisection
+    for the next multiple of the chunk above the running total there.
+    """
+    total = sums[-1]
+    if total <= budget:
+        return 0
+    chunk = max(1, budget // 4)
+    n = len(sums) - 1
+    # First message i whose drop leaves the rest within budget: sums[i + 1] >= total - budget.
+    first_fit = bisect.bisect_left(sums, total - budget, lo=1) - 1
+    if first_fit >= n:
+        return n
+    target = (sums[first_fit] // chunk + 1) * chunk
+    j = bisect.bisect_left(sums, target, lo=first_fit + 1)
+    return min(j, n)
+
+
+def window_start(
+    convo: Sequence[BaseMessage],
+    *,
+    max_messages: int = HISTORY_WINDOW,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    token_counter: TokenCounter,
+) -> int:
+    """Index in ``convo`` (no leading system messages) where the window begins.
+
+    The seed's rule: the later of the message and token cut points, capped at the latest
+    user turn, then walked forward to a user turn. With no user turn at all: everything
+    when it fits the budget, else only the last message.
+    """
+    sums = prefix_sums(convo, token_counter)
+    last_user = -1
+    for i in range(len(convo) - 1, -1, -1):
+        if role_of(convo[i]) == "user":
+            last_user = i
+            break
+    if last_user < 0:
+        return 0 if sums[-1] <= max_tokens else max(0, len(convo) - 1)
+    start = max(
+        message_window_start(len(convo), max_messages=max_messages),
+        token_window_start_from_sums(sums, budget=max_tokens),
+    )
+    start = min(start, last_user)
+    while role_of(convo[start]) != "user":
+        start += 1
+    return start
+
+
+def windowed(
+    messages: Sequence[BaseMessage],
+    *,
+    max_messages: int = HISTORY_WINDOW,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    token_counter: TokenCounterLike = None,
+) -> list[BaseMessage]:
+    """The newest part of ``messages`` that fits the message window and token budget.
+
+    Leading system messages stay in front; the conversation after them is cut at fixed
+    chunk points (see the module docstring) and anchored on a user turn; the latest user
+    turn is never dropped. A record that is itself invalid (an orphan tool result, a call
+    never answered, a system message mid-conversation) yields a repaired view that passes
+    :func:`~langchain_builderforce_memory.messages.request_problems`, the repair logged.
+
+    The caller's list and messages are never changed.
+
+    Args:
+        messages: The full record, oldest first.
+        max_messages: Conversation messages the view may hold (system messages excluded).
+        max_tokens: Tokens the view may hold, leading system messages included.
+        token_counter: How to count (default: the seed's approximate estimate).
+
+    Returns:
+        A new list: the leading system messages, then the kept suffix.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> convo = [HumanMessage(f"u{i}") if i % 2 == 0 else AIMessage(f"a{i}") for i in range(81)]
+        >>> view = windowed(convo)
+        >>> len(view), view[0].content
+        (61, 'u20')
+    """
+    validate_budget(max_messages=max_messages, max_tokens=max_tokens)
+    counter = resolve_token_counter(token_counter)
+    lead = leading_system_count(messages)
+    system = list(messages[:lead])
+    convo = messages[lead:]
+    system_tokens = sum(counter.count_message(m) for m in system)
+    start = window_start(
+        convo,
+        max_messages=max_messages,
+        max_tokens=max(1, max_tokens - system_tokens),
+        token_counter=counter,
+    )
+    view, repairs = repair_request([*system, *convo[start:]])
+    log_repairs(repairs, "windowed")
+    return view
+
+
+def still_in_working_context(
+    messages: Sequence[BaseMessage],
+    anchor: BaseMessage,
+    *,
+    covered_end: int | None = None,
+    max_messages: int = HISTORY_WINDOW,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    token_counter: TokenCounterLike = None,
+) -> bool:
+    """Is ``anchor`` (a message of ``messages``, by identity) still what the model sees?
+
+    False once a fold has covered it (pass the memo's ``covered_end``, an index into the
+    conversation after the leading system messages) or the window has let it fall off
+    the front. Deliberately conservative: it judges against the CURRENT record, which has
+    grown since the last view was built, so it can only call a message gone a turn early;
+    a needless replay costs tokens, a stub for a vanished result costs the run.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> first = HumanMessage("task")
+        >>> still_in_working_context([first], first)
+        True
+    """
+    idx = next((i for i, m in enumerate(messages) if m is anchor), -1)
+    if idx < 0:
+        return False
+    lead = leading_system_count(messages)
+    if idx < lead:
+        return True
+    convo = messages[lead:]
+    if covered_end is not None:
+        start = max(0, min(covered_end, len(convo)))
+        while start < len(convo) and role_of(convo[start]) == "tool":
+            start += 1
+        return idx - lead >= start
+    counter = resolve_token_counter(token_counter)
+    system_tokens = sum(counter.count_message(m) for m in messages[:lead])
+    start = window_start(
+        convo,
+        max_messages=max_messages,
+        max_tokens=max(1, max_tokens - system_tokens),
+        token_counter=counter,
+    )
+    return idx - lead >= start

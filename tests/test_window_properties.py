@@ -1,0 +1,122 @@
+"""Window invariants over generated transcripts (hypothesis) and the recorded runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage
+
+from langchain_builderforce_memory.messages import leading_system_count, request_problems, role_of
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens, prefix_sums
+from langchain_builderforce_memory.transcript.window import (
+    message_window_start,
+    token_window_start,
+    window_start,
+    windowed,
+)
+
+from .helpers import load_transcript, model_turns, transcript_files
+from .strategies import any_records, units, valid_records
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BUDGETS = st.tuples(st.integers(min_value=4, max_value=120), st.integers(min_value=500, max_value=80_000))
+
+
+def _last_user(messages: list[BaseMessage]) -> int:
+    return max((i for i, m in enumerate(messages) if role_of(m) == "user"), default=-1)
+
+
+@PROPERTY
+@given(record=valid_records(), budget=BUDGETS)
+def test_a_valid_record_yields_its_system_prefix_plus_a_valid_suffix_holding_the_latest_user_turn(
+    record: list[BaseMessage], budget: tuple[int, int]
+) -> None:
+    max_messages, max_tokens = budget
+    view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+    lead = leading_system_count(record)
+    assert view[:lead] == record[:lead]
+    rest = view[lead:]
+    assert rest == record[len(record) - len(rest) :]  # a suffix, same objects
+    assert request_problems(view) == []
+    assert record[_last_user(record)] in view
+
+
+@PROPERTY
+@given(record=valid_records(), budget=BUDGETS)
+def test_the_view_fits_unless_the_latest_user_turn_alone_forces_it_over(
+    record: list[BaseMessage], budget: tuple[int, int]
+) -> None:
+    max_messages, max_tokens = budget
+    view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+    lead = leading_system_count(record)
+    # Over a budget only when the window had to keep the latest user turn: it then starts on it.
+    if count_tokens(view) > max_tokens or len(view) - lead > max_messages:
+        assert view[lead] is record[_last_user(record)]
+
+
+@PROPERTY
+@given(record=valid_records(max_units=40), more=st.lists(units(), min_size=1, max_size=6), budget=BUDGETS)
+def test_appending_messages_that_cross_no_cut_point_never_changes_the_first_message(
+    record: list[BaseMessage], more: list[list[BaseMessage]], budget: tuple[int, int]
+) -> None:
+    max_messages, max_tokens = budget
+    grown = record + [m for unit in more for m in unit]
+    counter = ApproximateTokenCounter()
+    lead = leading_system_count(record)
+    system_tokens = count_tokens(record[:lead])
+    convo, grown_convo = record[lead:], grown[lead:]
+    token_budget = max(1, max_tokens - system_tokens)
+
+    def raw_cut(c: list[BaseMessage]) -> int:
+        sizes = [counter.count_message(m) for m in c]
+        return max(message_window_start(len(c), max_messages=max_messages), token_window_start(sizes, budget=token_budget))
+
+    before = window_start(convo, max_messages=max_messages, max_tokens=token_budget, token_counter=counter)
+    after = window_start(grown_convo, max_messages=max_messages, max_tokens=token_budget, token_counter=counter)
+    # The front never moves backwards as the record grows...
+    assert after >= before
+    # ...and stays put while no cut point is crossed (and the latest-user cap did not bind).
+    if raw_cut(convo) == raw_cut(grown_convo) and raw_cut(convo) <= _last_user(convo):
+        assert after == before
+        v1 = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+        v2 = windowed(grown, max_messages=max_messages, max_tokens=max_tokens)
+        assert v1[lead] is v2[lead]
+
+
+@PROPERTY
+@given(record=any_records(), budget=BUDGETS)
+def test_any_record_even_an_invalid_one_yields_a_valid_view(record: list[BaseMessage], budget: tuple[int, int]) -> None:
+    max_messages, max_tokens = budget
+    snapshot = list(record)
+    view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+    assert request_problems(view) == []
+    assert record == snapshot
+
+
+@PROPERTY
+@given(record=valid_records(), cut=st.integers(min_value=0, max_value=50))
+def test_cached_running_totals_equal_a_fresh_count(record: list[BaseMessage], cut: int) -> None:
+    counter = ApproximateTokenCounter()
+    first = prefix_sums(record[: min(cut, len(record))], counter)
+    grown = prefix_sums(record, counter)  # extends the cached prefix
+    fresh = prefix_sums(record, ApproximateTokenCounter(cache=False))
+    assert grown == fresh
+    assert grown[: len(first)] == first
+
+
+TRANSCRIPTS = transcript_files()
+
+
+@pytest.mark.skipif(not TRANSCRIPTS, reason="../shared/transcripts is not laid beside the project")
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+def test_every_recorded_run_replayed_turn_by_turn_yields_valid_views(path: Path) -> None:
+    record = load_transcript(path)
+    turns = 0
+    for prefix in model_turns(record):
+        view = windowed(prefix, max_tokens=8_000)
+        assert request_problems(view) == [], (path.name, len(prefix))
+        turns += 1
+    assert turns > 1

@@ -6,6 +6,7 @@ Run: python examples/window_demo.py [--turns N] [--budget TOKENS]
 from __future__ import annotations
 
 import argparse
+import itertools
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -14,6 +15,7 @@ from langchain_builderforce_memory.testing import coding_agent_script, coding_to
 
 
 def main() -> None:
+    """Run the generated transcript through the window and print the numbers."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--budget", type=int, default=64_000)
@@ -38,10 +40,13 @@ def main() -> None:
                 output = tools[call["name"]].invoke(call["args"])
                 record.append(ToolMessage(str(output), tool_call_id=str(call["id"])))
 
-    reused = sum(1 for a, b in zip(fronts, fronts[1:]) if a == b) / max(1, len(fronts) - 1)
+    reused = sum(1 for a, b in itertools.pairwise(fronts) if a == b) / max(1, len(fronts) - 1)
     full = count_tokens(record)
     print(f"turns: {len(sent)}   record: {len(record)} messages, {full:,} tokens")
-    print(f"sent per request: max {max(sent):,}  mean {sum(sent) // len(sent):,}  (budget {args.budget:,})")
+    print(
+        f"sent per request: max {max(sent):,}  mean {sum(sent) // len(sent):,}"
+        f"  (budget {args.budget:,})"
+    )
     print(f"requests whose front (cached prefix) matched the previous one: {reused:.0%}")
     view = windowed(record, max_tokens=args.budget)
     print(f"last view: {len(view)} messages; starts with: {view[1].text[:60]!r}")

@@ -63,7 +63,10 @@ def tool_round(i: int, result: str, *, calls: int = 1) -> list[BaseMessage]:
     ids = [f"call-{i}-{k}" for k in range(calls)]
     call = AIMessage(
         f"step {i}",
-        tool_calls=[{"name": "read_file", "args": {"path": f"f{i}_{k}.py"}, "id": cid} for k, cid in enumerate(ids)],
+        tool_calls=[
+            {"name": "read_file", "args": {"path": f"f{i}_{k}.py"}, "id": cid}
+            for k, cid in enumerate(ids)
+        ],
     )
     return [call, *(ToolMessage(result, tool_call_id=cid, name="read_file") for cid in ids)]
 
@@ -87,7 +90,9 @@ def seed_msgs(spec: list[tuple[str, str]]) -> list[BaseMessage]:
                 if ids
                 else AIMessage(content)
             )
-            out.extend(ToolMessage(spec[i + 1 + k][1], tool_call_id=cid) for k, cid in enumerate(ids))
+            out.extend(
+                ToolMessage(spec[i + 1 + k][1], tool_call_id=cid) for k, cid in enumerate(ids)
+            )
             i = j
             continue
         out.append(msg(role, content))

@@ -14,7 +14,11 @@ SIZES = st.one_of(
 
 @st.composite
 def text(draw: st.DrawFn) -> str:
-    n = draw(st.sampled_from([0, 10, 100, 1_000, 8_000, 60_000])) if draw(st.booleans()) else draw(SIZES)
+    n = (
+        draw(st.sampled_from([0, 10, 100, 1_000, 8_000, 60_000]))
+        if draw(st.booleans())
+        else draw(SIZES)
+    )
     return "x" * n
 
 
@@ -45,7 +49,9 @@ def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
     ids = [f"call_{uid}_{k}" for k in range(n_calls)]
     call = AIMessage(
         draw(text()),
-        tool_calls=[{"name": "read_file", "args": {"path": f"src/{cid}.py"}, "id": cid} for cid in ids],
+        tool_calls=[
+            {"name": "read_file", "args": {"path": f"src/{cid}.py"}, "id": cid} for cid in ids
+        ],
     )
     return [call, *(ToolMessage(draw(text()), tool_call_id=cid, name="read_file") for cid in ids)]
 
@@ -69,7 +75,9 @@ def any_records(draw: st.DrawFn) -> list[BaseMessage]:
         if choice == 0:
             out.append(ToolMessage(draw(text()), tool_call_id=f"orphan_{len(out)}"))
         elif choice == 1:
-            out.append(AIMessage("", tool_calls=[{"name": "finish", "args": {}, "id": f"u_{len(out)}"}]))
+            out.append(
+                AIMessage("", tool_calls=[{"name": "finish", "args": {}, "id": f"u_{len(out)}"}])
+            )
         elif choice == 2:
             out.append(SystemMessage(draw(text())))
         else:

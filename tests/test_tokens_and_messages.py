@@ -104,7 +104,9 @@ def test_adapts_a_langchain_style_callable_and_a_chat_model() -> None:
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
     class CountingModel(GenericFakeChatModel):
-        def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: object = None) -> int:
+        def get_num_tokens_from_messages(
+            self, messages: list[BaseMessage], tools: object = None
+        ) -> int:
             return 7 * len(messages)
 
     counter = resolve_token_counter(CountingModel(messages=iter([])))
@@ -142,7 +144,7 @@ def test_role_of_every_langchain_message(message: BaseMessage, role: str) -> Non
 
 
 def test_role_of_rejects_unknown_roles_and_state_edits_naming_the_fix() -> None:
-    with pytest.raises(ValueError, match="ChatMessage.role"):
+    with pytest.raises(ValueError, match=r"ChatMessage\.role"):
         role_of(ChatMessage(role="narrator", content="x"))
     with pytest.raises(ValueError, match="add_messages"):
         role_of(RemoveMessage(id="m1"))
@@ -153,8 +155,14 @@ def test_role_of_rejects_unknown_roles_and_state_edits_naming_the_fix() -> None:
 # --- units, ids, stamps -----------------------------------------------------------------
 
 
-def test_tool_call_units_keep_a_call_with_its_results_and_a_stray_result_joins_the_unit_before() -> None:
-    msgs: list[BaseMessage] = [HumanMessage("go"), CALL, RESULT, ToolMessage("stray", tool_call_id="zz"), AIMessage("ok")]
+def test_tool_call_units_keep_calls_with_results_and_a_stray_result_joins_the_unit_before() -> None:
+    msgs: list[BaseMessage] = [
+        HumanMessage("go"),
+        CALL,
+        RESULT,
+        ToolMessage("stray", tool_call_id="zz"),
+        AIMessage("ok"),
+    ]
     assert [(u.start, u.end) for u in tool_call_units(msgs)] == [(0, 1), (1, 4), (4, 5)]
 
 
@@ -196,7 +204,13 @@ def test_request_problems_names_each_rule_broken(messages: list[BaseMessage], pr
 
 
 def test_a_valid_request_has_no_problems_and_repair_leaves_it_alone() -> None:
-    msgs: list[BaseMessage] = [SystemMessage("s"), HumanMessage("h"), CALL, RESULT, AIMessage("done")]
+    msgs: list[BaseMessage] = [
+        SystemMessage("s"),
+        HumanMessage("h"),
+        CALL,
+        RESULT,
+        AIMessage("done"),
+    ]
     assert request_problems(msgs) == []
     fixed, repairs = repair_request(msgs)
     assert repairs == []
@@ -209,8 +223,10 @@ def test_repair_answers_unanswered_calls_moves_late_system_messages_and_adds_a_u
     fixed, repairs = repair_request(msgs)
     assert request_problems(fixed) == []
     assert len(repairs) == 3
-    assert fixed[0].type == "human" and is_stamped(fixed[0], "repair")
+    assert fixed[0].type == "human"
+    assert is_stamped(fixed[0], "repair")
     placeholder = fixed[-1]
-    assert isinstance(placeholder, ToolMessage) and placeholder.tool_call_id == "f1"
+    assert isinstance(placeholder, ToolMessage)
+    assert placeholder.tool_call_id == "f1"
     assert placeholder.status == "error"
     assert any(m.type == "human" and "[system] rule" in m.text for m in fixed)

@@ -50,7 +50,10 @@ def test_drops_a_whole_chunk_once_over_then_holds_the_front_while_messages_arriv
     assert len(set(map(str, fronts))) == 1
     assert fronts[0] == f"m{HISTORY_WINDOW_DROP_CHUNK}"
     # The first drop leaves room: ~75% of the window, not exactly the window.
-    assert len(windowed(convo_of(HISTORY_WINDOW + 1))) == HISTORY_WINDOW + 1 - HISTORY_WINDOW_DROP_CHUNK
+    assert (
+        len(windowed(convo_of(HISTORY_WINDOW + 1)))
+        == HISTORY_WINDOW + 1 - HISTORY_WINDOW_DROP_CHUNK
+    )
 
 
 def test_moves_the_front_by_the_next_chunk_only_when_the_window_fills_again() -> None:
@@ -85,7 +88,11 @@ def test_holds_the_front_across_turns_until_a_whole_chunk_of_new_work_arrives() 
 
 
 def test_never_drops_the_most_recent_user_turn_however_large() -> None:
-    convo = [msg("user", "old"), msg("assistant", "a"), msg("user", "z" * (HISTORY_TOKEN_BUDGET * 5))]
+    convo = [
+        msg("user", "old"),
+        msg("assistant", "a"),
+        msg("user", "z" * (HISTORY_TOKEN_BUDGET * 5)),
+    ]
     w = windowed(convo)
     assert w[0].content == convo[2].content
 
@@ -112,10 +119,14 @@ def test_drops_a_leading_orphaned_tool_result() -> None:
     assert role_of(windowed(convo)[0]) == "user"
 
 
-def test_drops_a_leading_assistant_turn_so_the_payload_starts_at_a_user_turn_the_googleai_400() -> None:
+def test_drops_a_leading_assistant_turn_so_the_payload_starts_at_a_user_turn_the_googleai_400() -> (
+    None
+):
     # After a long tool loop slid the user turn out of the last-N slice, the window would
     # otherwise start on an assistant tool-call turn, which Gemini rejects.
-    convo = seed_msgs([("assistant", "x"), ("tool", "x"), ("user", "x"), ("assistant", "x"), ("tool", "x")])
+    convo = seed_msgs(
+        [("assistant", "x"), ("tool", "x"), ("user", "x"), ("assistant", "x"), ("tool", "x")]
+    )
     view = windowed(convo)
     assert role_of(view[0]) == "user"
     assert request_problems(view) == []
@@ -142,7 +153,9 @@ def test_keeps_leading_system_messages_in_front_and_counts_them_in_the_budget() 
     assert role_of(view[1]) == "user"
 
 
-def test_no_user_turn_keeps_everything_that_fits_else_the_last_message_repaired_to_be_valid() -> None:
+def test_no_user_turn_keeps_everything_that_fits_else_the_last_message_repaired_to_be_valid() -> (
+    None
+):
     only_ai = [AIMessage("a"), AIMessage("b")]
     fits = windowed(only_ai)
     assert fits[-2:] == only_ai
@@ -163,7 +176,10 @@ def test_no_user_turn_keeps_everything_that_fits_else_the_last_message_repaired_
             id="orphan-result",
         ),
         pytest.param(
-            [HumanMessage("go"), AIMessage("", tool_calls=[{"name": "finish", "args": {}, "id": "f1"}])],
+            [
+                HumanMessage("go"),
+                AIMessage("", tool_calls=[{"name": "finish", "args": {}, "id": "f1"}]),
+            ],
             "answered tool call",
             id="unanswered-call",
         ),
@@ -186,7 +202,9 @@ def test_an_invalid_record_yields_a_valid_view_and_logs_the_repair(
     assert record == before  # the caller's record is untouched
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [({"max_messages": 0}, "max_messages"), ({"max_tokens": -5}, "max_tokens")])
+@pytest.mark.parametrize(
+    ("kwargs", "field"), [({"max_messages": 0}, "max_messages"), ({"max_tokens": -5}, "max_tokens")]
+)
 def test_rejects_a_bad_budget_naming_the_argument(kwargs: dict[str, int], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         windowed(convo_of(4), **kwargs)

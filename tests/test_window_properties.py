@@ -22,7 +22,9 @@ from .helpers import load_transcript, model_turns, transcript_files
 from .strategies import any_records, units, valid_records
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-BUDGETS = st.tuples(st.integers(min_value=4, max_value=120), st.integers(min_value=500, max_value=80_000))
+BUDGETS = st.tuples(
+    st.integers(min_value=4, max_value=120), st.integers(min_value=500, max_value=80_000)
+)
 
 
 def _last_user(messages: list[BaseMessage]) -> int:
@@ -58,7 +60,11 @@ def test_the_view_fits_unless_the_latest_user_turn_alone_forces_it_over(
 
 
 @PROPERTY
-@given(record=valid_records(max_units=40), more=st.lists(units(), min_size=1, max_size=6), budget=BUDGETS)
+@given(
+    record=valid_records(max_units=40),
+    more=st.lists(units(), min_size=1, max_size=6),
+    budget=BUDGETS,
+)
 def test_appending_messages_that_cross_no_cut_point_never_changes_the_first_message(
     record: list[BaseMessage], more: list[list[BaseMessage]], budget: tuple[int, int]
 ) -> None:
@@ -72,10 +78,17 @@ def test_appending_messages_that_cross_no_cut_point_never_changes_the_first_mess
 
     def raw_cut(c: list[BaseMessage]) -> int:
         sizes = [counter.count_message(m) for m in c]
-        return max(message_window_start(len(c), max_messages=max_messages), token_window_start(sizes, budget=token_budget))
+        return max(
+            message_window_start(len(c), max_messages=max_messages),
+            token_window_start(sizes, budget=token_budget),
+        )
 
-    before = window_start(convo, max_messages=max_messages, max_tokens=token_budget, token_counter=counter)
-    after = window_start(grown_convo, max_messages=max_messages, max_tokens=token_budget, token_counter=counter)
+    before = window_start(
+        convo, max_messages=max_messages, max_tokens=token_budget, token_counter=counter
+    )
+    after = window_start(
+        grown_convo, max_messages=max_messages, max_tokens=token_budget, token_counter=counter
+    )
     # The front never moves backwards as the record grows...
     assert after >= before
     # ...and stays put while no cut point is crossed (and the latest-user cap did not bind).
@@ -88,7 +101,9 @@ def test_appending_messages_that_cross_no_cut_point_never_changes_the_first_mess
 
 @PROPERTY
 @given(record=any_records(), budget=BUDGETS)
-def test_any_record_even_an_invalid_one_yields_a_valid_view(record: list[BaseMessage], budget: tuple[int, int]) -> None:
+def test_any_record_even_an_invalid_one_yields_a_valid_view(
+    record: list[BaseMessage], budget: tuple[int, int]
+) -> None:
     max_messages, max_tokens = budget
     snapshot = list(record)
     view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)

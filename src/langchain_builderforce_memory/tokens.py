@@ -17,6 +17,7 @@ object) is recounted, while an unchanged one is a dictionary hit.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
@@ -373,6 +374,9 @@ def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[
     """
     if not messages:
         return [0]
+    if getattr(counter, "cache", True) is False:
+        # An uncached counter asks for a full recount every time (benchmarks, debugging).
+        return [0, *itertools.accumulate(counter.count_message(m) for m in messages)]
     key = (id(counter), id(messages[0]))
     with _prefix_lock:
         entry = _prefix_cache.get(key)

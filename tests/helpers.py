@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    message_to_dict,
     messages_from_dict,
 )
 
@@ -122,3 +127,113 @@ def tool_node_graph(tools: list[object], **tool_node_kwargs: object) -> object:
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
     return builder.compile()
+
+
+# --- hand-off packer fakes (tests/test_handoff*.py) ---------------------------------------
+
+
+def msg14(role: str, tag: str) -> BaseMessage:
+    """Seed ``handoff.test.ts`` ``msg``: ``tag`` padded to 40 chars, so exactly 14 tokens
+    under the default estimate (40 / 4 + 4)."""
+    return msg(role, tag.ljust(40, "."))
+
+
+class ScriptedSummarizer:
+    """A sync summarizer function: records each prompt it is sent, then returns ``answer``
+    (or raises ``error``). ``release`` (a threading.Event) makes it block until set, to
+    exercise timeouts without sleeping."""
+
+    def __init__(
+        self,
+        answer: str | None = "SUMMARY OF THE DROPPED MIDDLE",
+        *,
+        error: BaseException | None = None,
+        block_until: threading.Event | None = None,
+    ) -> None:
+        self.answer = answer
+        self.error = error
+        self.block_until = block_until
+        self.calls: list[list[BaseMessage]] = []
+
+    def __call__(self, prompt: list[BaseMessage]) -> str | None:
+        self.calls.append(prompt)
+        if self.block_until is not None:
+            self.block_until.wait(10)
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+
+class ScriptedRecall:
+    """A sync ``recall(query, budget_chars)``: records each call, returns ``answer`` (or raises)."""
+
+    def __init__(
+        self, answer: str = "RECALLED MEMORY", *, error: BaseException | None = None
+    ) -> None:
+        self.answer = answer
+        self.error = error
+        self.calls: list[tuple[str, int]] = []
+
+    def __call__(self, query: str, budget_chars: int) -> str:
+        self.calls.append((query, budget_chars))
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+
+async def async_recall_never(query: str, budget_chars: int) -> str:
+    """An async recall that never answers in time (cancelled by the caller's timeout)."""
+    await asyncio.Event().wait()
+    return ""
+
+
+# ------------------------------------------------- chat histories (test_history*.py)
+
+
+class RacyHistory(BaseChatMessageHistory):
+    """A history that rewrites its whole list on every append and yields to the event loop
+    between reading and writing it (like a JSON file or a key-value store over async I/O):
+    unserialised concurrent writers lose messages."""
+
+    def __init__(self) -> None:
+        self._stored: list[BaseMessage] = []
+
+    @property  # type: ignore[override]
+    def messages(self) -> list[BaseMessage]:
+        return list(self._stored)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self._stored = [*self._stored, *messages]
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        await asyncio.sleep(0)
+        return list(self._stored)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        current = list(self._stored)
+        await asyncio.sleep(0)
+        self._stored = [*current, *messages]
+
+    def clear(self) -> None:
+        self._stored = []
+
+
+class IdDroppingHistory(BaseChatMessageHistory):
+    """A history that serialises like most stores (``message_to_dict``) but does not
+    persist message ids; ``store`` is the "database" (share it to reopen a session)."""
+
+    def __init__(self, store: list[dict[str, Any]] | None = None) -> None:
+        self.store: list[dict[str, Any]] = store if store is not None else []
+
+    @property  # type: ignore[override]
+    def messages(self) -> list[BaseMessage]:
+        return messages_from_dict(json.loads(json.dumps(self.store)))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        for m in messages:
+            data = message_to_dict(m)
+            data["data"]["id"] = None
+            self.store.append(data)
+
+    def clear(self) -> None:
+        self.store.clear()

@@ -7,6 +7,7 @@ packer for smaller models, and the run's working memory restated as a brief.
 
 from __future__ import annotations
 
+from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
 from langchain_builderforce_memory.messages import (
     STAMP_KEY,
     ToolCallUnit,
@@ -16,6 +17,7 @@ from langchain_builderforce_memory.messages import (
     role_of,
     tool_call_units,
 )
+from langchain_builderforce_memory.store import CodeMapRecall, CodeMapStore
 from langchain_builderforce_memory.tokens import (
     ApproximateTokenCounter,
     CallableTokenCounter,
@@ -32,6 +34,20 @@ from langchain_builderforce_memory.transcript.window import (
     still_in_working_context,
     windowed,
 )
+from langchain_builderforce_memory.working import (
+    ConsolidatedMemory,
+    Observation,
+    WorkingMemory,
+    WorkingMemorySnapshot,
+    consolidate,
+    consolidated_key,
+    merge_consolidated,
+    rank_by_count,
+)
+from langchain_builderforce_memory.working.mapper import (
+    ToolObservationMapper,
+    observations_from_tool_call,
+)
 
 __version__ = "0.1.0"
 
@@ -43,11 +59,24 @@ __all__ = [
     "STAMP_KEY",
     "ApproximateTokenCounter",
     "CallableTokenCounter",
+    "CodeMapRecall",
+    "CodeMapStore",
+    "ConsolidatedMemory",
+    "Observation",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCallUnit",
+    "ToolObservationMapper",
+    "WorkingMemory",
+    "WorkingMemoryCallbackHandler",
+    "WorkingMemorySnapshot",
+    "consolidate",
+    "consolidated_key",
     "count_tokens",
+    "merge_consolidated",
     "message_id",
+    "observations_from_tool_call",
+    "rank_by_count",
     "repair_request",
     "request_problems",
     "resolve_token_counter",

@@ -1,0 +1,356 @@
+"""Short-term memory for one run: what it has read, searched and changed so far.
+
+Why the brief exists
+--------------------
+A model's reasoning is stripped from the transcript it reads next (models copy reasoning
+markup instead of calling tools), and a bounded working window compacts old tool results
+away. So by turn forty a run cannot see what it concluded at turn ten, and re-derives the
+whole architecture in every turn's reasoning: measured, 8-10k completion tokens a turn for
+two tool calls each, the same files re-read a dozen times. `WorkingMemory.brief` is the
+run's own record, handed to EVERY turn on that request only (never into the transcript, so
+it neither grows history nor breaks prompt caching), so the model reasons from "here is
+what I have" instead of from scratch.
+
+Record SUCCESSFUL observations only: a memory claiming a file was written when the write
+failed grounds every later turn (and run) on a lie.
+
+The memory knows observations ("read this file", "changed that one"), never tool names: a
+host maps its own tool vocabulary onto `Observation` (see
+`langchain_builderforce_memory.callbacks.ToolObservationMapper`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final, Literal, TypedDict, get_args
+
+__all__ = [
+    "BRIEF_MAX_FILES",
+    "BRIEF_MAX_SEARCHES",
+    "BRIEF_MIN_OBSERVATIONS",
+    "FILE_KINDS",
+    "OBSERVATION_KINDS",
+    "FileKind",
+    "Observation",
+    "ObservationKind",
+    "WorkingMemory",
+    "WorkingMemorySnapshot",
+    "rank_by_count",
+]
+
+ObservationKind = Literal["read", "created", "edited", "deleted", "searched"]
+"""What a run did: four things to a path, or a search."""
+
+FileKind = Literal["read", "created", "edited", "deleted"]
+"""The observation kinds whose target is a file path."""
+
+OBSERVATION_KINDS: Final[tuple[ObservationKind, ...]] = get_args(ObservationKind)
+FILE_KINDS: Final[tuple[FileKind, ...]] = get_args(FileKind)
+
+BRIEF_MIN_OBSERVATIONS: Final = 10
+"""Below this many observations the run's own results are still in its window, so a
+restatement only costs tokens. Past it, compaction starts dropping them."""
+BRIEF_MAX_FILES: Final = 25
+"""Files listed per section of the brief."""
+BRIEF_MAX_SEARCHES: Final = 15
+"""Searches listed in the brief."""
+
+_BRIEF_HEADER: Final = "## What this run has already established"
+_BRIEF_GUIDANCE: Final = (
+    "Your own record so far, kept by the runtime — not a new request. Build on it instead "
+    "of re-deriving it: earlier results may have been compressed out of your context, but "
+    "what you concluded from them still holds. Re-read a file only when it may have changed "
+    "since (a command rewrote it) or you need a part you have not seen; re-running a search "
+    "to verify an edit is fine. If you already know where the change goes, make it."
+)
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One thing a run did that is worth remembering, in the memory's own terms.
+
+    Example:
+        >>> Observation.read("web/src/App.tsx")
+        Observation(kind='read', target='web/src/App.tsx')
+        >>> Observation.searched('search_code "canvas"').kind
+        'searched'
+    """
+
+    kind: ObservationKind
+    """`read` / `created` / `edited` / `deleted` a path, or `searched` a query."""
+    target: str
+    """The path (file kinds) or the query (`searched`), as the tool spelled it."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in OBSERVATION_KINDS:
+            raise ValueError(
+                f"Observation.kind must be one of {', '.join(OBSERVATION_KINDS)}; "
+                f"got {self.kind!r}."
+            )
+        if not isinstance(self.target, str):
+            raise ValueError(
+                "Observation.target must be a str (a path, or a search query); "
+                f"got {type(self.target).__name__}."
+            )
+
+    @classmethod
+    def read(cls, path: str) -> Observation:
+        """The run read `path`."""
+        return cls("read", path)
+
+    @classmethod
+    def created(cls, path: str) -> Observation:
+        """The run created (or wrote) `path`."""
+        return cls("created", path)
+
+    @classmethod
+    def edited(cls, path: str) -> Observation:
+        """The run edited `path`."""
+        return cls("edited", path)
+
+    @classmethod
+    def deleted(cls, path: str) -> Observation:
+        """The run deleted `path`."""
+        return cls("deleted", path)
+
+    @classmethod
+    def searched(cls, query: str) -> Observation:
+        """The run searched for `query` (a grep, a glob, a directory listing...)."""
+        return cls("searched", query)
+
+    @property
+    def is_file(self) -> bool:
+        """True when `target` is a path (every kind but `searched`)."""
+        return self.kind != "searched"
+
+
+class _SnapshotLists(TypedDict):
+    created: list[str]
+    edited: list[str]
+    deleted: list[str]
+    read: list[str]
+    searched: list[str]
+
+
+class WorkingMemorySnapshot(_SnapshotLists, total=False):
+    """What a run's working memory holds, as plain JSON (it can live in graph state).
+
+    Lists keep duplicates: how often is a signal. `observations` counts every observation
+    (also those whose path was empty); when absent it is the total of the lists.
+    """
+
+    task: str
+    """What the run was asked."""
+    observations: int
+    """Observations recorded so far."""
+
+
+_SNAPSHOT_KEYS: Final = frozenset((*OBSERVATION_KINDS, "task", "observations"))
+
+
+def rank_by_count(items: Iterable[str]) -> list[tuple[str, int]]:
+    """Each distinct item with how often it occurs, most frequent first, ties by name.
+
+    The one ranking the brief, the consolidation and its area all use (and that hosts
+    reuse for their own renderings of a run, so a run reads the same everywhere). Ties
+    sort by code point, not by locale, so the order is the same on every machine.
+
+    Example:
+        >>> rank_by_count(["b", "a", "b"])
+        [('b', 2), ('a', 1)]
+    """
+    return sorted(Counter(items).items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _normalize_task(task: str) -> str:
+    return _WHITESPACE.sub(" ", task).strip()
+
+
+def _counted(entries: list[tuple[str, int]]) -> list[str]:
+    return [f"- {item}{f' ({n}×)' if n > 1 else ''}" for item, n in entries]
+
+
+class WorkingMemory:
+    """The run's own record of what it read, searched and changed.
+
+    Not thread-safe by itself: one writer at a time (the callback handler serialises its
+    writes under a lock).
+
+    Example:
+        >>> m = WorkingMemory()
+        >>> m.set_task("Move the   canvas")
+        >>> m.observe(Observation.read("web/src/App.tsx"))
+        >>> m.size, m.snapshot["task"]
+        (1, 'Move the canvas')
+        >>> m.brief() is None  # too short a run to be worth restating
+        True
+    """
+
+    __slots__ = ("_created", "_deleted", "_edited", "_observations", "_read", "_searched", "_task")
+
+    def __init__(self) -> None:
+        self._task: str | None = None
+        self._created: list[str] = []
+        self._edited: list[str] = []
+        self._deleted: list[str] = []
+        self._read: list[str] = []
+        self._searched: list[str] = []
+        self._observations = 0
+
+    def set_task(self, task: str) -> None:
+        """Record what the run was asked: the consolidation names it, so a map is a lesson.
+
+        Whitespace is collapsed; a blank task leaves the recorded one unchanged.
+        """
+        asked = _normalize_task(task)
+        if asked:
+            self._task = asked
+
+    @property
+    def task(self) -> str | None:
+        """What the run was asked, if known."""
+        return self._task
+
+    def observe(self, observation: Observation) -> None:
+        """Record one SUCCESSFUL observation. A blank path or query counts but is not kept."""
+        self._observations += 1
+        target = observation.target.strip()
+        if not target:
+            return
+        self._list(observation.kind).append(target)
+
+    def observe_all(self, observations: Iterable[Observation]) -> None:
+        """Record several observations, in order."""
+        for observation in observations:
+            self.observe(observation)
+
+    def _list(self, kind: ObservationKind) -> list[str]:
+        lists = {
+            "created": self._created,
+            "edited": self._edited,
+            "deleted": self._deleted,
+            "read": self._read,
+            "searched": self._searched,
+        }
+        return lists[kind]
+
+    @property
+    def size(self) -> int:
+        """Observations recorded so far (searches and file events alike)."""
+        return self._observations
+
+    @property
+    def snapshot(self) -> WorkingMemorySnapshot:
+        """A JSON-able copy of the memory; `from_snapshot` rebuilds it."""
+        snap = WorkingMemorySnapshot(
+            created=list(self._created),
+            edited=list(self._edited),
+            deleted=list(self._deleted),
+            read=list(self._read),
+            searched=list(self._searched),
+            observations=self._observations,
+        )
+        if self._task:
+            snap["task"] = self._task
+        return snap
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Mapping[str, object]) -> WorkingMemory:
+        """Rebuild a memory from `snapshot` (e.g. read back from graph state as JSON).
+
+        Missing lists read as empty, so a snapshot written by a host that does not track
+        one kind still loads.
+
+        Raises:
+            ValueError: `snapshot` is not a mapping of the snapshot's keys to their types,
+                naming the bad key.
+        """
+        if not isinstance(snapshot, Mapping):
+            raise ValueError(
+                "A working-memory snapshot must be a mapping (WorkingMemorySnapshot); "
+                f"got {type(snapshot).__name__}."
+            )
+        unknown = sorted(str(k) for k in snapshot if k not in _SNAPSHOT_KEYS)
+        if unknown:
+            raise ValueError(
+                f"Unknown working-memory snapshot key(s) {unknown}; "
+                f"allowed: {sorted(_SNAPSHOT_KEYS)}."
+            )
+        memory = cls()
+        for kind in OBSERVATION_KINDS:
+            memory._list(kind).extend(_string_list(snapshot, kind))
+        kept = sum(len(memory._list(k)) for k in OBSERVATION_KINDS)
+        memory._observations = _observation_count(snapshot, kept)
+        task = snapshot.get("task")
+        if task is not None:
+            if not isinstance(task, str):
+                raise ValueError(f"Snapshot key 'task' must be a str; got {type(task).__name__}.")
+            memory.set_task(task)
+        return memory
+
+    def brief(self, *, observations: int | None = None) -> str | None:
+        """What this run has ALREADY established, to put in front of its next turn.
+
+        `None` until the run has done enough for a restatement to be worth its tokens.
+        `observations` lets a host count its own activity (every tool call, not only the
+        memory-relevant ones) toward that threshold. Hosts deliver the brief inside the
+        per-request volatile tail, so it never becomes the cached prefix nor "the latest
+        user directive".
+
+        Example:
+            >>> m = WorkingMemory()
+            >>> m.observe(Observation.read("a.ts"))
+            >>> print(m.brief(observations=12).splitlines()[-1])
+            - a.ts
+        """
+        if observations is not None and (
+            isinstance(observations, bool) or not isinstance(observations, int)
+        ):
+            raise ValueError(f"brief(observations=...) must be an int; got {observations!r}.")
+        if (self._observations if observations is None else observations) < (
+            BRIEF_MIN_OBSERVATIONS
+        ):
+            return None
+        changed = list(dict.fromkeys([*self._created, *self._edited]))
+        changed_set = set(changed)
+        deleted = list(dict.fromkeys(self._deleted))
+        reads = [(p, n) for p, n in rank_by_count(self._read) if p not in changed_set]
+        searches = rank_by_count(self._searched)
+        if not (changed or deleted or reads or searches):
+            return None
+        lines = [_BRIEF_HEADER, _BRIEF_GUIDANCE]
+        if changed:
+            lines += ["", "Changed:", *(f"- {p}" for p in changed[:BRIEF_MAX_FILES])]
+        if deleted:
+            lines += ["", "Deleted:", *(f"- {p}" for p in deleted[:BRIEF_MAX_FILES])]
+        if reads:
+            lines += ["", "Read:", *_counted(reads[:BRIEF_MAX_FILES])]
+            if len(reads) > BRIEF_MAX_FILES:
+                lines.append(f"- … {len(reads) - BRIEF_MAX_FILES} more")
+        if searches:
+            lines += ["", "Searched:", *_counted(searches[:BRIEF_MAX_SEARCHES])]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"WorkingMemory(size={self._observations}, task={self._task!r})"
+
+
+def _string_list(snapshot: Mapping[str, object], key: str) -> list[str]:
+    value = snapshot.get(key, [])
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"Snapshot key {key!r} must be a list of str; got {value!r:.80}.")
+    return list(value)
+
+
+def _observation_count(snapshot: Mapping[str, object], kept: int) -> int:
+    count = snapshot.get("observations", kept)
+    if isinstance(count, bool) or not isinstance(count, int) or count < kept:
+        raise ValueError(
+            "Snapshot key 'observations' must be an int no smaller than the number of "
+            f"recorded entries ({kept}); got {count!r}."
+        )
+    return count

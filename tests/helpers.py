@@ -237,3 +237,310 @@ class IdDroppingHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         self.store.clear()
+
+
+# --- the fold (tests/test_fold*.py, tests/test_summary.py, benchmarks/fold_loop.py) -------
+
+
+class AsyncScriptedSummarizer:
+    """An async summarizer function: records each prompt, returns ``answer`` (or raises
+    ``error``); with ``never=True`` it never answers (for the async timeout path)."""
+
+    def __init__(
+        self,
+        answer: str | None = "SUMMARY OF THE DROPPED MIDDLE",
+        *,
+        error: BaseException | None = None,
+        never: bool = False,
+    ) -> None:
+        self.answer = answer
+        self.error = error
+        self.never = never
+        self.calls: list[list[BaseMessage]] = []
+
+    async def __call__(self, prompt: list[BaseMessage]) -> str | None:
+        self.calls.append(prompt)
+        if self.never:
+            await asyncio.Event().wait()
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+
+def fold_coverage_gaps(record: Sequence[BaseMessage], view: Sequence[BaseMessage]) -> list[int]:
+    """Conversation indices (after the leading system run) of ``record`` messages that are
+    neither covered by the view's memory note nor sent verbatim in it. A leading marker
+    shown as a note counts as sent; a tool result the record itself orphans (which any
+    valid request must drop) is excused."""
+    from langchain_builderforce_memory.messages import (
+        leading_system_count,
+        repair_request,
+        role_of,
+        stamp_of,
+    )
+
+    convo = record[leading_system_count(record) :]
+    covered = 0
+    shown_marker = False
+    for m in view:
+        s = stamp_of(m)
+        if s is not None and s["kind"] == "memory_note":
+            end = s.get("covered_end")
+            covered = max(covered, end if isinstance(end, int) else 0)
+            shown_marker = shown_marker or s.get("source") == "consolidation_marker"
+    shown = {id(m) for m in view}
+    kept_by_repair = {id(m) for m in repair_request(record)[0]}
+    return [
+        i
+        for i, m in enumerate(convo)
+        if i >= covered
+        and id(m) not in shown
+        and not (i == 0 and shown_marker)
+        and not (role_of(m) == "tool" and id(m) not in kept_by_repair)
+    ]
+
+
+class FoldLoopReport:
+    """What :func:`run_fold_loop` measured (see ``benchmarks/fold_loop.py``)."""
+
+    def __init__(
+        self,
+        *,
+        turns: int,
+        summarizer_calls: int,
+        new_work_tokens: int,
+        view_tokens: list[int],
+        prefix_kept: int,
+        modes: dict[str, int],
+        invalid_views: int,
+        coverage_gaps: int,
+    ) -> None:
+        self.turns = turns
+        self.summarizer_calls = summarizer_calls
+        self.new_work_tokens = new_work_tokens
+        self.view_tokens = view_tokens
+        self.prefix_kept = prefix_kept
+        self.modes = modes
+        self.invalid_views = invalid_views
+        self.coverage_gaps = coverage_gaps
+
+    @property
+    def tokens_per_call(self) -> float:
+        """Tokens of new work per summarizer call (inf with no call)."""
+        if not self.summarizer_calls:
+            return float("inf")
+        return self.new_work_tokens / self.summarizer_calls
+
+    @property
+    def prefix_share(self) -> float:
+        """Share of turns (after the first) whose view starts with the previous turn's view."""
+        return self.prefix_kept / max(1, self.turns - 1)
+
+
+def run_fold_loop(
+    turns: int = 300,
+    result_tokens: int = 2_000,
+    *,
+    note_chars: int = 1_200,
+    system_prompt: str = "You are a coding agent. Use the tools; keep the tests green.",
+    calls_per_turn: int = 1,
+    directive_every: int = 0,
+    **build_kwargs: Any,
+) -> FoldLoopReport:
+    """A scripted tool loop through ``build_working_transcript`` with a counting fake
+    summarizer: each turn builds the view (as before a model call), then appends the
+    model's tool call(s) and their ``result_tokens``-token results to the record (plus a
+    new user directive every ``directive_every`` turns, when set)."""
+    from langchain_builderforce_memory.messages import request_problems
+    from langchain_builderforce_memory.tokens import count_tokens
+    from langchain_builderforce_memory.transcript.fold import (
+        CompactMemo,
+        build_working_transcript,
+    )
+
+    summarizer = ScriptedSummarizer("n" * note_chars)
+    record: list[BaseMessage] = [HumanMessage("Port the parser to Rust; keep the tests green.")]
+    start_tokens = count_tokens(record)
+    memo: CompactMemo | None = None
+    previous: list[BaseMessage] | None = None
+    view_tokens: list[int] = []
+    modes: dict[str, int] = {}
+    prefix_kept = invalid = gaps = 0
+    body = "y" * (4 * (result_tokens - 4))  # exactly result_tokens under the default count
+    for turn in range(turns):
+        out = build_working_transcript(
+            record, memo=memo, summarizer=summarizer, system_prompt=system_prompt, **build_kwargs
+        )
+        memo = out.memo
+        modes[out.mode] = modes.get(out.mode, 0) + 1
+        view_tokens.append(count_tokens(out.messages))
+        invalid += bool(request_problems(out.messages))
+        gaps += len(fold_coverage_gaps(record, out.messages))
+        if previous is not None and out.messages[: len(previous)] == previous:
+            prefix_kept += 1
+        previous = out.messages
+        record.extend(tool_round(turn, f"{turn}:{body}"[: len(body)], calls=calls_per_turn))
+        if directive_every and (turn + 1) % directive_every == 0:
+            record.append(HumanMessage(f"Now also handle case {turn}."))
+    return FoldLoopReport(
+        turns=turns,
+        summarizer_calls=len(summarizer.calls),
+        new_work_tokens=count_tokens(record) - start_tokens,
+        view_tokens=view_tokens,
+        prefix_kept=prefix_kept,
+        modes=modes,
+        invalid_views=invalid,
+        coverage_gaps=gaps,
+    )
+
+
+# --- agent adapters (tests/test_middleware.py, test_nodes.py, test_e2e_agents.py) ----------
+
+AGENT_SYSTEM_PROMPT = "You are a coding agent. Use the tools; keep the tests green."
+"""The system prompt every adapter test agent runs with (counted in every budget)."""
+
+AGENT_KINDS = ("create_agent", "react", "graph")
+"""``create_agent`` + the middleware; ``create_react_agent`` + the node as its
+``pre_model_hook``; a hand-written ``StateGraph`` with the node before the model node."""
+
+RUN_MODES = ("invoke", "ainvoke", "stream", "astream")
+"""How a test drives a compiled graph (see :func:`run_directives`)."""
+
+
+def build_agent(
+    kind: str,
+    model: Any,
+    tools: Sequence[Any],
+    *,
+    summarizer: Any = None,
+    checkpointer: Any = None,
+    system_prompt: str = AGENT_SYSTEM_PROMPT,
+    before: Sequence[Any] = (),
+    **options: Any,
+) -> Any:
+    """A compiled agent of ``kind`` (see :data:`AGENT_KINDS`) using this package's adapter.
+
+    ``before`` is middleware placed ahead of ours (``create_agent`` only), e.g. a
+    ``ModelFallbackMiddleware``. ``options`` go to the middleware / node.
+    """
+    import warnings
+
+    from langchain_builderforce_memory.nodes import WorkingTranscriptNode, WorkingTranscriptState
+
+    if kind == "create_agent":
+        from langchain.agents import create_agent
+
+        from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+
+        return create_agent(
+            model,
+            list(tools),
+            system_prompt=system_prompt,
+            middleware=[*before, BuilderforceMemoryMiddleware(summarizer, **options)],
+            checkpointer=checkpointer,
+        )
+    node = WorkingTranscriptNode(
+        summarizer, system_prompt=system_prompt, model=model, tools=list(tools), **options
+    )
+    if kind == "react":
+        from langgraph.prebuilt import create_react_agent
+
+        with warnings.catch_warnings():  # deprecated in LangGraph 1.0, still widely deployed
+            warnings.simplefilter("ignore")
+            return create_react_agent(
+                model,
+                list(tools),
+                prompt=system_prompt,
+                pre_model_hook=node,
+                state_schema=WorkingTranscriptState,
+                checkpointer=checkpointer,
+            )
+    if kind == "graph":
+        return _hand_written_graph(model, tools, node, system_prompt, checkpointer)
+    raise ValueError(kind)
+
+
+def _hand_written_graph(
+    model: Any, tools: Sequence[Any], node: Any, system_prompt: str, checkpointer: Any
+) -> Any:
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from langchain_builderforce_memory.nodes import WorkingTranscriptState
+
+    bound = model.bind_tools(list(tools))
+    prompt = SystemMessage(system_prompt)
+
+    def call_model(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [bound.invoke([prompt, *state["llm_input_messages"]])]}
+
+    async def acall_model(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke([prompt, *state["llm_input_messages"]])]}
+
+    builder = StateGraph(WorkingTranscriptState)
+    builder.add_node("memory", node)
+    builder.add_node("model", RunnableLambda(call_model, afunc=acall_model))
+    builder.add_node("tools", ToolNode(list(tools)))
+    builder.add_edge(START, "memory")
+    builder.add_edge("memory", "model")
+    builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", "memory")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def run_directives(
+    agent: Any,
+    directives: Sequence[str],
+    *,
+    mode: str = "invoke",
+    thread_id: str = "thread-1",
+    durability: str = "exit",
+) -> list[dict[str, Any]]:
+    """Send each directive as a new user turn on one thread; return the custom stream
+    events (``stream`` / ``astream``; none for ``invoke`` / ``ainvoke``).
+
+    ``durability="exit"`` checkpoints once per directive: a 300-turn run with
+    20k-token tool results would otherwise serialise the whole record every step.
+    """
+    config: Any = {"configurable": {"thread_id": thread_id}, "recursion_limit": 10_000}
+    events: list[dict[str, Any]] = []
+
+    async def go_async() -> None:
+        for d in directives:
+            payload = {"messages": [HumanMessage(d)]}
+            if mode == "ainvoke":
+                await agent.ainvoke(payload, config, durability=durability)
+            else:
+                async for chunk in agent.astream(
+                    payload, config, stream_mode="custom", durability=durability
+                ):
+                    events.append(chunk)
+
+    if mode in ("ainvoke", "astream"):
+        asyncio.run(go_async())
+        return events
+    for d in directives:
+        payload = {"messages": [HumanMessage(d)]}
+        if mode == "invoke":
+            agent.invoke(payload, config, durability=durability)
+        else:
+            stream = agent.stream(payload, config, stream_mode="custom", durability=durability)
+            events.extend(stream)
+    return events
+
+
+def directive_of_request(calls_per_directive: Sequence[int]) -> Callable[[int], int]:
+    """Which directive (its index) the ``i``-th model request of a scripted run serves."""
+    import bisect
+    import itertools
+
+    ends = list(itertools.accumulate(calls_per_directive))
+    return lambda i: bisect.bisect_right(ends, i)
+
+
+def volatile_tails(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The volatile tails (brief messages) in ``messages``."""
+    from langchain_builderforce_memory.handoff import is_volatile_tail
+
+    return [m for m in messages if is_volatile_tail(m)]

@@ -8,6 +8,15 @@ packer for smaller models, and the run's working memory restated as a brief.
 from __future__ import annotations
 
 from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
+from langchain_builderforce_memory.handoff import (
+    HandoffPack,
+    apack_handoff,
+    handoff_budget,
+    handoff_budget_for_model,
+    is_volatile_tail,
+    pack_handoff,
+    volatile_tail,
+)
 from langchain_builderforce_memory.messages import (
     STAMP_KEY,
     ToolCallUnit,
@@ -62,6 +71,7 @@ __all__ = [
     "CodeMapRecall",
     "CodeMapStore",
     "ConsolidatedMemory",
+    "HandoffPack",
     "Observation",
     "TiktokenCounter",
     "TokenCounter",
@@ -70,12 +80,17 @@ __all__ = [
     "WorkingMemory",
     "WorkingMemoryCallbackHandler",
     "WorkingMemorySnapshot",
+    "apack_handoff",
     "consolidate",
     "consolidated_key",
     "count_tokens",
+    "handoff_budget",
+    "handoff_budget_for_model",
+    "is_volatile_tail",
     "merge_consolidated",
     "message_id",
     "observations_from_tool_call",
+    "pack_handoff",
     "rank_by_count",
     "repair_request",
     "request_problems",
@@ -83,5 +98,6 @@ __all__ = [
     "role_of",
     "still_in_working_context",
     "tool_call_units",
+    "volatile_tail",
     "windowed",
 ]

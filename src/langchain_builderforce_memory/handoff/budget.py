@@ -1,0 +1,189 @@
+"""The hand-off budget: how many tokens of transcript the NEXT model can take.
+
+A request must fit the target model's context window together with the reply it is
+allowed to write and the tool schemas it is sent, so the transcript's share is
+``target_context_tokens - reserve_output_tokens - tools_tokens`` (seed ``handoffBudget``).
+
+:func:`handoff_budget_for_model` reads those numbers from a LangChain chat model: its
+``profile`` (``max_input_tokens``, ``max_output_tokens``; langchain-core 1.x) and the tool
+schemas bound to it with ``bind_tools``. Profiles are the models.dev limits, where
+``max_input_tokens`` is the whole context window, which the reply shares; so the reply's
+ceiling is held back from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
+
+from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
+
+__all__ = [
+    "DEFAULT_RESERVE_FRACTION_DIVISOR",
+    "ToolLike",
+    "handoff_budget",
+    "handoff_budget_for_model",
+    "tools_tokens",
+]
+
+ToolLike: TypeAlias = "Mapping[str, Any] | type[BaseModel] | Callable[..., Any] | BaseTool"
+"""Anything ``bind_tools`` accepts: a schema dict, a pydantic model, a function, a tool."""
+
+
+DEFAULT_RESERVE_FRACTION_DIVISOR = 4
+"""The default reply reserve is at most ``window // 4``. Some profiles list the whole
+window as the output ceiling (gpt-4: 8192 in, 8192 out); reserving all of it would leave
+the transcript nothing, and a reply that long is not what a hand-off asks for."""
+
+
+def _check_tokens(name: str, value: object, *, minimum: int) -> int:
+    """``value`` as a token count ``>= minimum``, or a ValueError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name}: expected an int number of tokens, got {value!r} ({type(value).__name__})."
+        raise TypeError(msg)
+    if value < minimum:
+        msg = f"{name}: must be >= {minimum} tokens, got {value}."
+        raise ValueError(msg)
+    return value
+
+
+def handoff_budget(
+    target_context_tokens: int, reserve_output_tokens: int, tools_tokens: int = 0
+) -> int:
+    """Tokens the transcript may use in the next model's request (never below 0).
+
+    Args:
+        target_context_tokens: The next model's context window, in tokens (> 0).
+        reserve_output_tokens: Tokens held back for the next model's reply (>= 0).
+        tools_tokens: Tokens the advertised tool schemas cost (>= 0).
+
+    Raises:
+        TypeError: a count that is not an int.
+        ValueError: a window <= 0 or a negative reserve / tools count, naming it.
+
+    Example:
+        >>> handoff_budget(8_000, 1_000, 500)
+        6500
+        >>> handoff_budget(1_000, 1_000, 200)
+        0
+    """
+    window = _check_tokens("target_context_tokens", target_context_tokens, minimum=1)
+    reserve = _check_tokens("reserve_output_tokens", reserve_output_tokens, minimum=0)
+    tools = _check_tokens("tools_tokens", tools_tokens, minimum=0)
+    return max(0, window - reserve - tools)
+
+
+def _tool_schema(tool: ToolLike) -> Mapping[str, Any]:
+    # A dict is already what goes over the wire (bound tools are stored formatted, in the
+    # provider's own shape): count it as it is rather than re-shape it.
+    if isinstance(tool, Mapping):
+        return tool
+    return convert_to_openai_tool(tool)
+
+
+def tools_tokens(tools: Sequence[ToolLike], *, token_counter: TokenCounterLike = None) -> int:
+    """Tokens the tool schemas cost: each schema's JSON, counted as text.
+
+    Dicts count as they are; other tool-likes as their OpenAI tool schema
+    (``convert_to_openai_tool``).
+
+    Example:
+        >>> tools_tokens([{"type": "function", "function": {"name": "ls"}}])
+        12
+    """
+    counter = resolve_token_counter(token_counter)
+    return sum(
+        counter.count_text(json.dumps(_tool_schema(t), ensure_ascii=False, sort_keys=True))
+        for t in tools
+    )
+
+
+def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLike] | None]:
+    """The model under any ``bind`` / ``bind_tools`` wrappers, and the tools bound to it.
+
+    The outermost binding that carries ``tools`` wins: that is what the request sends.
+    """
+    bound_tools: list[ToolLike] | None = None
+    inner = model
+    while isinstance(inner, RunnableBinding):
+        found = inner.kwargs.get("tools")
+        if bound_tools is None and isinstance(found, Sequence) and not isinstance(found, str):
+            bound_tools = list(found)
+        inner = inner.bound
+    return inner, bound_tools
+
+
+def _profile_int(profile: Mapping[str, object], key: str) -> int | None:
+    value = profile.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def handoff_budget_for_model(
+    model: Runnable[Any, Any],
+    *,
+    tools: Sequence[ToolLike] | None = None,
+    reserve_output_tokens: int | None = None,
+    max_input_tokens: int | None = None,
+    token_counter: TokenCounterLike = None,
+) -> int:
+    """The hand-off budget for ``model``, read from its profile and its bound tools.
+
+    Pass the result as ``target_context_tokens`` with ``reserve_output_tokens=0`` (it is
+    already net of the reply and the tools).
+
+    Args:
+        model: A chat model (langchain-core 1.x models carry ``profile``), or one wrapped by
+            ``bind_tools`` / ``bind``: the profile is read from the model underneath and
+            the bound tool schemas are counted.
+        tools: The tool schemas the request will carry, when they are not bound to
+            ``model`` (``create_agent`` binds at request time). Given, they replace the
+            bound ones rather than add to them.
+        reserve_output_tokens: Tokens held back for the reply. Default: the profile's
+            ``max_output_tokens``, at most a quarter of the window (0 without one). Pass
+            the ``max_tokens`` you actually request to reserve exactly that.
+        max_input_tokens: The model's context window, when its profile lacks one (or to
+            override it).
+        token_counter: Counts the tool schemas (default: the approximate estimate).
+
+    Raises:
+        ValueError: no ``max_input_tokens`` in the profile and none passed.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> small = FakeListChatModel(
+        ...     responses=["ok"], profile={"max_input_tokens": 8_000, "max_output_tokens": 1_000}
+        ... )
+        >>> handoff_budget_for_model(small)
+        7000
+    """
+    inner, bound_tools = _unwrap(model)
+    raw_profile = getattr(inner, "profile", None)
+    profile: Mapping[str, object] = raw_profile if isinstance(raw_profile, Mapping) else {}
+    window = (
+        max_input_tokens
+        if max_input_tokens is not None
+        else _profile_int(profile, "max_input_tokens")
+    )
+    if window is None:
+        msg = (
+            f"handoff_budget_for_model: {type(inner).__name__} has no "
+            "profile['max_input_tokens'], so its context window is unknown. Pass "
+            "max_input_tokens=<the model's window in tokens>, or build the model with "
+            "profile={'max_input_tokens': ..., 'max_output_tokens': ...}."
+        )
+        raise ValueError(msg)
+    if reserve_output_tokens is None:
+        ceiling = _profile_int(profile, "max_output_tokens") or 0
+        reserve_output_tokens = min(ceiling, window // DEFAULT_RESERVE_FRACTION_DIVISOR)
+    schemas = tools if tools is not None else (bound_tools or [])
+    return handoff_budget(
+        window, reserve_output_tokens, tools_tokens(schemas, token_counter=token_counter)
+    )

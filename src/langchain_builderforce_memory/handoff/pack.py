@@ -1,0 +1,525 @@
+"""``pack_handoff``: fit a transcript into the NEXT model's window (seed ``packHandoff``).
+
+When a run moves to another model (a fallback after an error, a router choosing a
+cheaper model, a sub-agent), that model's window may be much smaller, and resending the
+same request (what ``ModelFallbackMiddleware`` does) gets it rejected. The packed request:
+
+    leading system message(s) · ONE note for the dropped middle · the latest directive
+    re-injected verbatim (only when it fell in the middle) · the verbatim tail ·
+    the volatile tail, last
+
+- Only the LEADING run of system messages is the fixed prefix. A system message later in
+  the conversation is never hoisted to the front, where it would read as if it governed
+  the whole conversation. (Strict providers reject it mid-conversation, so the input is
+  first made valid with :func:`~langchain_builderforce_memory.messages.repair_request`,
+  which turns it into a stamped ``[system]`` user message in place; that message then
+  stays where it was, or falls in the dropped middle.)
+- The tail is the longest run of whole tool-call units (:func:`tool_call_units`) from the
+  end that fits what is left after the prefix, the directive, the pins and room for the
+  elision marker: never a tool result without its call, nor a call without its results.
+- Whatever room the tail leaves is the note's (:mod:`.note`): summary, else recall, else
+  the elision marker. The note is a stamped human message, so the view opens with a user
+  turn for strict providers.
+- The result never exceeds the budget unless the prefix + the latest directive alone do;
+  then it is exactly those two, and ``fits`` is False.
+
+Why this is not the fold (``transcript/fold.py``): the packer is stateless and gives the
+verbatim tail priority, handing the note whatever room the tail leaves; the fold keeps an
+incremental memo across turns and caps its tail so the note has headroom.
+
+Planning is pure (:func:`plan_handoff`), the note step is the only part that differs
+between :func:`pack_handoff` and :func:`apack_handoff`, and assembly is pure again.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from langchain_core.messages import BaseMessage
+
+from langchain_builderforce_memory.handoff.budget import handoff_budget
+from langchain_builderforce_memory.handoff.note import (
+    HandoffNote,
+    NoteRequest,
+    Recall,
+    abuild_note,
+    build_note,
+    handoff_line,
+    min_note_tokens,
+)
+from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
+from langchain_builderforce_memory.messages import (
+    ToolCallUnit,
+    leading_system_count,
+    log_repairs,
+    message_id,
+    repair_request,
+    role_of,
+    stamp_of,
+    tool_call_units,
+)
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    count_tokens,
+    message_sizes,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.summary import Summarizer
+
+__all__ = [
+    "HandoffPack",
+    "HandoffPlan",
+    "apack_handoff",
+    "assemble_handoff",
+    "latest_directive_index",
+    "pack_handoff",
+    "plan_handoff",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffPack:
+    """The packed transcript and how it was made.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> pack = pack_handoff([HumanMessage("hi")], target_context_tokens=100,
+        ...                     reserve_output_tokens=10)
+        >>> pack.fits, pack.dropped, pack.estimated_tokens
+        (True, 0, 5)
+    """
+
+    messages: list[BaseMessage]
+    """The request to send: input messages (the same objects) plus at most one note."""
+    dropped: int
+    """Input messages in neither the verbatim tail nor re-injected (counted after
+    :func:`~langchain_builderforce_memory.messages.repair_request`; a volatile tail that had
+    to go counts too)."""
+    summarized: bool
+    """The note carries the summarizer's answer."""
+    recalled: bool
+    """The note carries the ``recall`` block."""
+    estimated_tokens: int
+    """Tokens of :attr:`messages` under the packer's token counter."""
+    fits: bool
+    """False only when the system message(s) + the latest directive alone exceed the
+    budget; :attr:`messages` is then exactly those."""
+    budget: int
+    """The budget packed into (:func:`~.budget.handoff_budget`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffPlan:
+    """The pure outcome of planning: what stays, what goes, and what the note may cost."""
+
+    system: tuple[BaseMessage, ...]
+    """The leading system messages (the fixed prefix)."""
+    kept: tuple[BaseMessage, ...]
+    """Conversation messages kept verbatim, in their original order: the re-injected
+    directive, the pins and the tail."""
+    dropped: tuple[BaseMessage, ...]
+    """Conversation messages the note stands in for, in order."""
+    trailing: tuple[BaseMessage, ...]
+    """The volatile tail(s), put back last."""
+    also_dropped: int
+    """Messages gone without a place in the note: stale or evicted volatile tails."""
+    note: NoteRequest | None
+    """What the note step is asked for; ``None`` when there is nothing to note."""
+    fits: bool
+    """See :attr:`HandoffPack.fits`."""
+    budget: int
+    """The budget planned for."""
+
+
+def _is_real_directive(message: BaseMessage) -> bool:
+    # Generated user-role messages (notes, volatile tails, repair placeholders, converted
+    # system messages) carry a stamp; a real directive is a user's own message.
+    return role_of(message) == "user" and stamp_of(message) is None
+
+
+def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
+    """Index of the latest directive in ``convo``, or -1.
+
+    The latest real user message (never a volatile tail: it would be protected in place of
+    the user's real request). Without one, the latest non-volatile user-role message, so the
+    view still has a user turn to open on.
+    """
+    fallback = -1
+    for i in range(len(convo) - 1, -1, -1):
+        m = convo[i]
+        if _is_real_directive(m):
+            return i
+        if fallback < 0 and role_of(m) == "user" and not is_volatile_tail(m):
+            fallback = i
+    return fallback
+
+
+def _trailing_volatile_start(messages: Sequence[BaseMessage]) -> int:
+    """Where the trailing run of volatile tails begins (``len(messages)`` without one)."""
+    i = len(messages)
+    while i > 0 and is_volatile_tail(messages[i - 1]):
+        i -= 1
+    return i
+
+
+def _untouched(history: Sequence[BaseMessage], budget: int) -> HandoffPlan:
+    lead = leading_system_count(history)
+    keep = [True] * (len(history) - lead)
+    return _plan_result(tuple(history[:lead]), history[lead:], keep, budget, fits=True)
+
+
+def _plan_history(
+    history: Sequence[BaseMessage],
+    budget: int,
+    counter: TokenCounter,
+    header: str,
+    pins: frozenset[str],
+) -> HandoffPlan:
+    """Plan ``history`` (no volatile tail) into ``budget``; see the module docstring."""
+    if count_tokens(history, counter) <= budget:
+        return _untouched(history, budget)
+    lead = leading_system_count(history)
+    system, convo = tuple(history[:lead]), history[lead:]
+    sizes = message_sizes(convo, counter)
+    system_tokens = count_tokens(system, counter)
+    d = latest_directive_index(convo)
+    core = system_tokens + (sizes[d] if d >= 0 else 0)
+    keep = [False] * len(convo)
+    if d >= 0:
+        keep[d] = True
+
+    # The irreducible core does not fit: send it anyway and say so.
+    if core > budget:
+        return _plan_result(system, convo, keep, budget, fits=False)
+
+    # Reserve room for the smallest note (the marker, at its widest count) when it fits.
+    min_note = min_note_tokens(header, len(convo), counter)
+    room = budget - core - (min_note if core + min_note <= budget else 0)
+
+    units = [u for u in tool_call_units(convo) if role_of(convo[u.start]) != "tool"]
+    _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
+
+    used = system_tokens + sum(s for s, k in zip(sizes, keep, strict=True) if k)
+    plan = _plan_result(system, convo, keep, budget, fits=True)
+    if not plan.dropped:
+        return plan
+    directive_text = (convo[d].text or None) if d >= 0 else None
+    note = NoteRequest(
+        header=header, dropped=plan.dropped, directive_text=directive_text, room=budget - used
+    )
+    return replace(plan, note=note)
+
+
+def _is_pinned(convo: Sequence[BaseMessage], unit: ToolCallUnit, pins: frozenset[str]) -> bool:
+    return bool(pins) and any(message_id(convo[i]) in pins for i in range(unit.start, unit.end))
+
+
+def _unit_cost(unit: ToolCallUnit, sizes: Sequence[int], keep: Sequence[bool]) -> int:
+    """Tokens keeping ``unit`` adds: its messages not kept already (the directive)."""
+    return sum(sizes[i] for i in range(unit.start, unit.end) if not keep[i])
+
+
+def _select(
+    units: Sequence[ToolCallUnit],
+    sizes: Sequence[int],
+    keep: list[bool],
+    room: int,
+    *,
+    pinned: Sequence[bool],
+) -> None:
+    """Mark whole units to keep in ``keep``, within ``room`` tokens, by priority.
+
+    1. The newest unit: it is the turn the next model continues from (the result it has
+       to answer), so a pin never crowds it out.
+    2. Pinned units, newest first, each kept in place when it fits.
+    3. The longest run of whole units from the end that fits what is left (the verbatim
+       tail); it stops at the first unit that does not fit, so it has no holes.
+
+    ``units`` excludes an orphan tool result at the very front (the only place one can
+    lead a unit), so the tail never starts with one.
+    """
+    order: list[int] = []
+    if units and units[-1].end == len(sizes):
+        order.append(len(units) - 1)
+    order.extend(i for i in range(len(units) - 1, -1, -1) if pinned[i])
+    for i in order:
+        cost = _unit_cost(units[i], sizes, keep)
+        if cost <= room:
+            room -= cost
+            _take(units[i], keep)
+    for unit in reversed(units):
+        cost = _unit_cost(unit, sizes, keep)
+        if cost > room:
+            break
+        room -= cost
+        _take(unit, keep)
+
+
+def _take(unit: ToolCallUnit, keep: list[bool]) -> None:
+    for i in range(unit.start, unit.end):
+        keep[i] = True
+
+
+def _plan_result(
+    system: tuple[BaseMessage, ...],
+    convo: Sequence[BaseMessage],
+    keep: Sequence[bool],
+    budget: int,
+    *,
+    fits: bool,
+) -> HandoffPlan:
+    return HandoffPlan(
+        system=system,
+        kept=tuple(m for m, k in zip(convo, keep, strict=True) if k),
+        dropped=tuple(m for m, k in zip(convo, keep, strict=True) if not k),
+        trailing=(),
+        also_dropped=0,
+        note=None,
+        fits=fits,
+        budget=budget,
+    )
+
+
+def plan_handoff(
+    messages: Sequence[BaseMessage],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    header: str,
+    pinned_ids: frozenset[str] = frozenset(),
+) -> HandoffPlan:
+    """The pure planning step of :func:`pack_handoff`, over an already VALID request.
+
+    Under budget the transcript is handed over untouched. Otherwise the volatile tail
+    (:mod:`.volatile`) is set aside, the history packed into what is left, and the tail put
+    back LAST: never the directive, never in the middle. When the history needs the whole
+    budget, the tail is what goes: it is a per-turn aid, the history is the work. A
+    volatile tail that is not at the end is stale (an earlier request's run state that
+    leaked into the record) and is left out rather than shown as current.
+    """
+    if count_tokens(messages, counter) <= budget:
+        return _untouched(messages, budget)
+    cut = _trailing_volatile_start(messages)
+    trailing = tuple(messages[cut:])
+    history = [m for m in messages[:cut] if not is_volatile_tail(m)]
+    stale = cut - len(history)
+    if trailing:
+        room = budget - count_tokens(trailing, counter)
+        with_tail = _plan_history(history, room, counter, header, pinned_ids)
+        if with_tail.fits:
+            return replace(with_tail, trailing=trailing, also_dropped=stale, budget=budget)
+    plan = _plan_history(history, budget, counter, header, pinned_ids)
+    return replace(plan, also_dropped=stale + len(trailing))
+
+
+def _open_on_user(kept: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    """``kept`` from its first unit that opens with a user turn, and how many went.
+
+    Without a note, the kept messages open the conversation, and strict providers need a
+    user turn first. The directive is kept and is a user turn, so this stops at it at the
+    latest.
+    """
+    for unit in tool_call_units(kept):
+        if role_of(kept[unit.start]) == "user":
+            return list(kept[unit.start :]), unit.start
+    return [], len(kept)
+
+
+def assemble_handoff(
+    plan: HandoffPlan, note: HandoffNote | None, counter: TokenCounter
+) -> HandoffPack:
+    """The pure assembly step: ``system · note · kept (in order) · trailing``."""
+    if note is not None:
+        kept, trimmed = list(plan.kept), 0
+    else:
+        kept, trimmed = _open_on_user(plan.kept)
+    messages: list[BaseMessage] = [*plan.system]
+    if note is not None:
+        messages.append(note.message)
+    messages.extend(kept)
+    messages.extend(plan.trailing)
+    return HandoffPack(
+        messages=messages,
+        dropped=len(plan.dropped) + trimmed + plan.also_dropped,
+        summarized=note is not None and note.source == "summary",
+        recalled=note is not None and note.source == "recall",
+        estimated_tokens=count_tokens(messages, counter),
+        fits=plan.fits,
+        budget=plan.budget,
+    )
+
+
+def _check_timeout(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        msg = f"timeout: expected None or a number of seconds > 0, got {timeout!r}."
+        raise ValueError(msg)
+    return float(timeout)
+
+
+def _check_pins(pinned_ids: Iterable[str]) -> frozenset[str]:
+    if isinstance(pinned_ids, str):
+        msg = (
+            f"pinned_ids: expected a collection of message ids, got the string "
+            f"{pinned_ids!r}; pass pinned_ids=({pinned_ids!r},)."
+        )
+        raise TypeError(msg)
+    return frozenset(pinned_ids)
+
+
+def _prepare(
+    messages: Sequence[BaseMessage],
+    *,
+    target_context_tokens: int,
+    reserve_output_tokens: int,
+    tools_tokens: int,
+    from_model: str | None,
+    to_model: str | None,
+    timeout: float | None,
+    pinned_ids: Iterable[str],
+    token_counter: TokenCounterLike,
+    where: str,
+) -> tuple[HandoffPlan, TokenCounter, float | None]:
+    """Validate the arguments, make the request valid, and plan (shared by both twins)."""
+    budget = handoff_budget(target_context_tokens, reserve_output_tokens, tools_tokens)
+    seconds = _check_timeout(timeout)
+    pins = _check_pins(pinned_ids)
+    counter = resolve_token_counter(token_counter)
+    # Recorded transcripts can be invalid (a run that ended on an unanswered call, an
+    # orphaned result): the packed view must not be, so repair first and say what changed.
+    valid, repairs = repair_request(messages)
+    log_repairs(repairs, where)
+    plan = plan_handoff(
+        valid,
+        budget=budget,
+        counter=counter,
+        header=handoff_line(from_model, to_model),
+        pinned_ids=pins,
+    )
+    return plan, counter, seconds
+
+
+def pack_handoff(
+    messages: Sequence[BaseMessage],
+    *,
+    target_context_tokens: int,
+    reserve_output_tokens: int,
+    tools_tokens: int = 0,
+    from_model: str | None = None,
+    to_model: str | None = None,
+    summarize: Summarizer | None = None,
+    recall: Recall | None = None,
+    timeout: float | None = None,
+    pinned_ids: Iterable[str] = (),
+    token_counter: TokenCounterLike = None,
+) -> HandoffPack:
+    """Fit ``messages`` into the next model's window (see the module docstring).
+
+    Args:
+        messages: The transcript (never mutated; kept messages are the same objects).
+        target_context_tokens: The next model's context window, in tokens.
+        reserve_output_tokens: Tokens held back for its reply.
+        tools_tokens: Tokens its tool schemas cost (see :func:`~.budget.tools_tokens`).
+        from_model: The model handing over, named in the note's header.
+        to_model: The model taking over, named in the note's header.
+        summarize: Summarizes the dropped middle (a chat model or a function; see
+            :data:`~langchain_builderforce_memory.transcript.summary.Summarizer`).
+        recall: ``recall(query, budget_chars)``: a memory block for the latest directive,
+            used when there is no summary.
+        timeout: Seconds each of ``summarize`` / ``recall`` may take; one that outlives it
+            counts as a failure and the next note source is used. No ceiling when None.
+        pinned_ids: Ids (``message.id``, or
+            :func:`~langchain_builderforce_memory.messages.message_id` for messages
+            without one) of messages to keep verbatim in place when they
+            fit, ahead of older tail units; each keeps its whole tool-call unit.
+        token_counter: What budgets are counted with (default: the approximate estimate).
+
+    Returns:
+        The :class:`HandoffPack`.
+
+    Raises:
+        TypeError: an async ``summarize`` / ``recall`` (use :func:`apack_handoff`), or
+            ``pinned_ids`` given as one string.
+        ValueError: a bad budget number or timeout, naming it.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        >>> history = [SystemMessage("be brief"), HumanMessage("fix the bug")]
+        >>> history += [AIMessage("x" * 400), HumanMessage("y" * 400)] * 5
+        >>> pack = pack_handoff(history, target_context_tokens=400, reserve_output_tokens=100,
+        ...                     from_model="big", to_model="small")
+        >>> pack.fits, pack.estimated_tokens <= 300, pack.messages[-1] is history[-1]
+        (True, True, True)
+    """
+    for name, fn in (("summarize", summarize), ("recall", recall)):
+        if fn is not None and inspect.iscoroutinefunction(fn):
+            msg = f"{name}: an async function was given to pack_handoff; use apack_handoff."
+            raise TypeError(msg)
+    plan, counter, seconds = _prepare(
+        messages,
+        target_context_tokens=target_context_tokens,
+        reserve_output_tokens=reserve_output_tokens,
+        tools_tokens=tools_tokens,
+        from_model=from_model,
+        to_model=to_model,
+        timeout=timeout,
+        pinned_ids=pinned_ids,
+        token_counter=token_counter,
+        where="pack_handoff",
+    )
+    note = (
+        build_note(plan.note, counter, summarize=summarize, recall=recall, timeout=seconds)
+        if plan.note is not None
+        else None
+    )
+    return assemble_handoff(plan, note, counter)
+
+
+async def apack_handoff(
+    messages: Sequence[BaseMessage],
+    *,
+    target_context_tokens: int,
+    reserve_output_tokens: int,
+    tools_tokens: int = 0,
+    from_model: str | None = None,
+    to_model: str | None = None,
+    summarize: Summarizer | None = None,
+    recall: Recall | None = None,
+    timeout: float | None = None,
+    pinned_ids: Iterable[str] = (),
+    token_counter: TokenCounterLike = None,
+) -> HandoffPack:
+    """Async twin of :func:`pack_handoff`: ``summarize`` / ``recall`` may be async.
+
+    Sync functions given here run in a worker thread, so they never block the event loop.
+
+    Example:
+        >>> import asyncio
+        >>> from langchain_core.messages import HumanMessage
+        >>> pack = asyncio.run(apack_handoff([HumanMessage("hi")], target_context_tokens=100,
+        ...                                  reserve_output_tokens=10))
+        >>> pack.fits
+        True
+    """
+    plan, counter, seconds = _prepare(
+        messages,
+        target_context_tokens=target_context_tokens,
+        reserve_output_tokens=reserve_output_tokens,
+        tools_tokens=tools_tokens,
+        from_model=from_model,
+        to_model=to_model,
+        timeout=timeout,
+        pinned_ids=pinned_ids,
+        token_counter=token_counter,
+        where="apack_handoff",
+    )
+    note = (
+        await abuild_note(plan.note, counter, summarize=summarize, recall=recall, timeout=seconds)
+        if plan.note is not None
+        else None
+    )
+    return assemble_handoff(plan, note, counter)

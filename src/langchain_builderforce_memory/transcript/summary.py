@@ -74,6 +74,12 @@ returns the note as text (or a message). ``None`` or ``""`` means "no summary"."
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bfmem-summarizer")
 
 
+def _compact_json(value: object) -> str:
+    # Compact separators, as the seed's JSON.stringify: a tool result rendered for the
+    # summarizer costs no padding tokens, and renders the same as the seed's.
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
 def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -85,9 +91,9 @@ def _content_text(content: object) -> str:
             elif isinstance(block, dict) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
             else:
-                parts.append(json.dumps(block, ensure_ascii=False, default=str))
+                parts.append(_compact_json(block))
         return "".join(parts)
-    return json.dumps(content, ensure_ascii=False, default=str)
+    return _compact_json(content)
 
 
 def render_for_summary(messages: Sequence[BaseMessage]) -> str:

@@ -1,0 +1,490 @@
+"""The incremental fold: summarize the bulky older part of a run instead of dropping it.
+
+The window keeps a request in bounds by DROPPING the oldest turns. That never overflows,
+but it silently LOSES what the run learned, and a model that lost its reads goes back to
+re-read the files (the seed's "LOOP EXHAUSTED" runs). With a summarizer, the older part
+becomes ONE memory note instead, the recent part stays verbatim, and the active
+instruction is restated after the note: ``[system, note, directive?, ...verbatim tail]``.
+
+Why INCREMENTAL: re-summarizing every few turns costs a model call a turn and rewrites the
+view's prefix every turn, so no provider prefix cache hits. The note is kept in a small
+:class:`CompactMemo` the caller persists (graph state), reused as is while its verbatim
+remainder fits, and re-folded only when it no longer does: the previous note plus exactly
+the messages since it, up to a token-sized tail. The tail takes at most ``tail_tokens``
+(40k of 64k by default), so a fold leaves ~20k tokens of headroom and the summarizer runs
+about once per 20k tokens of new work, never every turn.
+
+Why this is not the hand-off packer: the packer is stateless and gives the verbatim tail
+priority, handing the note whatever room is left. The working view needs the opposite on
+both counts: a memo reused across turns and a tail capped so the note and the next turns
+have room. What the two share, the token count, is :mod:`~langchain_builderforce_memory.
+tokens`.
+
+Failure is never the user's: no summarizer, a summarizer error, an empty answer or a
+timeout keep the note already held (the view may then run over budget until a fold
+succeeds; every turn retries), else fall back to the window. Logged, never raised.
+
+One implementation for both twins: :func:`plan_working_transcript` (pure) decides
+verbatim / reuse the memo / fold ``[from, to)`` / window; only the summarizer call differs
+between :func:`build_working_transcript` and :func:`abuild_working_transcript`; then
+:func:`finish_working_transcript` (pure) assembles the view.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from langchain_builderforce_memory.messages import (
+    leading_system_count,
+    log_repairs,
+    message_id,
+    repair_request,
+)
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    prefix_sums,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.plan import (
+    COMPACT_TAIL_MAX_MESSAGES,
+    COMPACT_TAIL_TOKEN_BUDGET,
+    COMPACT_TAIL_TURNS,
+    TAIL_SHARE,
+    CompactMemo,
+    FoldPolicy,
+    assemble_compacted,
+    compact_tail_start,
+    compact_tail_start_for_budget,
+    fold_note_text,
+    latest_user_index,
+    memory_note,
+    note_reserve,
+    pinned_directive_index,
+    present_leading_marker,
+    system_messages,
+    verbatim_start,
+)
+from langchain_builderforce_memory.transcript.summary import (
+    Summarizer,
+    asummarize_transcript,
+    summarize_transcript,
+)
+from langchain_builderforce_memory.transcript.window import (
+    HISTORY_TOKEN_BUDGET,
+    HISTORY_WINDOW,
+    windowed,
+)
+
+__all__ = [
+    "COMPACT_TAIL_MAX_MESSAGES",
+    "COMPACT_TAIL_TOKEN_BUDGET",
+    "COMPACT_TAIL_TURNS",
+    "TAIL_SHARE",
+    "CompactMemo",
+    "FoldMode",
+    "FoldPlan",
+    "FoldPolicy",
+    "TranscriptFold",
+    "WorkingTranscript",
+    "abuild_working_transcript",
+    "assemble_compacted",
+    "build_working_transcript",
+    "compact_tail_start",
+    "compact_tail_start_for_budget",
+    "finish_working_transcript",
+    "fold_note_text",
+    "pinned_directive_index",
+    "plan_working_transcript",
+    "verbatim_start",
+]
+
+logger = logging.getLogger(__name__)
+
+FoldMode = Literal["verbatim", "window", "memo", "folded"]
+"""How a view was made: the whole record, the drop-oldest window, the held note reused,
+or a new fold."""
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptFold:
+    """What one fold did, for the caller to record (an event, a consolidation marker)."""
+
+    dropped_messages: int
+    """How many conversation messages this fold newly compressed."""
+    note: str
+    """The note it wrote."""
+    covered_end: int
+    """The conversation index the note now covers up to, exclusive."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingTranscript:
+    """One turn's view and what to keep for the next turn."""
+
+    messages: list[BaseMessage]
+    """The view: system messages, then the note and directive when folded, then the
+    verbatim tail. Always passes ``request_problems``."""
+    memo: CompactMemo | None
+    """The memo to keep for the next turn (``None``: reset, nothing held)."""
+    fold: TranscriptFold | None
+    """Set only when this call folded."""
+    mode: FoldMode
+    """How the view was made."""
+    summarizer_calls: int
+    """Summarizer calls this turn made (0 or 1; a failed call counts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FoldPlan:
+    """What :func:`plan_working_transcript` decided.
+
+    :func:`finish_working_transcript` turns it (and the summary, when one was asked for)
+    into the view.
+    """
+
+    mode: Literal["verbatim", "window", "memo", "fold"]
+    """What to build; ``"fold"`` needs a summary of :attr:`fold_input`."""
+    system: list[BaseMessage]
+    """The view's system prefix."""
+    convo: Sequence[BaseMessage]
+    """The record without its leading system messages."""
+    memo: CompactMemo | None
+    """The memo held (validated, relocated after edits), or ``None``."""
+    policy: FoldPolicy
+    """The numbers the plan was made with."""
+    counter: TokenCounter
+    """The count it was made with."""
+    fold_from: int = 0
+    """First conversation index the fold compresses (the held note's ``covered_end``)."""
+    fold_to: int = 0
+    """Where the verbatim tail will begin: the new note's ``covered_end``."""
+    fold_input: tuple[BaseMessage, ...] = ()
+    """What the summarizer is given: the held note, then ``convo[fold_from:fold_to]``."""
+
+
+def _held_memo(
+    memo: CompactMemo | Mapping[str, object] | None, convo: Sequence[BaseMessage]
+) -> CompactMemo | None:
+    """The memo if it belongs to this record (found again by id after edits), else None."""
+    if memo is None:
+        return None
+    candidate: object = memo
+    if isinstance(candidate, CompactMemo):
+        parsed = candidate
+    elif isinstance(candidate, Mapping):
+        try:
+            parsed = CompactMemo.from_dict(candidate)
+        except ValueError as exc:
+            logger.warning("build_working_transcript: discarded an unreadable memo: %s", exc)
+            return None
+    else:
+        logger.warning(
+            "build_working_transcript: discarded a memo of type %s (expected CompactMemo or "
+            "its to_dict())",
+            type(candidate).__name__,
+        )
+        return None
+    end = parsed.covered_end
+    if end <= len(convo) and message_id(convo[end - 1]) == parsed.last_covered_id:
+        return parsed
+    # RemoveMessage edits only shift messages left, and need real ids: look for the last
+    # covered message by its own id, never by a content hash (a rewritten record could
+    # hold an equal message elsewhere).
+    for j in range(min(end, len(convo)) - 1, -1, -1):
+        if convo[j].id == parsed.last_covered_id:
+            logger.info(
+                "build_working_transcript: the record was edited; the memo now covers %d "
+                "message(s) (was %d)",
+                j + 1,
+                end,
+            )
+            return replace(parsed, covered_end=j + 1)
+    logger.info(
+        "build_working_transcript: discarded a memo written for a different or rewritten "
+        "record (message %r is not where it covered up to)",
+        parsed.last_covered_id,
+    )
+    return None
+
+
+def plan_working_transcript(
+    messages: Sequence[BaseMessage],
+    *,
+    memo: CompactMemo | Mapping[str, object] | None = None,
+    system_prompt: str | SystemMessage | None = None,
+    policy: FoldPolicy | None = None,
+    token_counter: TokenCounterLike = None,
+    can_summarize: bool = True,
+) -> FoldPlan:
+    """Decide this turn's view (pure; the seed's algorithm, see the module docstring).
+
+    Whole record fits -> verbatim (memo reset). A held memo whose verbatim remainder
+    still fits -> reuse it. Otherwise fold the held note plus exactly the messages since
+    it, up to a token-sized tail; when there is nothing new to fold (the minimum tail
+    already holds everything the note does not) or no summarizer, the held note, else
+    the window. When even a fold could not bring the view within budget (its minimum tail
+    alone is over), the held note is refolded once per the usual headroom of new work,
+    not on every turn. Costs O(new messages) plus the tail: totals come from cached
+    prefix sums.
+    """
+    policy = policy or FoldPolicy()
+    counter = resolve_token_counter(token_counter)
+    lead = leading_system_count(messages)
+    system = [*system_messages(system_prompt), *messages[:lead]]
+    convo = messages[lead:]
+    plan = FoldPlan("verbatim", system, convo, None, policy, counter)
+    sums = prefix_sums(convo, counter)
+    system_tokens = sum(counter.count_message(m) for m in system)
+    if len(convo) <= policy.max_messages and system_tokens + sums[-1] <= policy.max_tokens:
+        return plan
+    held = _held_memo(memo, convo)
+    last_user = latest_user_index(convo)
+    directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
+    counts_fit = False
+    if held is not None:
+        tail_start = verbatim_start(convo, held.covered_end)
+        directive = 0 <= last_user < tail_start
+        tokens = (
+            system_tokens
+            + counter.count_message(memory_note(held.note, held.covered_end))
+            + (directive_tokens if directive else 0)
+            + sums[-1]
+            - sums[tail_start]
+        )
+        counts_fit = 1 + int(directive) + len(convo) - tail_start <= policy.max_messages
+        if counts_fit and tokens <= policy.max_tokens:
+            return replace(plan, mode="memo", memo=held)
+    # The note's room is reserved at its ceiling (its size is unknown until it is written),
+    # and the directive's whether or not it lands in the tail: the tail is sized so the
+    # folded view fits unless its minimum alone does not.
+    room = policy.max_tokens - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
+    tail_budget = max(0, min(policy.tail_tokens, int(room * TAIL_SHARE)))
+    start = held.covered_end if held is not None else 0
+    to = max(
+        start,
+        compact_tail_start_for_budget(
+            convo,
+            tail_budget,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.tail_message_cap,
+            token_counter=counter,
+        ),
+    )
+    fallback = replace(plan, mode="memo" if held is not None else "window", memo=held)
+    # When the minimum tail (with the system messages and the directive) alone is over the
+    # token budget, every turn overflows, and refolding the one or two messages that slid
+    # out of the minimum tail would cost a summarizer call a turn for nothing. Such a view
+    # is refolded once per the usual headroom of new work (the 1 - TAIL_SHARE of the
+    # budget a fold leaves free) instead. A fold that could fit is never held back.
+    futile = (
+        held is not None
+        and counts_fit
+        and system_tokens + (directive_tokens if 0 <= last_user < to else 0) + sums[-1] - sums[to]
+        > policy.max_tokens
+        and sums[to] - sums[start] < int(policy.max_tokens * (1 - TAIL_SHARE))
+    )
+    if to <= start or futile:
+        return fallback
+    if not can_summarize:
+        logger.debug("build_working_transcript: no summarizer; using the %s", fallback.mode)
+        return fallback
+    # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
+    # a rendering, not a request, so the strict-provider role rule does not apply to it.
+    held_note = (AIMessage(held.note),) if held is not None else ()
+    return replace(
+        fallback,
+        mode="fold",
+        fold_from=start,
+        fold_to=to,
+        fold_input=(*held_note, *convo[start:to]),
+    )
+
+
+def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
+    fixed, repairs = repair_request(view)
+    log_repairs(repairs, "build_working_transcript")
+    return fixed
+
+
+def finish_working_transcript(
+    plan: FoldPlan, summary: str | None, *, summarizer_calls: int = 0
+) -> WorkingTranscript:
+    """Assemble the view a plan decided (pure).
+
+    ``summary`` is the summarizer's answer for a ``"fold"`` plan; ``None`` means no
+    summary, and the view falls back to the held note, else the window.
+    """
+    convo = plan.convo
+    if plan.mode == "fold" and summary is not None:
+        to = plan.fold_to
+        note = fold_note_text(summary, to)
+        memo = CompactMemo(note=note, covered_end=to, last_covered_id=message_id(convo[to - 1]))
+        logger.info(
+            "build_working_transcript: folded %d message(s); the note covers %d of %d",
+            to - plan.fold_from,
+            to,
+            len(convo),
+        )
+        return WorkingTranscript(
+            _checked(assemble_compacted(plan.system, convo, note, to)),
+            memo,
+            TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to),
+            "folded",
+            summarizer_calls,
+        )
+    if plan.mode == "verbatim":
+        view = [*plan.system, *present_leading_marker(convo)]
+        return WorkingTranscript(_checked(view), None, None, "verbatim", summarizer_calls)
+    if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
+        if plan.mode == "fold":
+            logger.warning("build_working_transcript: no new note this turn; kept the held one")
+        view = assemble_compacted(plan.system, convo, plan.memo.note, plan.memo.covered_end)
+        return WorkingTranscript(_checked(view), plan.memo, None, "memo", summarizer_calls)
+    view = windowed(
+        [*plan.system, *present_leading_marker(convo)],
+        max_messages=plan.policy.max_messages,
+        max_tokens=plan.policy.max_tokens,
+        token_counter=plan.counter,
+    )
+    return WorkingTranscript(view, None, None, "window", summarizer_calls)
+
+
+def _plan_turn(
+    messages: Sequence[BaseMessage],
+    memo: CompactMemo | Mapping[str, object] | None,
+    system_prompt: str | SystemMessage | None,
+    summarizer: Summarizer | None,
+    token_counter: TokenCounterLike,
+    policy: FoldPolicy,
+) -> FoldPlan:
+    """The twins' shared first step (their only difference is how the summarizer is called)."""
+    return plan_working_transcript(
+        messages,
+        memo=memo,
+        system_prompt=system_prompt,
+        policy=policy,
+        token_counter=token_counter,
+        can_summarize=summarizer is not None,
+    )
+
+
+def build_working_transcript(
+    messages: Sequence[BaseMessage],
+    *,
+    memo: CompactMemo | Mapping[str, object] | None = None,
+    summarizer: Summarizer | None = None,
+    system_prompt: str | SystemMessage | None = None,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    max_messages: int = HISTORY_WINDOW,
+    tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
+    min_tail_messages: int = COMPACT_TAIL_TURNS,
+    max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
+    token_counter: TokenCounterLike = None,
+    timeout: float | None = None,
+) -> WorkingTranscript:
+    """This turn's view of a run: verbatim, the held note reused, a new fold, or the window.
+
+    The record is never changed: the result carries the view, the memo to keep for the
+    next turn and the fold event (see the module docstring for the algorithm and why).
+
+    Args:
+        messages: The full record, oldest first; leading system messages are kept in
+            front and counted in ``max_tokens``. A leading consolidation marker (what
+            ``scope_to_consolidation`` returns first) is shown as a human-role note.
+        memo: Last turn's ``result.memo`` (or its ``to_dict()``). An unreadable memo, or
+            one written for a different or rewritten record, is discarded and logged.
+        summarizer: A chat model / ``Runnable``, or a function taking the prompt messages
+            and returning text. ``None``: never fold (held note, else the window).
+        system_prompt: Put in front of the record's own system messages.
+        max_tokens: Tokens the view may hold.
+        max_messages: Conversation messages the view may hold.
+        tail_tokens: Tokens the verbatim tail may keep after a fold.
+        min_tail_messages: The fewest messages the tail keeps, however large.
+        max_tail_messages: The most messages the tail keeps.
+        token_counter: How to count (default: the seed's approximate estimate).
+        timeout: Seconds a summarizer call may take (``None``: no limit).
+
+    Returns:
+        The view (always valid for strict providers), the memo, the fold and the mode.
+
+    Raises:
+        ValueError: a policy number is invalid (the message names it and the fix).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> record = [HumanMessage("task")] + [AIMessage("x" * 400) for _ in range(100)]
+        >>> out = build_working_transcript(record, summarizer=lambda p: "did 69 steps",
+        ...                                max_tokens=8_000)
+        >>> out.mode, out.memo.covered_end, [m.type for m in out.messages[:3]]
+        ('folded', 69, ['human', 'human', 'ai'])
+    """
+    plan = _plan_turn(
+        messages,
+        memo,
+        system_prompt,
+        summarizer,
+        token_counter,
+        FoldPolicy(
+            max_tokens=max_tokens,
+            max_messages=max_messages,
+            tail_tokens=tail_tokens,
+            min_tail_messages=min_tail_messages,
+            max_tail_messages=max_tail_messages,
+            timeout=timeout,
+        ),
+    )
+    if plan.mode != "fold" or summarizer is None:
+        return finish_working_transcript(plan, None)
+    summary = summarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
+    return finish_working_transcript(plan, summary, summarizer_calls=1)
+
+
+async def abuild_working_transcript(
+    messages: Sequence[BaseMessage],
+    *,
+    memo: CompactMemo | Mapping[str, object] | None = None,
+    summarizer: Summarizer | None = None,
+    system_prompt: str | SystemMessage | None = None,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    max_messages: int = HISTORY_WINDOW,
+    tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
+    min_tail_messages: int = COMPACT_TAIL_TURNS,
+    max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
+    token_counter: TokenCounterLike = None,
+    timeout: float | None = None,
+) -> WorkingTranscript:
+    """Async twin of :func:`build_working_transcript`.
+
+    Same plan and assembly; the summarizer is awaited (a sync one runs in a worker thread).
+
+    Example:
+        >>> import asyncio
+        >>> from langchain_core.messages import HumanMessage
+        >>> asyncio.run(abuild_working_transcript([HumanMessage("hi")])).mode
+        'verbatim'
+    """
+    plan = _plan_turn(
+        messages,
+        memo,
+        system_prompt,
+        summarizer,
+        token_counter,
+        FoldPolicy(
+            max_tokens=max_tokens,
+            max_messages=max_messages,
+            tail_tokens=tail_tokens,
+            min_tail_messages=min_tail_messages,
+            max_tail_messages=max_tail_messages,
+            timeout=timeout,
+        ),
+    )
+    if plan.mode != "fold" or summarizer is None:
+        return finish_working_transcript(plan, None)
+    summary = await asummarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
+    return finish_working_transcript(plan, summary, summarizer_calls=1)

@@ -1,0 +1,194 @@
+"""Fold invariants over generated records, replayed turn by turn (hypothesis).
+
+Each record is replayed the way an agent runs: a view is built right before every model
+call (each AIMessage), carrying the memo forward. On every turn:
+
+- validity: the view passes ``request_problems``;
+- coverage: every record message is covered by the note or sent verbatim (the window is
+  used only when there is nothing to fold: the whole conversation is its minimum tail);
+- budget: the view fits ``max_tokens`` unless the system messages, the note, the latest
+  directive and the minimum verbatim tail alone do not (the seed keeps at least
+  ``min_tail_messages`` however large: correctness over the cap), and always fits
+  ``max_messages``;
+- cost: over a 300-turn tool loop the summarizer runs at most once per 15k tokens of new
+  work; a memo from a different record is discarded.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from langchain_builderforce_memory.messages import leading_system_count, request_problems, stamp_of
+from langchain_builderforce_memory.tokens import count_tokens
+from langchain_builderforce_memory.transcript.fold import (
+    CompactMemo,
+    FoldPolicy,
+    build_working_transcript,
+    compact_tail_start_for_budget,
+)
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, latest_user_index
+
+from .helpers import ScriptedSummarizer, fold_coverage_gaps, model_turns, run_fold_loop
+from .strategies import valid_records
+
+PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> FoldPolicy:
+    min_tail = draw(st.integers(min_value=1, max_value=8))
+    return FoldPolicy(
+        max_tokens=draw(st.sampled_from([2_000, 4_000, 8_000, 16_000, 64_000])),
+        max_messages=draw(st.integers(min_value=20, max_value=80)),
+        tail_tokens=draw(st.sampled_from([500, 4_000, 40_000])),
+        min_tail_messages=min_tail,
+        max_tail_messages=draw(st.integers(min_value=min_tail, max_value=40)),
+    )
+
+
+NOTES = st.sampled_from(["n", "a dense note " * 20, "z" * 30_000])  # the last one is capped
+
+
+def irreducible_core(
+    record: list[BaseMessage], view: list[BaseMessage], system: SystemMessage, policy: FoldPolicy
+) -> tuple[int, int]:
+    """Tokens and conversation messages of what no view may drop: the system messages, the
+    note shown (if any), the latest directive and the minimum verbatim tail."""
+    lead = leading_system_count(record)
+    convo = record[lead:]
+    note = [m for m in view if (s := stamp_of(m)) is not None and s["kind"] == MEMORY_NOTE_KIND]
+    last_user = latest_user_index(convo)
+    directive = [convo[last_user]] if last_user >= 0 else []
+    tail = convo[
+        compact_tail_start_for_budget(
+            convo,
+            0,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.tail_message_cap,
+        ) :
+    ]
+    core = [system, *record[:lead], *note, *directive, *tail]
+    return count_tokens(core), len(note) + len(directive) + len(tail)
+
+
+def replay(
+    record: list[BaseMessage], policy: FoldPolicy, note: str
+) -> list[tuple[list[BaseMessage], object]]:
+    summarizer = ScriptedSummarizer(note)
+    memo: CompactMemo | None = None
+    turns = []
+    for prefix in model_turns(record):
+        before = len(summarizer.calls)
+        out = build_working_transcript(
+            prefix,
+            memo=memo,
+            summarizer=summarizer,
+            system_prompt="SYS",
+            max_tokens=policy.max_tokens,
+            max_messages=policy.max_messages,
+            tail_tokens=policy.tail_tokens,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.max_tail_messages,
+        )
+        assert out.summarizer_calls == len(summarizer.calls) - before
+        assert (out.fold is not None) == (out.mode == "folded")
+        memo = out.memo
+        turns.append((prefix, out))
+    return turns
+
+
+@PROPERTY
+@given(record=valid_records(max_units=40), policy=policies(), note=NOTES)
+def test_every_turn_is_valid_covered_and_in_budget_unless_its_core_alone_is_not(
+    record: list[BaseMessage], policy: FoldPolicy, note: str
+) -> None:
+    system = SystemMessage("SYS")
+    for prefix, out in replay(record, policy, note):
+        view = out.messages  # type: ignore[attr-defined]
+        assert request_problems(view) == []
+        convo = prefix[leading_system_count(prefix) :]
+        if out.mode == "window":  # type: ignore[attr-defined]
+            # Only when there was nothing to fold: the conversation is its minimum tail.
+            assert (
+                compact_tail_start_for_budget(
+                    convo,
+                    0,
+                    min_tail_messages=policy.min_tail_messages,
+                    max_tail_messages=policy.tail_message_cap,
+                )
+                == 0
+            )
+        else:
+            assert fold_coverage_gaps(prefix, view) == []
+        core_tokens, _ = irreducible_core(prefix, view, system, policy)
+        assert count_tokens(view) <= policy.max_tokens or core_tokens > policy.max_tokens
+        assert len(view) - leading_system_count(view) <= policy.max_messages
+
+
+@PROPERTY
+@given(record=valid_records(max_units=40), policy=policies())
+def test_the_view_keeps_its_prefix_until_a_fold_or_a_new_directive(
+    record: list[BaseMessage], policy: FoldPolicy
+) -> None:
+    previous: tuple[list[BaseMessage], str, int] | None = None
+    for prefix, out in replay(record, policy, "n"):
+        view = out.messages  # type: ignore[attr-defined]
+        mode = out.mode  # type: ignore[attr-defined]
+        directive = latest_user_index(prefix)
+        if previous is not None:
+            before, before_mode, before_directive = previous
+            same_directive = directive == before_directive
+            if mode == "memo" and before_mode in {"memo", "folded"} and same_directive:
+                assert view[: len(before)] == before
+        previous = (view, mode, directive)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a=valid_records(min_units=10, max_units=40), b=valid_records(min_units=10, max_units=40))
+def test_a_memo_from_a_different_record_is_discarded(
+    a: list[BaseMessage], b: list[BaseMessage]
+) -> None:
+    # Records in a graph's state carry ids (add_messages assigns them).
+    a = [m.model_copy(update={"id": f"a{i}"}) for i, m in enumerate(a)]
+    b = [m.model_copy(update={"id": f"b{i}"}) for i, m in enumerate(b)]
+    first = build_working_transcript(
+        a, summarizer=ScriptedSummarizer("NOTE OF A"), max_tokens=2_000
+    )
+    assume(first.memo is not None)
+    assert first.memo is not None
+    out = build_working_transcript(
+        b, memo=first.memo, summarizer=ScriptedSummarizer("NOTE OF B"), max_tokens=2_000
+    )
+    assert out.memo != first.memo
+    assert all("NOTE OF A" not in str(m.content) for m in out.messages)
+    if out.fold is not None:
+        assert out.fold.dropped_messages == out.fold.covered_end  # folded from scratch
+    assert request_problems(out.messages) == []
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    result_tokens=st.integers(min_value=1_500, max_value=3_000),
+    note_chars=st.sampled_from([100, 1_200, 10_000]),
+    system_chars=st.sampled_from([0, 4_000, 64_000]),  # up to the seed's ~16k-token prompt
+    calls=st.integers(min_value=1, max_value=2),
+    directive_every=st.sampled_from([0, 7, 25]),
+)
+def test_a_300_turn_tool_loop_calls_the_summarizer_at_most_once_per_15k_tokens_of_new_work(
+    result_tokens: int, note_chars: int, system_chars: int, calls: int, directive_every: int
+) -> None:
+    report = run_fold_loop(
+        300,
+        result_tokens,
+        note_chars=note_chars,
+        system_prompt="s" * system_chars or "SYS",
+        calls_per_turn=calls,
+        directive_every=directive_every,
+    )
+    assert report.invalid_views == 0
+    assert report.coverage_gaps == 0
+    assert report.summarizer_calls > 0
+    assert report.tokens_per_call >= 15_000
+    assert max(report.view_tokens) <= 64_000

@@ -1,0 +1,180 @@
+"""The ONE transcript summarizer: ports of the seed's ``summary.test.ts`` (003).
+
+What it asks, how it renders tool calls, and that a failing or empty completion reads as
+"no summary" (the caller falls back). Both twins (``summarize_transcript`` /
+``asummarize_transcript``) run every case.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from langchain_builderforce_memory.messages import message_id, role_of
+from langchain_builderforce_memory.tokens import estimate_text_tokens
+from langchain_builderforce_memory.transcript.fold import CompactMemo, build_working_transcript
+from langchain_builderforce_memory.transcript.plan import memory_note
+from langchain_builderforce_memory.transcript.summary import (
+    TRANSCRIPT_SUMMARY_MAX_TOKENS,
+    TRANSCRIPT_SUMMARY_PROMPT,
+    asummarize_transcript,
+    render_for_summary,
+    summarize_transcript,
+)
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
+
+from .helpers import AsyncScriptedSummarizer, ScriptedSummarizer
+
+# Set explicitly: another test (the CLI) may leave the package logger at ERROR.
+PACKAGE_LOGGER = "langchain_builderforce_memory"
+
+Summarize = Callable[..., Awaitable[str | None]]
+
+
+async def _sync_summarize(*args: Any, **kwargs: Any) -> str | None:
+    return summarize_transcript(*args, **kwargs)
+
+
+@pytest.fixture(params=["sync", "async"])
+def summarize(request: pytest.FixtureRequest) -> Summarize:
+    """Both twins behind one awaitable signature."""
+    return _sync_summarize if request.param == "sync" else asummarize_transcript
+
+
+X = [HumanMessage("x")]
+
+
+# --- render_for_summary ------------------------------------------------------------------
+
+
+def test_names_the_tools_an_assistant_turn_called() -> None:
+    text = render_for_summary(
+        [
+            HumanMessage("fix it"),
+            AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "read_file", "args": {}, "id": "c1"},
+                    {"name": "edit", "args": {}, "id": "c2"},
+                ],
+            ),
+            # The seed's tool content was the object {ok: true}. LangChain coerces a dict
+            # content to its str() ("{'ok': True}"), so the object rides in a content-block
+            # list, which keeps it; it renders as compact JSON, as JSON.stringify did.
+            ToolMessage(content=[{"ok": True}], tool_call_id="c1"),
+        ]
+    )
+    assert text == 'user: fix it\n\nassistant [called: read_file, edit]: \n\ntool: {"ok":true}'
+
+
+# --- summarize_transcript ----------------------------------------------------------------
+
+
+async def test_asks_the_shared_prompt_with_the_bounded_budget_and_trims_the_answer(
+    summarize: Summarize,
+) -> None:
+    summarizer = ScriptedSummarizer("  the note  ")
+    assert await summarize(summarizer, X) == "the note"
+    system, user = summarizer.calls[0]
+    assert isinstance(system, SystemMessage)
+    assert system.content == TRANSCRIPT_SUMMARY_PROMPT
+    assert isinstance(user, HumanMessage)
+    assert user.content == "user: x"
+    # The seed passed maxTokens to the host's completion. A LangChain summarizer is a
+    # model or function its owner configured, so the bound is enforced on the answer
+    # instead: a longer one is cut to the ceiling and marked.
+    long = await summarize(ScriptedSummarizer("y" * (8 * TRANSCRIPT_SUMMARY_MAX_TOKENS)), X)
+    assert long is not None
+    assert long.endswith("[...]")
+    assert estimate_text_tokens(long) <= TRANSCRIPT_SUMMARY_MAX_TOKENS + 2
+
+
+@pytest.mark.parametrize(
+    ("messages", "make"),
+    [
+        ([], lambda: ScriptedSummarizer("x")),  # nothing to summarize
+        (X, lambda: ScriptedSummarizer("   ")),  # an empty answer
+        (X, lambda: ScriptedSummarizer(None)),
+        (X, lambda: ScriptedSummarizer(error=RuntimeError("down"))),  # a failure
+        (X, lambda: AsyncScriptedSummarizer(error=RuntimeError("down"))),
+    ],
+    ids=["nothing", "blank", "none", "error", "async-error"],
+)
+async def test_is_null_for_nothing_to_summarize_an_empty_answer_or_a_failure(
+    summarize: Summarize,
+    messages: list[BaseMessage],
+    make: Callable[[], ScriptedSummarizer | AsyncScriptedSummarizer],
+) -> None:
+    summarizer = make()
+    assert await summarize(summarizer, messages) is None
+    if isinstance(summarizer, ScriptedSummarizer):  # (an async one never runs on the sync twin)
+        assert len(summarizer.calls) == (1 if messages else 0)
+
+
+def test_is_null_when_an_async_summarizer_is_given_to_the_sync_twin(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger=PACKAGE_LOGGER):
+        assert summarize_transcript(AsyncScriptedSummarizer("note"), X) is None
+    assert "async function was given to a sync call" in caplog.text
+
+
+async def test_is_null_when_the_summarizer_outlives_its_timeout(summarize: Summarize) -> None:
+    release = threading.Event()
+    try:
+        assert await summarize(ScriptedSummarizer(block_until=release), X, timeout=0.05) is None
+    finally:
+        release.set()
+
+
+async def test_a_chat_model_summarizer_is_tagged_nostream(summarize: Summarize) -> None:
+    seen: list[RunnableConfig] = []
+
+    def answer(prompt: list[BaseMessage], config: RunnableConfig) -> str:
+        seen.append(config)
+        return "note"
+
+    assert await summarize(RunnableLambda(answer), X) == "note"
+    assert "langsmith:nostream" in seen[0].get("tags", [])
+
+
+# --- buildWorkingTranscript fold report --------------------------------------------------
+
+
+async def test_reports_the_note_and_the_index_it_covers_up_to() -> None:
+    big = "x" * HISTORY_TOKEN_BUDGET  # ~16k tokens each
+    record: list[BaseMessage] = [AIMessage(big) if i % 2 else HumanMessage(big) for i in range(12)]
+    for out in (
+        build_working_transcript(
+            record, summarizer=ScriptedSummarizer("summary"), system_prompt="sys"
+        ),
+        await asummarize_fold(record),
+    ):
+        fold = out.fold
+        assert fold is not None
+        assert fold.dropped_messages == fold.covered_end
+        assert "summary" in fold.note
+        assert out.memo == CompactMemo(
+            note=fold.note,
+            covered_end=fold.covered_end,
+            last_covered_id=message_id(record[fold.covered_end - 1]),
+        )
+        # Item 3: the note is a human-role message stamped "memory_note" (the seed's was
+        # {role: 'assistant', content: note}).
+        assert out.messages[1] == memory_note(fold.note, fold.covered_end)
+        assert role_of(out.messages[1]) == "user"
+        assert out.messages[1].content == fold.note
+
+
+async def asummarize_fold(record: list[BaseMessage]) -> Any:
+    from langchain_builderforce_memory.transcript.fold import abuild_working_transcript
+
+    return await abuild_working_transcript(
+        record, summarizer=AsyncScriptedSummarizer("summary"), system_prompt="sys"
+    )

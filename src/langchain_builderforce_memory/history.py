@@ -1,0 +1,455 @@
+"""A chat message history that windows and folds, over any backing store.
+
+Many deployed LangChain apps keep their conversations in a ``BaseChatMessageHistory``
+(in memory, a file, SQL, Redis, Postgres) and feed it through
+``RunnableWithMessageHistory``. Those histories grow without bound, and LangChain's old
+answers (``ConversationSummaryBufferMemory``, ``ConversationTokenBufferMemory``) pruned a
+COPY of the messages, so with a database-backed history they silently did nothing.
+:class:`CompactingChatMessageHistory` wraps any history and changes only what is READ:
+
+* the stored record is append-only: every message ever added stays, nothing stored is
+  deleted or rewritten;
+* ``messages`` is the working view: the record scoped to its last consolidation marker,
+  shown whole when it fits, else windowed (no summarizer, or the last fold failed);
+  always valid for strict providers;
+* when an append leaves a view that no longer fits and a summarizer is set, the older
+  part is folded into a note, and the note is persisted as an AUTO consolidation marker
+  (the seed's durable form of a compressed conversation). The next load, in this process
+  or another, after a restart, starts from the marker instead of summarizing the whole
+  history again: the view depends only on the stored record, so reading never calls the
+  summarizer.
+
+The seed's coverage rule carries over: an auto marker's ``keep_from_id`` names the first
+stored message its note does NOT cover, and every message from there on stays verbatim.
+Nothing is in neither.
+
+Ids: messages added without an ``id`` are stored as copies with a fresh UUID (the
+caller's objects are never changed), because a marker anchors on ids. langchain-core's
+``message_to_dict`` keeps ids and ``additional_kwargs`` (so SQL, Redis, Postgres and file
+histories round-trip markers intact). A store that does not persist ids still works: a
+message read back without one is anchored by
+:func:`~langchain_builderforce_memory.messages.message_id`, a hash of its type, content and
+tool calls that is the same in every process, on both the writing and the reading side.
+Two identical id-less messages share that hash; a marker then keeps from the FIRST of
+them, which is conservative (a span covered twice, never lost).
+
+Concurrency: writes through one wrapper are serialised (an ``asyncio.Lock`` for the async
+twins, a ``threading.Lock`` for the sync ones), so concurrent ``aadd_messages`` calls on
+one session lose no message even over a backing that reads, modifies and writes its
+whole list, and fold at most once. Writers in SEVERAL processes get the backing store's
+own append guarantees: since nothing stored is ever rewritten and an auto marker keeps
+everything from its ``keep_from_id`` on, two processes folding at once cost a duplicate
+summarizer call and one superseded marker, never a lost message. A backing that rewrites
+its whole list on every append (a JSON file) can lose concurrent writes by itself: use a
+database-backed history for multi-process writers. The locks belong to the wrapper:
+keep one wrapper per session (cache it in ``get_session_history``) when one process
+writes a session concurrently; sync and async writers on one wrapper are serialised
+separately and behave like two processes.
+
+Deprecation: langchain-core marks ``BaseChatMessageHistory`` and
+``RunnableWithMessageHistory`` deprecated (removal in 2.0). This wrapper serves the apps
+that still use them, on the whole supported langchain-core range; it raises no
+deprecation warning of its own (creating its default in-memory backing included), and
+leaves the ones your code triggers alone. New code should use
+:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` with
+``create_agent``, or :class:`~langchain_builderforce_memory.nodes.WorkingTranscriptNode` in
+a LangGraph graph, with a checkpointer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import TypeVar
+
+from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
+
+from langchain_builderforce_memory.messages import (
+    leading_system_count,
+    message_id,
+    tool_call_units,
+)
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    count_tokens,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.fold import (
+    FoldPlan,
+    FoldPolicy,
+    finish_working_transcript,
+    plan_working_transcript,
+)
+from langchain_builderforce_memory.transcript.markers import (
+    consolidation_marker,
+    fold_keep_from_id,
+    is_consolidation_marker,
+    scope_to_consolidation,
+)
+from langchain_builderforce_memory.transcript.plan import (
+    COMPACT_TAIL_TOKEN_BUDGET,
+    latest_user_index,
+)
+from langchain_builderforce_memory.transcript.summary import (
+    Summarizer,
+    asummarize_transcript,
+    summarize_transcript,
+)
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+
+__all__ = [
+    "CompactingChatMessageHistory",
+    "scoped_record",
+    "with_ids",
+]
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseMessage)
+
+
+def with_ids(messages: Sequence[M]) -> list[M]:
+    """``messages`` with a fresh UUID on each one that has no ``id`` (copies, in order).
+
+    Messages that already carry an id are returned as they are; the caller's objects are
+    never changed.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> given = HumanMessage("hi")
+        >>> stored = with_ids([given, HumanMessage("yo", id="m2")])
+        >>> bool(stored[0].id), given.id, stored[1].id
+        (True, None, 'm2')
+    """
+    return [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
+
+
+def scoped_record(record: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What of a stored record a view is built from (seed ``scopeToConsolidation``).
+
+    Its leading system messages, then the conversation scoped to its last consolidation
+    marker. Leading system messages are kept: a marker summarises the conversation, not the
+    instructions in front of it.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langchain_builderforce_memory.transcript.markers import consolidation_marker
+        >>> record = [HumanMessage("a"), consolidation_marker("sum"), AIMessage("b")]
+        >>> [m.type for m in scoped_record(record)]
+        ['ai', 'ai']
+    """
+    lead = leading_system_count(record)
+    return [*record[:lead], *scope_to_consolidation(record[lead:])]
+
+
+def _unit_start(convo: Sequence[BaseMessage], cut: int) -> int:
+    """The start of the tool-call unit holding ``convo[cut]``.
+
+    A kept part must not begin on a tool result whose call is in the note (the view would
+    drop it as an orphan). Walking back is the conservative direction: a span covered
+    twice, never lost.
+    """
+    for unit in tool_call_units(convo):
+        if unit.start <= cut < unit.end:
+            return unit.start
+    return cut
+
+
+class CompactingChatMessageHistory(BaseChatMessageHistory):
+    """A ``BaseChatMessageHistory`` that windows and folds, over any backing history.
+
+    Reads (``messages``, ``aget_messages``) return the working view: the record scoped to
+    its last consolidation marker, whole when it fits, else windowed to ``max_messages`` /
+    ``max_tokens``; always valid for strict providers. They never call the summarizer.
+    Writes (``add_messages``, ``aadd_messages``) append to the backing store first, then,
+    when the view no longer fits and a ``summarizer`` is set, fold the older part into a
+    note and append it as an auto consolidation marker. A failing summarizer leaves the
+    record intact and the view windowed (logged, never raised); the next append retries.
+
+    ``max_tokens`` is the HISTORY's share of a request: leave room for the prompt's system
+    message, the new input and the answer. The async twins use the backing's async
+    methods (langchain-community's ``SQLChatMessageHistory`` needs ``async_mode=True``
+    for them). Keep one wrapper per session: its locks serialise that session's writers.
+
+    Args:
+        backing: The history that stores the record (default: a new
+            ``InMemoryChatMessageHistory``). Any ``BaseChatMessageHistory``: SQL, Redis,
+            Postgres, a file.
+        summarizer: A chat model, ``Runnable`` or function (sync or async) that writes
+            the notes; ``None`` only windows.
+        max_tokens: Tokens the view may hold.
+        max_messages: Conversation messages the view may hold.
+        tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
+            fold's share of the room left, so a small budget still folds rarely).
+        token_counter: How to count (default: the approximate estimate).
+        timeout: Seconds a summarizer call may take before the fold gives up (the view
+            stays windowed); ``None`` waits.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> history = CompactingChatMessageHistory(
+        ...     summarizer=lambda prompt: "they talked", max_tokens=8_000, tail_tokens=4_000
+        ... )
+        >>> for i in range(40):
+        ...     history.add_messages([HumanMessage(f"q{i}"), AIMessage("y" * 2_000)])
+        >>> len(history.full_messages) > 80, len(history.messages) < 30
+        (True, True)
+        >>> history.messages[0].content.startswith("📌")
+        True
+    """
+
+    def __init__(
+        self,
+        backing: BaseChatMessageHistory | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+        max_tokens: int = HISTORY_TOKEN_BUDGET,
+        max_messages: int = HISTORY_WINDOW,
+        tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
+        token_counter: TokenCounterLike = None,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__()
+        candidate: object = backing
+        if candidate is not None and not isinstance(candidate, BaseChatMessageHistory):
+            msg = (
+                f"backing: expected a BaseChatMessageHistory (InMemoryChatMessageHistory, "
+                f"SQLChatMessageHistory, ...) or None; got {type(candidate).__name__}."
+            )
+            raise TypeError(msg)
+        chosen: object = summarizer
+        if chosen is not None and not (isinstance(chosen, Runnable) or callable(chosen)):
+            msg = (
+                f"summarizer: expected a chat model, a Runnable or a function taking the "
+                f"prompt messages; got {type(chosen).__name__}. Pass summarizer=None to "
+                "only window."
+            )
+            raise TypeError(msg)
+        # Validates every number, naming the bad value and its default.
+        self.policy = FoldPolicy(
+            max_tokens=max_tokens,
+            max_messages=max_messages,
+            tail_tokens=tail_tokens,
+            timeout=timeout,
+        )
+        # Created here, inside this package, so langchain-core's deprecation of the class
+        # is not reported against the user's code for a default they did not choose.
+        self.backing: BaseChatMessageHistory = (
+            backing if backing is not None else InMemoryChatMessageHistory()
+        )
+        self.summarizer: Summarizer | None = summarizer
+        self.token_counter: TokenCounter = resolve_token_counter(token_counter)
+        self._lock = threading.Lock()
+        self._alock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ reads
+
+    @property
+    def messages(self) -> list[BaseMessage]:
+        """The working view of the stored record (see the class docstring)."""
+        return self.view_of(self.backing.messages)
+
+    @messages.setter
+    def messages(self, value: list[BaseMessage]) -> None:
+        msg = (
+            "CompactingChatMessageHistory.messages is the read-only working view; append "
+            "with add_messages(), read the whole record with full_messages, empty it with "
+            "clear()."
+        )
+        raise AttributeError(msg)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async twin of :attr:`messages` (reads the backing store asynchronously)."""
+        return self.view_of(await self.backing.aget_messages())
+
+    @property
+    def full_messages(self) -> list[BaseMessage]:
+        """The whole stored record, markers included, oldest first (a new list)."""
+        return list(self.backing.messages)
+
+    async def aget_full_messages(self) -> list[BaseMessage]:
+        """Async twin of :attr:`full_messages`."""
+        return list(await self.backing.aget_messages())
+
+    def view_of(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The working view of ``record``: pure, and never calls the summarizer.
+
+        Two wrappers with the same policy over the same stored record return equal views,
+        which is what lets a new process start from a stored marker for free. A record
+        with no conversation yet (empty, or only system messages) reads as it is: the
+        request's own input supplies the user turn.
+        """
+        if leading_system_count(record) == len(record):
+            return list(record)
+        plan = plan_working_transcript(
+            scoped_record(record),
+            policy=self.policy,
+            token_counter=self.token_counter,
+            can_summarize=False,
+        )
+        return finish_working_transcript(plan, None).messages
+
+    # ------------------------------------------------------------------ writes
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` to the backing store, then fold if the view no longer fits.
+
+        Ids are assigned to copies where missing. The fold's note is appended as an auto
+        consolidation marker; a failed fold is logged and leaves the view windowed.
+        """
+        new = with_ids(messages)
+        with self._lock:
+            self.backing.add_messages(new)
+            if self.summarizer is None:
+                return
+            plan = self._fold_plan(self.backing.messages)
+            if plan is None:
+                return
+            summary = summarize_transcript(
+                self.summarizer, plan.fold_input, timeout=self.policy.timeout
+            )
+            marker = self._fold_marker(plan, summary)
+            if marker is not None:
+                self.backing.add_messages([marker])
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of :meth:`add_messages`.
+
+        The summarizer never blocks the event loop: an async one is awaited, a sync one
+        runs in a worker thread.
+        """
+        new = with_ids(messages)
+        async with self._alock:
+            await self.backing.aadd_messages(new)
+            if self.summarizer is None:
+                return
+            plan = self._fold_plan(await self.backing.aget_messages())
+            if plan is None:
+                return
+            summary = await asummarize_transcript(
+                self.summarizer, plan.fold_input, timeout=self.policy.timeout
+            )
+            marker = self._fold_marker(plan, summary)
+            if marker is not None:
+                await self.backing.aadd_messages([marker])
+
+    def consolidate(self) -> AIMessage | None:
+        """Summarise everything so far into a MANUAL marker and append it.
+
+        The summarizer is sent the scoped record (the last marker's note and everything
+        after it) in one call. Returns the stored marker, or ``None`` when there is nothing
+        new to consolidate or the summarizer gave no note (logged).
+
+        Raises:
+            ValueError: when the history has no summarizer.
+        """
+        summarizer = self._require_summarizer("consolidate")
+        with self._lock:
+            convo = _consolidation_input(self.backing.messages)
+            if convo is None:
+                return None
+            note = summarize_transcript(summarizer, convo, timeout=self.policy.timeout)
+            marker = _manual_marker(note)
+            if marker is not None:
+                self.backing.add_messages([marker])
+            return marker
+
+    async def aconsolidate(self) -> AIMessage | None:
+        """Async twin of :meth:`consolidate`."""
+        summarizer = self._require_summarizer("aconsolidate")
+        async with self._alock:
+            convo = _consolidation_input(await self.backing.aget_messages())
+            if convo is None:
+                return None
+            note = await asummarize_transcript(summarizer, convo, timeout=self.policy.timeout)
+            marker = _manual_marker(note)
+            if marker is not None:
+                await self.backing.aadd_messages([marker])
+            return marker
+
+    def clear(self) -> None:
+        """Empty the backing store (passes through, after a write in progress)."""
+        with self._lock:
+            self.backing.clear()
+
+    async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
+        async with self._alock:
+            await self.backing.aclear()
+
+    # ------------------------------------------------------------------ planning (pure)
+
+    def _fold_plan(self, record: Sequence[BaseMessage]) -> FoldPlan | None:
+        """The fold the record needs now, or ``None`` when its view fits (or cannot fold)."""
+        plan = plan_working_transcript(
+            scoped_record(record), policy=self.policy, token_counter=self.token_counter
+        )
+        return plan if plan.mode == "fold" else None
+
+    def _fold_marker(self, plan: FoldPlan, summary: str | None) -> AIMessage | None:
+        """The auto marker that persists ``plan``'s fold, or ``None`` without a summary.
+
+        ``keep_from_id`` is the first stored message the note does not cover: the plan's
+        cut, walked back to the start of its tool-call unit, or back to the latest user
+        turn when the note covered it and keeping it verbatim still fits (within a run the
+        fold re-injects that directive; in a store it must stay in the kept part to
+        survive a reload).
+        """
+        if summary is None:
+            return None  # summarize_transcript logged why; the view stays windowed
+        convo = plan.convo
+        cut = _unit_start(convo, plan.fold_to)
+        cut = self._keep_directive(plan, cut, summary)
+        anchors = [
+            (i, message_id(m)) for i, m in enumerate(convo) if not is_consolidation_marker(m)
+        ]
+        keep = fold_keep_from_id(anchors, cut)
+        folded = sum(1 for m in convo[:cut] if not is_consolidation_marker(m))
+        if keep is None or folded == 0:
+            logger.debug("the fold covered no stored message; no marker written")
+            return None
+        logger.info("folded %d stored message(s) into a consolidation marker", folded)
+        return with_ids([consolidation_marker(summary, keep_from_id=keep, folded=folded)])[0]
+
+    def _keep_directive(self, plan: FoldPlan, cut: int, summary: str) -> int:
+        convo = plan.convo
+        user = latest_user_index(convo)
+        if user < 0 or user >= cut:
+            return cut
+        kept = [*plan.system, consolidation_marker(summary), *convo[user:]]
+        fits = (
+            count_tokens(kept, self.token_counter) <= self.policy.max_tokens
+            and len(convo) - user + 1 <= self.policy.max_messages
+        )
+        return user if fits else cut
+
+    def _require_summarizer(self, where: str) -> Summarizer:
+        if self.summarizer is None:
+            msg = (
+                f"{where}(): this CompactingChatMessageHistory has no summarizer. Pass "
+                "summarizer=<a chat model or function> when creating it."
+            )
+            raise ValueError(msg)
+        return self.summarizer
+
+
+def _consolidation_input(record: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+    """The scoped conversation a manual consolidation summarises.
+
+    ``None`` when it holds nothing but a marker (nothing new since the last one).
+    """
+    scoped = scoped_record(record)
+    convo = scoped[leading_system_count(scoped) :]
+    if all(is_consolidation_marker(m) for m in convo):
+        return None
+    return convo
+
+
+def _manual_marker(note: str | None) -> AIMessage | None:
+    return with_ids([consolidation_marker(note)])[0] if note is not None else None

@@ -1,0 +1,262 @@
+"""The per-turn core both agent adapters share: record -> view, memo, brief, fit, events.
+
+:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` (for
+``create_agent``) and :class:`~langchain_builderforce_memory.nodes.WorkingTranscriptNode`
+(for ``create_react_agent`` and hand-written ``StateGraph`` s) are thin: they read the
+graph's state, call :func:`run_turn` / :func:`arun_turn`, send the view and write back
+the small state the core returned. Everything a turn decides is here, once, as data
+(ARCHITECTURE "One turn, as data"):
+
+1. The record (the graph's ``messages``) is never shrunk; only the view is.
+2. With a summarizer the fold builds ``[system, note, directive?, ...verbatim tail]`` and
+   returns a new memo only when it folded; without one, the window.
+3. The working-memory brief (and any code maps recalled for the task) is appended as the
+   volatile tail: ONE stamped user message, last, never written into the record.
+4. When the model that will serve the request has a smaller window (its
+   ``profile["max_input_tokens"]``, less its reply and tool schemas), the hand-off
+   packer fits the view to it.
+5. The memo and the working memory are returned as plain-JSON state updates, where any
+   checkpointer persists them: a resumed thread neither re-summarizes nor forgets its
+   brief. Every fold is reported as an event (stream writer) and a log line.
+
+Why observations come from the record, not a tool hook: the record already holds every
+call (the assistant's ``tool_calls``) next to its result (the ``ToolMessage``, with its
+``status``). Reading the NEW part of it each turn gives both adapters one implementation,
+is parallel-safe (tools write nothing extra, so no reducer channel is needed), survives a
+restart between the tool node and the model node, and leaves tool results untouched for
+any other middleware. Only successful calls are recorded (see
+:class:`~langchain_builderforce_memory.callbacks.ToolObservationMapper`).
+
+The sync and async drivers share every step; only the summarizer / store calls differ
+(``build_working_transcript`` vs ``abuild_working_transcript``, ``pack_handoff`` vs
+``apack_handoff``, ``maps_for`` vs ``amaps_for``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any, Final
+
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
+from typing_extensions import TypedDict
+
+from langchain_builderforce_memory.adapter_core import (
+    CODE_MAPS_HEADER,
+    EVENT_KEY,
+    MemoryCore,
+    quiet_summarizer,
+)
+from langchain_builderforce_memory.callbacks import ToolObservationMapper
+from langchain_builderforce_memory.handoff import (
+    ToolLike,
+    apack_handoff,
+    pack_handoff,
+)
+from langchain_builderforce_memory.policy import CodeMapScope, MemoryPolicy
+from langchain_builderforce_memory.store import CodeMap, CodeMapStore
+from langchain_builderforce_memory.tokens import (
+    TokenCounterLike,
+)
+from langchain_builderforce_memory.transcript.fold import (
+    abuild_working_transcript,
+    build_working_transcript,
+)
+from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.turn import (
+    TurnView,
+)
+from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
+
+__all__ = [
+    "CODE_MAPS_HEADER",
+    "EVENT_KEY",
+    "MemoryCore",
+    "MemoryOptions",
+    "arun_turn",
+    "asave_code_maps",
+    "emit_events",
+    "make_core",
+    "quiet_summarizer",
+    "run_turn",
+    "save_code_maps",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class MemoryOptions(TypedDict, total=False):
+    """The keyword options both adapters take.
+
+    The numbers are :class:`MemoryPolicy`'s fields; the rest are :class:`MemoryCore`'s.
+    """
+
+    max_tokens: int
+    max_messages: int
+    tail_tokens: int
+    min_tail_messages: int
+    max_tail_messages: int
+    working_memory: bool
+    tail_reserve_tokens: int
+    fit_to_model: bool
+    reserve_output_tokens: int | None
+    handoff_summarize: bool
+    timeout: float | None
+    code_map_limit: int
+    token_counter: TokenCounterLike
+    code_maps: CodeMapStore | None
+    code_map_scope: CodeMapScope
+    tool_mapper: ToolObservationMapper | None
+
+
+_POLICY_FIELDS: Final = frozenset(f.name for f in fields(MemoryPolicy))
+_CORE_FIELDS: Final = frozenset({"token_counter", "code_maps", "code_map_scope", "tool_mapper"})
+
+
+def make_core(
+    summarizer: Summarizer | None, options: Mapping[str, Any], *, where: str
+) -> MemoryCore:
+    """A :class:`MemoryCore` from an adapter's keyword options.
+
+    Raises:
+        TypeError: an unknown option, naming the closest known one.
+        ValueError: a bad policy number (see :class:`MemoryPolicy`).
+
+    Example:
+        >>> make_core(None, {"max_tokens": 32_000}, where="demo").policy.fold_budget
+        29000
+        >>> make_core(None, {"max_token": 1}, where="demo")
+        Traceback (most recent call last):
+        ...
+        TypeError: demo: unknown option 'max_token' (did you mean 'max_tokens'?).
+    """
+    known = _POLICY_FIELDS | _CORE_FIELDS
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {sorted(known)}"
+            msg = f"{where}: unknown option {name!r}{hint}."
+            raise TypeError(msg)
+    policy = MemoryPolicy(**{k: v for k, v in options.items() if k in _POLICY_FIELDS})
+    return MemoryCore(
+        policy,
+        summarizer=summarizer,
+        token_counter=options.get("token_counter"),
+        code_maps=options.get("code_maps"),
+        code_map_scope=options.get("code_map_scope", "default"),
+        tool_mapper=options.get("tool_mapper"),
+    )
+
+
+def emit_events(
+    events: Sequence[Mapping[str, object]], writer: Callable[[Any], None] | None
+) -> None:
+    """Report each event: one log line, and the stream writer when there is one.
+
+    ``stream_mode="custom"`` shows the written events; outside a streaming run LangGraph's
+    writer is a no-op.
+    """
+    for event in events:
+        logger.info(
+            "builderforce_memory %s: %s",
+            event.get(EVENT_KEY),
+            ", ".join(f"{k}={v}" for k, v in event.items() if k != EVENT_KEY),
+        )
+        if writer is not None:
+            writer(dict(event))
+
+
+# ----------------------------------------------------------------------- the drivers
+
+
+def run_turn(
+    core: MemoryCore,
+    record: Sequence[BaseMessage],
+    state: object,
+    *,
+    system: SystemMessage | None = None,
+    model: Runnable[Any, Any] | None = None,
+    tools: Sequence[BaseTool | ToolLike] | None = None,
+    model_settings: Mapping[str, object] | None = None,
+    config: RunnableConfig | None = None,
+) -> TurnView:
+    """One turn, sync: the record and the state in; the view and the state updates out.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> turn = run_turn(MemoryCore(MemoryPolicy()), [HumanMessage("hi")], {})
+        >>> [m.content for m in turn.messages], sorted(turn.update)
+        (['hi'], ['builderforce_working_memory'])
+    """
+    plan = core.begin(record, state, system=system, config=config)
+    if plan.recall_task is not None and core.code_maps is not None and plan.scope is not None:
+        found = core.code_maps.maps_for(
+            plan.recall_task, scope=plan.scope, limit=core.policy.code_map_limit
+        )
+        plan = core.with_code_maps(plan, found)
+    transcript = plan.cached or core.remember(
+        plan, build_working_transcript(plan.record, **core.fold_options(plan))
+    )
+    view = core.view(plan, transcript)
+    fit = core.plan_fit(plan, view, model=model, tools=tools, model_settings=model_settings)
+    pack = pack_handoff(fit.messages, recall=fit.recall, **fit.options) if fit else None
+    return core.finish(plan, transcript, view, fit, pack)
+
+
+async def arun_turn(
+    core: MemoryCore,
+    record: Sequence[BaseMessage],
+    state: object,
+    *,
+    system: SystemMessage | None = None,
+    model: Runnable[Any, Any] | None = None,
+    tools: Sequence[BaseTool | ToolLike] | None = None,
+    model_settings: Mapping[str, object] | None = None,
+    config: RunnableConfig | None = None,
+) -> TurnView:
+    """Async twin of :func:`run_turn`: the summarizer, the store and recall are awaited."""
+    plan = core.begin(record, state, system=system, config=config)
+    if plan.recall_task is not None and core.code_maps is not None and plan.scope is not None:
+        found = await core.code_maps.amaps_for(
+            plan.recall_task, scope=plan.scope, limit=core.policy.code_map_limit
+        )
+        plan = core.with_code_maps(plan, found)
+    transcript = plan.cached or core.remember(
+        plan, await abuild_working_transcript(plan.record, **core.fold_options(plan))
+    )
+    view = core.view(plan, transcript)
+    fit = core.plan_fit(plan, view, model=model, tools=tools, model_settings=model_settings)
+    recall = fit.recall.acall if fit is not None and fit.recall is not None else None
+    pack = await apack_handoff(fit.messages, recall=recall, **fit.options) if fit else None
+    return core.finish(plan, transcript, view, fit, pack)
+
+
+def save_code_maps(
+    core: MemoryCore, snapshot: WorkingMemorySnapshot | None, scope: tuple[str, ...] | None
+) -> CodeMap | None:
+    """Consolidate a finished run's working memory into the code-map store."""
+    if core.code_maps is None or snapshot is None or scope is None:
+        return None
+    saved = core.code_maps.save(snapshot, scope=scope)
+    _log_saved(saved, scope)
+    return saved
+
+
+async def asave_code_maps(
+    core: MemoryCore, snapshot: WorkingMemorySnapshot | None, scope: tuple[str, ...] | None
+) -> CodeMap | None:
+    """Async twin of :func:`save_code_maps`."""
+    if core.code_maps is None or snapshot is None or scope is None:
+        return None
+    saved = await core.code_maps.asave(snapshot, scope=scope)
+    _log_saved(saved, scope)
+    return saved
+
+
+def _log_saved(saved: CodeMap | None, scope: tuple[str, ...]) -> None:
+    if saved is not None:
+        logger.info("saved code map %s in scope %s", saved.key, "/".join(scope))

@@ -1,0 +1,416 @@
+"""The per-turn planner both agent adapters hold: :class:`MemoryCore`.
+
+Every step is pure (state and record in, plan out); the drivers in
+:mod:`langchain_builderforce_memory.adapter` do the only I/O a turn has (the summarizer,
+the code-map store) between the steps, once for sync graphs and once for async ones:
+
+``begin`` (read the state and the record's new part) -> ``with_code_maps`` (what the
+store recalled) -> the fold (``fold_options``) -> ``view`` (the volatile tail last) ->
+``plan_fit`` (what the packer must cut, for ``max_tokens`` or the serving model) ->
+``finish`` (the messages to send, the state to write, the events to report).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
+from langgraph.constants import TAG_NOSTREAM
+
+from langchain_builderforce_memory.adapter_state import (
+    MEMO_KEY,
+    WORKING_MEMORY_KEY,
+    RunMemoryState,
+    parse_memo,
+    read_run_memory,
+    scoped_record,
+    state_get,
+    with_code_maps,
+)
+from langchain_builderforce_memory.callbacks import ToolObservationMapper
+from langchain_builderforce_memory.handoff import (
+    HandoffPack,
+    ToolLike,
+    handoff_budget_for_model,
+    is_volatile_tail,
+    volatile_tail,
+)
+from langchain_builderforce_memory.messages import is_stamped, message_id, role_of
+from langchain_builderforce_memory.policy import CodeMapScope, MemoryPolicy
+from langchain_builderforce_memory.store import CodeMap, CodeMapStore
+from langchain_builderforce_memory.tokens import (
+    TokenCounterLike,
+    count_tokens,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.fold import (
+    WorkingTranscript,
+)
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.turn import (
+    FitPlan,
+    FoldCache,
+    FoldOptions,
+    PackOptions,
+    TurnPlan,
+    TurnView,
+)
+from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
+
+__all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore", "quiet_summarizer"]
+
+logger = logging.getLogger(__name__)
+
+EVENT_KEY: Final = "builderforce_memory"
+"""Every custom stream event this package writes carries this key (its value: the kind)."""
+
+CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
+"""Opens the recalled code maps inside the volatile tail."""
+
+
+def quiet_summarizer(summarizer: Summarizer | None) -> Summarizer | None:
+    """``summarizer`` tagged so LangGraph never streams it into the user's output.
+
+    LangGraph's ``stream_mode="messages"`` skips model runs tagged ``nostream``
+    (``langgraph.constants.TAG_NOSTREAM``; LangSmith's older ``langsmith:nostream`` is no
+    longer read). A function is wrapped too: a chat model it calls inside runs as its
+    child and inherits the tag.
+
+    Example:
+        >>> from langchain_core.runnables import RunnableLambda
+        >>> quiet_summarizer(RunnableLambda(lambda p: "note")).config["tags"]
+        ['nostream']
+    """
+    if summarizer is None:
+        return None
+    runnable = summarizer if isinstance(summarizer, Runnable) else RunnableLambda(summarizer)
+    return runnable.with_config(tags=[TAG_NOSTREAM])
+
+
+def _scope_labels(scope: str | Sequence[str]) -> tuple[str, ...]:
+    return (scope,) if isinstance(scope, str) else tuple(scope)
+
+
+def _model_name(model: object) -> str | None:
+    for attr in ("model_name", "model"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+class MemoryCore:
+    """The per-turn planner both adapters hold: pure steps; the drivers do the I/O.
+
+    Args:
+        policy: The turn policy.
+        summarizer: Folds the older part of the run into a note (a chat model, a
+            ``Runnable`` or a function); ``None`` only windows.
+        token_counter: What every budget is counted with (default: the approximate one).
+        code_maps: Where finished runs' code maps are kept and recalled from.
+        code_map_scope: Whose maps (labels, or a function of the run's config).
+        tool_mapper: Maps tool calls to observations (default rules otherwise).
+
+    Raises:
+        TypeError: an argument of the wrong kind, naming it and what it takes.
+    """
+
+    def __init__(
+        self,
+        policy: MemoryPolicy,
+        *,
+        summarizer: Summarizer | None = None,
+        token_counter: TokenCounterLike = None,
+        code_maps: CodeMapStore | None = None,
+        code_map_scope: CodeMapScope = "default",
+        tool_mapper: ToolObservationMapper | None = None,
+    ) -> None:
+        checks: tuple[tuple[str, object, bool, str], ...] = (
+            ("policy", policy, isinstance(policy, MemoryPolicy), "a MemoryPolicy"),
+            (
+                "summarizer",
+                summarizer,
+                summarizer is None or isinstance(summarizer, Runnable) or callable(summarizer),
+                "a chat model, a Runnable or a function of the prompt messages",
+            ),
+            (
+                "code_maps",
+                code_maps,
+                code_maps is None or isinstance(code_maps, CodeMapStore),
+                "a CodeMapStore (e.g. CodeMapStore(SqliteStore(...)))",
+            ),
+            (
+                "code_map_scope",
+                code_map_scope,
+                callable(code_map_scope) or isinstance(code_map_scope, str | Sequence),
+                "a label, a sequence of labels or a function of the run's config",
+            ),
+            (
+                "tool_mapper",
+                tool_mapper,
+                tool_mapper is None or isinstance(tool_mapper, ToolObservationMapper),
+                "a ToolObservationMapper",
+            ),
+        )
+        for name, value, ok, wanted in checks:
+            if not ok:
+                msg = f"{name} must be {wanted}; got {type(value).__name__}."
+                raise TypeError(msg)
+        self.policy = policy
+        self.summarizer = quiet_summarizer(summarizer)
+        self.counter = resolve_token_counter(token_counter)
+        self.code_maps = code_maps
+        self.code_map_scope = code_map_scope
+        self.mapper = tool_mapper or ToolObservationMapper()
+        self._folds = FoldCache()
+
+    def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...]:
+        """The code-map scope of a run (``ValueError`` for labels a store cannot take)."""
+        scope = self.code_map_scope
+        if callable(scope):
+            scope = scope(config or {})
+        labels = _scope_labels(scope)
+        if self.code_maps is not None:
+            self.code_maps.namespace_for(labels)
+        return labels
+
+    def begin(
+        self,
+        record: Sequence[BaseMessage],
+        state: object,
+        *,
+        system: SystemMessage | None,
+        config: RunnableConfig | None,
+    ) -> TurnPlan:
+        """Read the state and the record's new part; decide what this turn must fetch."""
+        source = record if isinstance(record, list) else list(record)
+        memo_raw = state_get(state, MEMO_KEY)
+        run: RunMemoryState | None = None
+        brief: str | None = None
+        changed = False
+        recall_task: str | None = None
+        scope: tuple[str, ...] | None = None
+        if self.policy.working_memory:
+            read = read_run_memory(source, state, self.mapper)
+            run, changed, brief = read.state, read.changed, read.memory.brief()
+            task = read.memory.task
+            if self.code_maps is not None:
+                scope = self.scope_for(config)
+                if task and run.get("code_maps_task") != task:
+                    recall_task = task
+        return TurnPlan(
+            source=source,
+            record=scoped_record(source),
+            system=system,
+            memo_raw=memo_raw,
+            memo=parse_memo(memo_raw),
+            run=run,
+            run_changed=changed,
+            brief=brief,
+            recall_task=recall_task,
+            scope=scope,
+            cached=self._folds.get(source, memo_raw, system),
+        )
+
+    def with_code_maps(self, plan: TurnPlan, maps: Sequence[CodeMap]) -> TurnPlan:
+        """``plan`` with the code maps recalled for its task (sent in the volatile tail)."""
+        if plan.run is None or plan.recall_task is None:
+            return plan
+        text = "\n\n".join(m.content for m in maps)
+        if text:
+            logger.info("recalled %d code map(s) for the task", len(maps))
+        run = with_code_maps(
+            plan.run, plan.recall_task, f"{CODE_MAPS_HEADER}\n{text}" if text else None
+        )
+        return replace(plan, run=run, run_changed=True, recall_task=None)
+
+    def fold_options(self, plan: TurnPlan) -> FoldOptions:
+        """The fold's keyword arguments for this turn."""
+        p = self.policy.fold_policy
+        return FoldOptions(
+            memo=plan.memo,
+            summarizer=self.summarizer,
+            system_prompt=plan.system,
+            max_tokens=p.max_tokens,
+            max_messages=p.max_messages,
+            tail_tokens=p.tail_tokens,
+            min_tail_messages=p.min_tail_messages,
+            max_tail_messages=p.max_tail_messages,
+            token_counter=self.counter,
+            timeout=p.timeout,
+        )
+
+    def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
+        """Keep ``transcript`` for a retry of the same model call (see :class:`FoldCache`)."""
+        self._folds.put(plan, transcript)
+        return transcript
+
+    def tail(self, plan: TurnPlan) -> HumanMessage | None:
+        """The volatile tail: the brief, then the recalled code maps, within the reserve.
+
+        A tail over :attr:`MemoryPolicy.tail_reserve_tokens` loses its last lines (the
+        maps first, then the brief's least-used entries: both are ranked).
+        """
+        if plan.run is None:
+            return None
+        sections = [plan.brief, plan.run.get("code_maps")]
+        tail = volatile_tail(sections)
+        reserve = self.policy.reserve
+        if tail is None or self.counter.count_message(tail) <= reserve:
+            return tail
+        lines = "\n\n".join(s for s in sections if s).split("\n")
+        best: HumanMessage | None = None
+        lo, hi = 0, len(lines) - 1  # the most lines that fit is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            cut = volatile_tail(["\n".join([*lines[:mid], "- …"])])
+            if cut is not None and self.counter.count_message(cut) <= reserve:
+                lo, best = mid, cut
+            else:
+                hi = mid - 1
+        return best
+
+    def view(self, plan: TurnPlan, transcript: WorkingTranscript) -> list[BaseMessage]:
+        """The fold's view with the volatile tail last (system prompt first, if any)."""
+        tail = self.tail(plan)
+        return [*transcript.messages, tail] if tail is not None else list(transcript.messages)
+
+    def model_budget(
+        self,
+        model: Runnable[Any, Any],
+        tools: Sequence[BaseTool | ToolLike] | None,
+        model_settings: Mapping[str, object] | None,
+    ) -> int | None:
+        """Tokens ``model`` takes for the messages; ``None`` when its profile does not say.
+
+        Its profile's window, less the reply's reserve and the tool schemas.
+        """
+        reserve = self.policy.reserve_output_tokens
+        asked = (model_settings or {}).get("max_tokens")
+        if reserve is None and isinstance(asked, int) and not isinstance(asked, bool):
+            reserve = asked
+        try:
+            return handoff_budget_for_model(
+                model,
+                tools=list(tools) if tools is not None else None,
+                reserve_output_tokens=reserve,
+                token_counter=self.counter,
+            )
+        except ValueError:
+            # No max_input_tokens in the profile: the window is unknown, so the policy's
+            # max_tokens is the only limit there is.
+            return None
+
+    def plan_fit(
+        self,
+        plan: TurnPlan,
+        view: list[BaseMessage],
+        *,
+        model: Runnable[Any, Any] | None,
+        tools: Sequence[BaseTool | ToolLike] | None,
+        model_settings: Mapping[str, object] | None = None,
+    ) -> FitPlan | None:
+        """What the packer must do to fit ``view``; ``None`` when it already fits.
+
+        The limit is ``max_tokens``, or the serving model's budget when that is smaller
+        (``fit_to_model``). ``max_tokens`` is enforced here too: the fold keeps at least
+        ``min_tail_messages`` verbatim however large they are (correctness over size), and
+        a few 20k-token tool results can carry that past the budget.
+        """
+        limit, to_model = self.policy.max_tokens, None
+        if self.policy.fit_to_model and model is not None:
+            window = self.model_budget(model, tools, model_settings)
+            if window is not None and window < limit:
+                limit, to_model = window, _model_name(model)
+        if count_tokens(view, self.counter) <= limit:
+            return None
+        # The fold's note is the run's only record of what it folded: keep it in place
+        # when it fits rather than let the packer stand an elision marker in for it.
+        pins = tuple(message_id(m) for m in view if is_stamped(m, MEMORY_NOTE_KIND))
+        recall = (
+            self.code_maps.recall_for(plan.scope, limit=self.policy.code_map_limit)
+            if self.code_maps is not None and plan.scope is not None and to_model is not None
+            else None
+        )
+        options = PackOptions(
+            target_context_tokens=max(1, limit),
+            reserve_output_tokens=0,
+            from_model=None if to_model is not None else "the full run",
+            to_model=to_model,
+            summarize=self.summarizer if self.policy.handoff_summarize else None,
+            timeout=self.policy.timeout,
+            pinned_ids=pins,
+            token_counter=self.counter,
+        )
+        return FitPlan(messages=view, options=options, recall=recall)
+
+    def finish(
+        self,
+        plan: TurnPlan,
+        transcript: WorkingTranscript,
+        view: list[BaseMessage],
+        fit: FitPlan | None,
+        pack: HandoffPack | None,
+    ) -> TurnView:
+        """The turn's result: the messages after the system prompt, updates and events."""
+        sent = pack.messages if pack is not None else view
+        if plan.system is not None and sent and role_of(sent[0]) == "system":
+            sent = sent[1:]
+        update: dict[str, Any] = {}
+        new_memo = transcript.memo.to_dict() if transcript.memo is not None else None
+        old_memo = plan.memo.to_dict() if plan.memo is not None else None
+        if new_memo != old_memo or (new_memo is None and plan.memo_raw is not None):
+            update[MEMO_KEY] = new_memo
+        if plan.run is not None and plan.run_changed:
+            update[WORKING_MEMORY_KEY] = plan.run
+        events: list[dict[str, object]] = []
+        # A retried call reuses its turn's fold (plan.cached): report the fold once.
+        if transcript.fold is not None and plan.cached is None:
+            events.append(
+                {
+                    EVENT_KEY: "fold",
+                    "covered_end": transcript.fold.covered_end,
+                    "dropped_messages": transcript.fold.dropped_messages,
+                    "note_tokens": self.counter.count_text(transcript.fold.note),
+                    "summarizer_calls": transcript.summarizer_calls,
+                }
+            )
+        if fit is not None and pack is not None:
+            events.append(
+                {
+                    EVENT_KEY: "fit",
+                    "model": fit.options["to_model"],
+                    "budget": pack.budget,
+                    "dropped_messages": pack.dropped,
+                    "estimated_tokens": pack.estimated_tokens,
+                    "fits": pack.fits,
+                }
+            )
+        tail = sent[-1] if sent and is_volatile_tail(sent[-1]) else None
+        return TurnView(
+            messages=list(sent),
+            update=update,
+            events=tuple(events),
+            transcript=transcript,
+            pack=pack,
+            tail=tail if isinstance(tail, HumanMessage) else None,
+            run=plan.run,
+        )
+
+    def end_of_run(
+        self, record: Sequence[BaseMessage], state: object, config: RunnableConfig | None
+    ) -> tuple[dict[str, Any], WorkingMemorySnapshot | None, tuple[str, ...] | None]:
+        """The final working-memory update, and what to consolidate: (update, snapshot, scope)."""
+        if not self.policy.working_memory:
+            return {}, None, None
+        read = read_run_memory(record, state, self.mapper)
+        update: dict[str, Any] = {WORKING_MEMORY_KEY: read.state} if read.changed else {}
+        if self.code_maps is None:
+            return update, None, None
+        return update, read.memory.snapshot, self.scope_for(config)

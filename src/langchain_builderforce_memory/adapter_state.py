@@ -1,0 +1,273 @@
+"""The small state the agent adapters keep in the graph, and reading it back.
+
+Two keys, both plain JSON so ANY checkpointer persists them (``InMemorySaver``,
+``SqliteSaver``, ``PostgresSaver``) and a resumed thread continues exactly where it was:
+
+- :data:`MEMO_KEY`: the fold's :class:`~langchain_builderforce_memory.transcript.fold.CompactMemo`
+  as a dict. Without it a resumed thread would summarize its whole history again.
+- :data:`WORKING_MEMORY_KEY`: :class:`RunMemoryState`, the run's working memory and how
+  far the record has been read for it. Without it a resumed thread forgets its brief.
+
+Both are written by the model-side hook only (one writer a step), so parallel tool calls
+need no reducer: observations are read from the record (each call next to its result),
+not written by the tools.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from typing_extensions import NotRequired, TypedDict
+
+from langchain_builderforce_memory.callbacks import ToolObservationMapper
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    leading_system_count,
+    message_id,
+    role_of,
+)
+from langchain_builderforce_memory.transcript.fold import CompactMemo
+from langchain_builderforce_memory.transcript.markers import (
+    last_consolidation_index,
+    scope_to_consolidation,
+)
+from langchain_builderforce_memory.working.memory import WorkingMemory, WorkingMemorySnapshot
+
+__all__ = [
+    "MEMO_KEY",
+    "WORKING_MEMORY_KEY",
+    "RunMemoryRead",
+    "RunMemoryState",
+    "latest_directive",
+    "parse_memo",
+    "read_run_memory",
+    "reset_scan",
+    "scoped_record",
+    "state_get",
+    "with_code_maps",
+]
+
+logger = logging.getLogger(__name__)
+
+MEMO_KEY: Final = "builderforce_memo"
+"""State key of the fold's memo (``CompactMemo.to_dict()``, plain JSON) or ``None``."""
+
+WORKING_MEMORY_KEY: Final = "builderforce_working_memory"
+"""State key of the run's working memory (:class:`RunMemoryState`, plain JSON)."""
+
+_MAX_TASK_CHARS: Final = 2_000
+"""The task is the latest directive; a pasted log as a directive must not bloat the state."""
+
+
+class RunMemoryState(TypedDict):
+    """The value under :data:`WORKING_MEMORY_KEY`."""
+
+    snapshot: WorkingMemorySnapshot
+    """The memory itself (``WorkingMemory.snapshot``)."""
+    scanned: int
+    """How many record messages have been read for observations."""
+    scanned_id: str | None
+    """``message_id`` of the last message read, to notice a record rewritten under us."""
+    code_maps: NotRequired[str | None]
+    """The code maps recalled for ``code_maps_task`` (sent in the volatile tail)."""
+    code_maps_task: NotRequired[str | None]
+    """The task the maps were recalled for: recalled again only when the task changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunMemoryRead:
+    """The working memory after reading the record's new part."""
+
+    state: RunMemoryState
+    """What to write under :data:`WORKING_MEMORY_KEY`."""
+    memory: WorkingMemory
+    """The live memory (its brief, its task)."""
+    changed: bool
+    """Whether :attr:`state` differs from what the graph holds (write only then)."""
+
+
+def state_get(state: object, key: str) -> object:
+    """``state[key]`` for a dict state, the attribute for a pydantic one, else ``None``."""
+    if isinstance(state, Mapping):
+        return state.get(key)
+    return getattr(state, key, None)
+
+
+def parse_memo(raw: object) -> CompactMemo | None:
+    """The memo a state holds; ``None`` (logged) for one that cannot be read.
+
+    Example:
+        >>> parse_memo(None) is None
+        True
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, CompactMemo):
+        return raw
+    if not isinstance(raw, Mapping):
+        logger.warning("ignoring a %s that is not a dict: %r", MEMO_KEY, type(raw).__name__)
+        return None
+    try:
+        return CompactMemo.from_dict(raw)
+    except ValueError:
+        # A memo written by another version or edited by hand: refolding costs one
+        # summarizer call; failing the user's graph over it would cost the run.
+        logger.warning("ignoring an unreadable %s in the graph state", MEMO_KEY, exc_info=True)
+        return None
+
+
+def scoped_record(record: list[BaseMessage]) -> list[BaseMessage]:
+    """The part of the record the view is built from: after the last consolidation marker.
+
+    A record with a durable marker (a manual "Consolidate", or a fold persisted by
+    :class:`~langchain_builderforce_memory.history.BuilderforceChatMessageHistory`) starts
+    the model's view at the marker; leading system messages stay in front. Without a
+    marker the record itself is returned (no copy: the fold's caches key on it).
+    """
+    lead = leading_system_count(record)
+    if last_consolidation_index(record) < lead:
+        return record
+    return [*record[:lead], *scope_to_consolidation(record[lead:])]
+
+
+def latest_directive(record: Sequence[BaseMessage]) -> str | None:
+    """The latest user message a user wrote (generated user turns carry a stamp).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> latest_directive([HumanMessage("fix it"), AIMessage("done")])
+        'fix it'
+    """
+    for m in reversed(record):
+        if isinstance(m, HumanMessage) and not is_stamped(m):
+            text = m.text.strip()
+            return text[:_MAX_TASK_CHARS] if text else None
+    return None
+
+
+def _resume_at(record: Sequence[BaseMessage], scanned: int, scanned_id: str | None) -> int:
+    """Where to continue reading ``record`` for observations.
+
+    Normally ``scanned``. When the record was rewritten under us (another middleware
+    replaced it), the last message read is looked up by id; when it is gone, reading
+    resumes at the end: the rewritten part was read before, and reading it again would
+    count every call twice.
+    """
+    if scanned <= 0:
+        return 0
+    if scanned <= len(record) and message_id(record[scanned - 1]) == scanned_id:
+        return scanned
+    for i in range(len(record) - 1, -1, -1):
+        if message_id(record[i]) == scanned_id:
+            return i + 1
+    return len(record)
+
+
+def _observe_new(
+    memory: WorkingMemory,
+    record: Sequence[BaseMessage],
+    start: int,
+    mapper: ToolObservationMapper,
+) -> None:
+    """Record the successful tool calls whose results are at ``record[start:]``."""
+    # A result's call can sit before ``start`` (the record was read mid-unit), so calls
+    # are collected from the start of the unit ``start`` falls in.
+    first = start
+    while first > 0 and role_of(record[first - 1]) == "tool":
+        first -= 1
+    if first > 0 and isinstance(record[first - 1], AIMessage):
+        first -= 1
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    for i in range(first, len(record)):
+        m = record[i]
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                if call.get("id"):
+                    calls[str(call["id"])] = (call["name"], call["args"])
+        elif isinstance(m, ToolMessage) and i >= start:
+            found = calls.get(m.tool_call_id)
+            if found is not None:
+                # The mapper reads the ToolMessage: status="error" or an "Error: ..."
+                # answer records nothing (a failed write must not be remembered).
+                memory.observe_all(mapper.map(found[0], found[1], m))
+
+
+def _prior_memory(raw: object) -> tuple[Mapping[str, Any], WorkingMemory]:
+    prior: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    snapshot = prior.get("snapshot")
+    try:
+        return prior, WorkingMemory.from_snapshot(snapshot if isinstance(snapshot, Mapping) else {})
+    except ValueError:
+        logger.warning("resetting an unreadable %s", WORKING_MEMORY_KEY, exc_info=True)
+        return {}, WorkingMemory()
+
+
+def read_run_memory(
+    record: Sequence[BaseMessage], state: object, mapper: ToolObservationMapper
+) -> RunMemoryRead:
+    """The run's working memory after reading the tool results added since the last turn.
+
+    O(new messages) a turn: the state remembers how far the record was read.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> call = AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"},
+        ...                                   "id": "c1"}])
+        >>> record = [HumanMessage("fix a"), call, ToolMessage("...", tool_call_id="c1")]
+        >>> read = read_run_memory(record, {}, ToolObservationMapper())
+        >>> read.state["snapshot"]["read"], read.state["scanned"], read.memory.task
+        (['a.py'], 3, 'fix a')
+    """
+    prior, memory = _prior_memory(state_get(state, WORKING_MEMORY_KEY))
+    scanned = prior.get("scanned", 0)
+    scanned_id = prior.get("scanned_id")
+    start = _resume_at(
+        record,
+        scanned if isinstance(scanned, int) and not isinstance(scanned, bool) else 0,
+        scanned_id if isinstance(scanned_id, str) else None,
+    )
+    before = (memory.size, memory.task)
+    _observe_new(memory, record, start, mapper)
+    task = latest_directive(record)
+    if task:
+        memory.set_task(task)
+    last_id = message_id(record[-1]) if record else None
+    run = RunMemoryState(snapshot=memory.snapshot, scanned=len(record), scanned_id=last_id)
+    for key in ("code_maps", "code_maps_task"):
+        value = prior.get(key)
+        if isinstance(value, str):
+            run[key] = value
+    changed = (
+        not prior
+        or before != (memory.size, memory.task)
+        or prior.get("scanned") != len(record)
+        or prior.get("scanned_id") != last_id
+    )
+    return RunMemoryRead(state=run, memory=memory, changed=changed)
+
+
+def with_code_maps(run: RunMemoryState, task: str, maps_text: str | None) -> RunMemoryState:
+    """``run`` with the code maps recalled for ``task`` (``None``: nothing relevant)."""
+    out = RunMemoryState(
+        snapshot=run["snapshot"], scanned=run["scanned"], scanned_id=run["scanned_id"]
+    )
+    out["code_maps"] = maps_text
+    out["code_maps_task"] = task
+    return out
+
+
+def reset_scan(run: RunMemoryState, record: Sequence[BaseMessage]) -> RunMemoryState:
+    """``run`` marked as having read all of ``record`` (after the record was replaced)."""
+    out = RunMemoryState(
+        snapshot=run["snapshot"],
+        scanned=len(record),
+        scanned_id=message_id(record[-1]) if record else None,
+    )
+    if "code_maps" in run:
+        out["code_maps"] = run.get("code_maps")
+        out["code_maps_task"] = run.get("code_maps_task")
+    return out

@@ -1,0 +1,212 @@
+"""``BuilderforceMemoryMiddleware``: the package in one line of a LangChain v1 agent.
+
+    agent = create_agent(model, tools, middleware=[BuilderforceMemoryMiddleware(summarizer)])
+
+Before every model call (``wrap_model_call``) the agent's full ``messages`` are windowed
+or folded into the view the model is sent, the working-memory brief is appended as the
+volatile tail, and the request is fitted to the model that will actually serve it. The
+view exists only in the request (``request.override``): the record in state is never
+shrunk, and the system prompt (``request.system_message``) is counted and kept in front.
+
+State: the fold's memo and the working memory live in two PRIVATE state keys
+(:data:`~langchain_builderforce_memory.adapter_state.MEMO_KEY`,
+:data:`~langchain_builderforce_memory.adapter_state.WORKING_MEMORY_KEY`), plain JSON,
+written with the model call's response (``ExtendedModelResponse``), so any checkpointer
+persists them and a resumed thread neither re-summarizes nor forgets its brief. They are
+marked ``PrivateStateAttr``: not part of the agent's input or output schema.
+
+Composition with ``ModelFallbackMiddleware``: put the fallback BEFORE this middleware::
+
+    middleware=[ModelFallbackMiddleware(small_model), BuilderforceMemoryMiddleware(summarizer)]
+
+The first middleware is the outermost, so the fallback hands each attempt's request
+(with the fallback model in ``request.model``) to this middleware, which fits the view
+to THAT model's profile (``max_input_tokens``, less its reply reserve and the tool
+schemas). A fallback to a 16k model is fitted automatically; the retry reuses the
+attempt's fold, so the summarizer is not paid twice. Placed the other way round, the
+fallback would resend a view sized for the primary model and the small one would reject
+it. ``ModelRetryMiddleware`` composes the same way.
+
+Observations come from the run's own tool calls (each call next to its result in the
+record; successful calls only). With ``code_maps`` (a
+:class:`~langchain_builderforce_memory.store.CodeMapStore`) the maps relevant to the task
+are recalled into the brief when a directive arrives, and the working memory is
+consolidated into the store when the agent finishes (``after_agent``).
+
+Every fold is reported as a custom stream event (``stream_mode="custom"``,
+``{"builderforce_memory": "fold", ...}``) and a log line; summarizer calls are tagged
+``langsmith:nostream``, so they never stream into the user's output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, cast
+
+from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from typing_extensions import NotRequired, Unpack
+
+try:
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+    )
+    from langchain.agents.middleware.types import PrivateStateAttr
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides langchain
+    msg = (
+        "BuilderforceMemoryMiddleware needs LangChain v1 (the `langchain` package, for "
+        'create_agent). Install it with: pip install "langchain-builderforce-memory[agents]". '
+        "For LangGraph without langchain, use langchain_builderforce_memory.nodes."
+        "WorkingTranscriptNode."
+    )
+    raise ImportError(msg) from exc
+
+from langchain_builderforce_memory.adapter import (
+    MemoryOptions,
+    arun_turn,
+    asave_code_maps,
+    emit_events,
+    make_core,
+    run_turn,
+    save_code_maps,
+)
+from langchain_builderforce_memory.adapter_state import RunMemoryState
+from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.turn import TurnView
+
+__all__ = ["BuilderforceMemoryMiddleware", "BuilderforceMemoryState"]
+
+
+class BuilderforceMemoryState(AgentState[Any]):
+    """The agent state with this middleware's private keys (plain JSON, checkpointed)."""
+
+    builderforce_memo: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    """The fold's memo (``CompactMemo.to_dict()``)."""
+    builderforce_working_memory: NotRequired[Annotated[RunMemoryState | None, PrivateStateAttr]]
+    """The run's working memory and how far the record has been read for it."""
+
+
+def _current_config() -> RunnableConfig:
+    """The running graph's config (for a ``code_map_scope`` function); ``{}`` outside one."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return {}
+
+
+def _writer(runtime: object) -> Callable[[Any], None] | None:
+    writer = getattr(runtime, "stream_writer", None)
+    return writer if callable(writer) else None
+
+
+def _sent(turn: TurnView) -> list[AnyMessage]:
+    # The view holds the record's own messages plus generated HumanMessages: all AnyMessage.
+    return cast("list[AnyMessage]", turn.messages)
+
+
+def _respond(response: ModelResponse[Any], turn: TurnView) -> Any:
+    """The model's response, with the turn's state updates when there are any."""
+    if not turn.update:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=turn.update))
+
+
+class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any, Any]):
+    """Window / fold the agent's view, add the brief, fit the serving model; every turn.
+
+    Args:
+        summarizer: Folds the older part of the run into a note: a chat model (tag it
+            cheap), any ``Runnable``, or a function ``(prompt messages) -> str``. ``None``
+            only windows (drops the oldest, in chunks).
+        **options: Keyword options (:class:`~langchain_builderforce_memory.adapter.
+            MemoryOptions`): the :class:`~langchain_builderforce_memory.policy.MemoryPolicy`
+            numbers (``max_tokens=64_000``, ``max_messages=80``, ``tail_tokens=40_000``,
+            ``working_memory=True``, ``fit_to_model=True``, ...), ``token_counter``,
+            ``code_maps`` (a ``CodeMapStore``), ``code_map_scope`` and ``tool_mapper``.
+
+    Raises:
+        TypeError: an unknown option or an argument of the wrong kind.
+        ValueError: a bad policy number, naming it and the fix.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> from langchain_builderforce_memory.testing import ScriptedChatModel
+        >>> agent = create_agent(
+        ...     ScriptedChatModel(script=["hi"]),
+        ...     tools=[],
+        ...     middleware=[BuilderforceMemoryMiddleware(max_tokens=32_000)],
+        ... )
+        >>> agent.invoke({"messages": [("user", "hello")]})["messages"][-1].content
+        'hi'
+    """
+
+    state_schema = BuilderforceMemoryState
+
+    def __init__(
+        self, summarizer: Summarizer | None = None, **options: Unpack[MemoryOptions]
+    ) -> None:
+        super().__init__()
+        self.core = make_core(summarizer, options, where=type(self).__name__)
+        self.policy = self.core.policy
+        self.tools = []
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Send the view instead of the record; write the memo and the working memory."""
+        turn = run_turn(
+            self.core,
+            request.messages,
+            request.state,
+            system=request.system_message,
+            model=request.model,
+            tools=request.tools,
+            model_settings=request.model_settings,
+            config=_current_config(),
+        )
+        emit_events(turn.events, _writer(request.runtime))
+        return _respond(handler(request.override(messages=_sent(turn))), turn)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> Any:
+        """Async :meth:`wrap_model_call` (the summarizer and the store are awaited)."""
+        turn = await arun_turn(
+            self.core,
+            request.messages,
+            request.state,
+            system=request.system_message,
+            model=request.model,
+            tools=request.tools,
+            model_settings=request.model_settings,
+            config=_current_config(),
+        )
+        emit_events(turn.events, _writer(request.runtime))
+        return _respond(await handler(request.override(messages=_sent(turn))), turn)
+
+    def after_agent(
+        self, state: BuilderforceMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Read the last tool results; consolidate the run into the code maps, if kept."""
+        update, snapshot, scope = self.core.end_of_run(state["messages"], state, _current_config())
+        save_code_maps(self.core, snapshot, scope)
+        return update or None
+
+    async def aafter_agent(
+        self, state: BuilderforceMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async :meth:`after_agent`."""
+        update, snapshot, scope = self.core.end_of_run(state["messages"], state, _current_config())
+        await asave_code_maps(self.core, snapshot, scope)
+        return update or None

@@ -1,0 +1,283 @@
+"""``WorkingTranscriptNode``: the pre-model step for LangGraph agents.
+
+Two ways in, one node:
+
+- ``create_react_agent(model, tools, pre_model_hook=node, state_schema=WorkingTranscriptState)``
+  (deprecated in favour of ``create_agent``, still widely deployed). The node returns the
+  view under ``llm_input_messages``, which the agent sends INSTEAD of ``messages``, plus
+  its own state keys. It never rewrites ``messages`` unless ``overwrite_messages=True``
+  asks for exactly that.
+- Any ``StateGraph``: add the node before the model node; the view is written to
+  ``view_key`` (default ``"llm_input_messages"``) and the model node sends
+  ``state[view_key]``.
+
+Each turn the record (``state["messages"]``) is windowed or folded into the view, the
+working-memory brief is appended as the volatile tail (last, never stored in
+``messages``), and with ``model=`` the view is fitted to that model's profile. The memo
+and the working memory are written to :data:`~langchain_builderforce_memory.adapter_state.
+MEMO_KEY` and :data:`~langchain_builderforce_memory.adapter_state.WORKING_MEMORY_KEY` as
+plain JSON, so any checkpointer persists them: add the keys to your state schema
+(:class:`WorkingTranscriptKeys`, or use :class:`WorkingTranscriptState`).
+
+The node is a ``Runnable`` with a real ``invoke`` and ``ainvoke``, so sync graphs
+(``invoke`` / ``stream``) and async ones (``ainvoke`` / ``astream``) each run their own
+path; the summarizer is awaited in the async one. This module needs only langchain-core
+and langgraph (no ``langchain``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.config import get_stream_writer
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.managed import RemainingSteps
+from langgraph.types import StreamWriter
+from typing_extensions import NotRequired, Required, TypedDict, Unpack
+
+from langchain_builderforce_memory.adapter import (
+    MemoryOptions,
+    arun_turn,
+    asave_code_maps,
+    emit_events,
+    make_core,
+    run_turn,
+    save_code_maps,
+)
+from langchain_builderforce_memory.adapter_state import (
+    MEMO_KEY,
+    WORKING_MEMORY_KEY,
+    RunMemoryState,
+    reset_scan,
+    state_get,
+)
+from langchain_builderforce_memory.handoff import ToolLike
+from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.turn import TurnView
+
+__all__ = [
+    "DEFAULT_VIEW_KEY",
+    "WorkingTranscriptKeys",
+    "WorkingTranscriptNode",
+    "WorkingTranscriptState",
+]
+
+DEFAULT_VIEW_KEY = "llm_input_messages"
+"""Where the view goes: the key ``create_react_agent`` sends instead of ``messages``."""
+
+
+class WorkingTranscriptKeys(TypedDict, total=False):
+    """The keys the node writes: mix them into your own state schema.
+
+    Example:
+        >>> from langgraph.graph import MessagesState
+        >>> class State(MessagesState, WorkingTranscriptKeys):
+        ...     pass
+        >>> sorted(k for k in State.__annotations__ if k.startswith("builderforce"))
+        ['builderforce_memo', 'builderforce_working_memory']
+    """
+
+    llm_input_messages: list[AnyMessage]
+    """The view the model is sent this turn (rewritten every turn)."""
+    builderforce_memo: dict[str, Any] | None
+    """The fold's memo (``CompactMemo.to_dict()``), plain JSON."""
+    builderforce_working_memory: RunMemoryState | None
+    """The run's working memory and how far the record has been read for it."""
+
+
+class WorkingTranscriptState(WorkingTranscriptKeys):
+    """A complete agent state with the node's keys.
+
+    For ``create_react_agent(..., state_schema=WorkingTranscriptState)`` or a
+    ``StateGraph``: ``messages`` (with ``add_messages``), ``remaining_steps`` and
+    :class:`WorkingTranscriptKeys`.
+    """
+
+    messages: Required[Annotated[list[AnyMessage], add_messages]]
+    """The record: every message of the run, never shrunk by the node."""
+    remaining_steps: NotRequired[RemainingSteps]
+    """Managed by LangGraph: steps left before the recursion limit."""
+
+
+def _stream_writer() -> StreamWriter | None:
+    """LangGraph's stream writer inside a graph run; ``None`` outside one.
+
+    (On Python 3.10 an async graph cannot reach it, contextvars do not propagate there;
+    the fold is then reported by its log line only.)
+    """
+    try:
+        return get_stream_writer()
+    except (RuntimeError, KeyError):
+        return None
+
+
+class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
+    """Window / fold the record into the model's view, add the brief, fit the model.
+
+    Args:
+        summarizer: Folds the older part of the run into a note: a chat model, any
+            ``Runnable``, or a function ``(prompt messages) -> str``. ``None`` only
+            windows.
+        system_prompt: The system prompt the MODEL node sends in front of the view (e.g.
+            ``create_react_agent(prompt=...)``): counted in ``max_tokens``, not added to
+            the view (the model node adds it). Leading system messages of the record
+            itself are kept in the view.
+        model: The model that will serve the request: its ``profile["max_input_tokens"]``
+            (less its reply and tool schemas) caps the view (``fit_to_model``).
+        tools: The tool schemas that model is sent, when they are not bound to ``model``
+            (``create_react_agent`` binds them itself): counted against its window.
+        messages_key: Where the record is in the state.
+        view_key: Where the view is written (the model node sends ``state[view_key]``).
+        overwrite_messages: ALSO replace the record with the view (without the volatile
+            tail): the destructive ``RemoveMessage(REMOVE_ALL_MESSAGES)`` overwrite, which
+            the node never does unless asked. The memo is then reset (the record is the
+            view).
+        **options: The shared keyword options (:class:`~langchain_builderforce_memory.
+            adapter.MemoryOptions`): ``max_tokens=64_000``, ``max_messages=80``,
+            ``tail_tokens=40_000``, ``working_memory=True``, ``fit_to_model=True``,
+            ``token_counter``, ``code_maps``, ``code_map_scope``, ``tool_mapper``...
+
+    Raises:
+        TypeError: an unknown option or an argument of the wrong kind.
+        ValueError: a bad number or key, naming it and the fix.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> node = WorkingTranscriptNode(max_tokens=32_000)
+        >>> out = node.invoke({"messages": [HumanMessage("hi")]})
+        >>> [m.content for m in out["llm_input_messages"]]
+        ['hi']
+    """
+
+    def __init__(
+        self,
+        summarizer: Summarizer | None = None,
+        *,
+        system_prompt: str | SystemMessage | None = None,
+        model: Runnable[Any, Any] | None = None,
+        tools: Sequence[ToolLike] | None = None,
+        messages_key: str = "messages",
+        view_key: str = DEFAULT_VIEW_KEY,
+        overwrite_messages: bool = False,
+        **options: Unpack[MemoryOptions],
+    ) -> None:
+        for name, key in (("messages_key", messages_key), ("view_key", view_key)):
+            if not isinstance(key, str) or not key:
+                msg = f"{name} must be a non-empty state key; got {key!r}."
+                raise ValueError(msg)
+        if view_key == messages_key:
+            msg = (
+                f"view_key and messages_key are both {view_key!r}: writing the view into the "
+                "record would merge it into the history. Use another view_key, or "
+                "overwrite_messages=True to replace the record with the view."
+            )
+            raise ValueError(msg)
+        flag: object = overwrite_messages  # checked at run time: users pass anything
+        if not isinstance(flag, bool):
+            msg = f"overwrite_messages must be True or False; got {flag!r}."
+            raise ValueError(msg)
+        prompt: object = system_prompt
+        if prompt is not None and not isinstance(prompt, str | SystemMessage):
+            msg = f"system_prompt must be a str or a SystemMessage; got {type(prompt).__name__}."
+            raise TypeError(msg)
+        self.core = make_core(summarizer, options, where=type(self).__name__)
+        self.policy = self.core.policy
+        self.system_prompt = (
+            SystemMessage(system_prompt) if isinstance(system_prompt, str) else system_prompt
+        )
+        self.model = model
+        self.tools = list(tools) if tools is not None else None
+        self.messages_key = messages_key
+        self.view_key = view_key
+        self.overwrite_messages = overwrite_messages
+        self.name = type(self).__name__
+
+    def _record(self, state: object) -> list[BaseMessage]:
+        raw = state_get(state, self.messages_key)
+        if not isinstance(raw, Sequence) or isinstance(raw, str):
+            msg = (
+                f"{self.name}: the state has no message list under {self.messages_key!r} "
+                f"(got {type(raw).__name__}); pass messages_key=<your messages key>."
+            )
+            raise ValueError(msg)
+        return raw if isinstance(raw, list) else list(raw)
+
+    def _update(self, turn: TurnView) -> dict[str, Any]:
+        out: dict[str, Any] = {**turn.update, self.view_key: turn.messages}
+        emit_events(turn.events, _stream_writer())
+        if not self.overwrite_messages or turn.transcript.mode == "verbatim":
+            return out
+        kept = list(turn.transcript.messages)
+        if self.system_prompt is not None and kept and role_of(kept[0]) == "system":
+            kept = kept[1:]  # the model node adds the prompt; the record never held it
+        out[self.messages_key] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]
+        out[MEMO_KEY] = None  # the note is now IN the record: nothing to remember
+        if turn.run is not None:
+            out[WORKING_MEMORY_KEY] = reset_scan(turn.run, kept)
+        return out
+
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """The state update for one turn.
+
+        The view under ``view_key``; the memo and the working memory when they changed.
+        """
+        record = self._record(input)
+        turn = run_turn(
+            self.core,
+            record,
+            input,
+            system=self.system_prompt,
+            model=self.model,
+            tools=self.tools,
+            config=config,
+        )
+        return self._update(turn)
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Async :meth:`invoke` (the summarizer and the store are awaited)."""
+        record = self._record(input)
+        turn = await arun_turn(
+            self.core,
+            record,
+            input,
+            system=self.system_prompt,
+            model=self.model,
+            tools=self.tools,
+            config=config,
+        )
+        return self._update(turn)
+
+    def consolidate(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        """End of a run: read the last tool results and save the code map (``code_maps``).
+
+        Add :attr:`consolidation_node` after the agent loop in a ``StateGraph``, or call
+        this with the final state after ``create_react_agent(...).invoke(...)``.
+        """
+        record = self._record(state)
+        update, snapshot, scope = self.core.end_of_run(record, state, config)
+        save_code_maps(self.core, snapshot, scope)
+        return update
+
+    async def aconsolidate(
+        self, state: Any, config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        """Async :meth:`consolidate`."""
+        record = self._record(state)
+        update, snapshot, scope = self.core.end_of_run(record, state, config)
+        await asave_code_maps(self.core, snapshot, scope)
+        return update
+
+    @property
+    def consolidation_node(self) -> Runnable[Any, dict[str, Any]]:
+        """:meth:`consolidate` / :meth:`aconsolidate` as one graph node."""
+        return RunnableLambda(
+            self.consolidate, afunc=self.aconsolidate, name="builderforce_consolidate"
+        )

@@ -1,0 +1,169 @@
+"""The data one turn passes between its steps (see :mod:`langchain_builderforce_memory.adapter`).
+
+:class:`TurnPlan` is what the state and the record say, :class:`FitPlan` what the
+hand-off packer is asked, :class:`TurnView` what the adapter sends and writes.
+:class:`FoldCache` lets a retried model call reuse its turn's fold.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from typing_extensions import TypedDict
+
+from langchain_builderforce_memory.adapter_state import RunMemoryState
+from langchain_builderforce_memory.handoff import HandoffPack
+from langchain_builderforce_memory.store import CodeMapRecall
+from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.transcript.fold import CompactMemo, WorkingTranscript
+from langchain_builderforce_memory.transcript.summary import Summarizer
+
+__all__ = ["FitPlan", "FoldCache", "FoldOptions", "PackOptions", "TurnPlan", "TurnView"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """What one turn decided: the messages to send and the state to write."""
+
+    messages: list[BaseMessage]
+    """The request's messages AFTER the system prompt (the adapter sends that itself)."""
+    update: dict[str, Any]
+    """State keys to write (only those that changed); empty when nothing did."""
+    events: tuple[dict[str, object], ...]
+    """What to report (a fold, a fit to a smaller model), each carrying :data:`EVENT_KEY`."""
+    transcript: WorkingTranscript
+    """The fold's result (its mode, its memo, the fold it made this turn if any)."""
+    pack: HandoffPack | None
+    """The hand-off packer's result, when the view had to be fitted to the model."""
+    tail: HumanMessage | None
+    """The volatile tail sent last (never stored), if one was sent."""
+    run: RunMemoryState | None
+    """The working memory as of this turn (``None``: working memory off)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlan:
+    """What :meth:`MemoryCore.begin` read; the drivers fetch what it asks for."""
+
+    source: list[BaseMessage]
+    """The record as the graph holds it (its identity keys the fold cache)."""
+    record: list[BaseMessage]
+    """The conversation the fold reads: ``source`` scoped to its last consolidation
+    marker (the same list when there is none)."""
+    system: SystemMessage | None
+    """The system prompt sent in front (counted, kept first; not in the record)."""
+    memo_raw: object
+    """The memo as the state holds it (its identity keys the fold cache)."""
+    memo: CompactMemo | None
+    """The memo, parsed."""
+    run: RunMemoryState | None
+    """The working memory after reading the record (``None``: working memory off)."""
+    run_changed: bool
+    """Whether :attr:`run` must be written."""
+    brief: str | None
+    """The working-memory brief (``None`` until the run is long enough)."""
+    recall_task: str | None
+    """A task whose code maps must be fetched this turn."""
+    scope: tuple[str, ...] | None
+    """The code-map scope (``None`` without a store)."""
+    cached: WorkingTranscript | None
+    """This very turn's fold, when the model call is being retried."""
+
+
+class FoldOptions(TypedDict):
+    """``build_working_transcript``'s keyword arguments for one turn."""
+
+    memo: CompactMemo | None
+    summarizer: Summarizer | None
+    system_prompt: SystemMessage | None
+    max_tokens: int
+    max_messages: int
+    tail_tokens: int
+    min_tail_messages: int
+    max_tail_messages: int
+    token_counter: TokenCounter
+    timeout: float | None
+
+
+class PackOptions(TypedDict):
+    """``pack_handoff``'s keyword arguments for one turn (``recall`` aside)."""
+
+    target_context_tokens: int
+    reserve_output_tokens: int
+    from_model: str | None
+    to_model: str | None
+    summarize: Summarizer | None
+    timeout: float | None
+    pinned_ids: tuple[str, ...]
+    token_counter: TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class FitPlan:
+    """What the hand-off packer is asked to fit, and into what."""
+
+    messages: list[BaseMessage]
+    """The view, system prompt first, volatile tail last."""
+    options: PackOptions
+    """The packer's keyword arguments (the budget, the pins, the counter)."""
+    recall: CodeMapRecall | None
+    """Code maps the packer may recall into its note."""
+
+
+@dataclass(frozen=True, slots=True)
+class FoldEntry:
+    """One cached fold and the inputs it was made from."""
+
+    source: list[BaseMessage]
+    length: int
+    memo_raw: object
+    system: SystemMessage | None
+    result: WorkingTranscript
+
+
+class FoldCache:
+    """The last few folds, by the identity of their inputs.
+
+    A retried model call (``ModelFallbackMiddleware`` trying the next model,
+    ``ModelRetryMiddleware``) runs this middleware again on the SAME request state;
+    without this it would fold again and pay the summarizer twice for one turn. Entries
+    hold their record, so an ``id`` cannot be reused while cached.
+    """
+
+    __slots__ = ("_entries", "_lock", "_size")
+
+    def __init__(self, size: int = 16) -> None:
+        self._entries: OrderedDict[int, FoldEntry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    def get(
+        self, source: list[BaseMessage], memo_raw: object, system: SystemMessage | None
+    ) -> WorkingTranscript | None:
+        """The fold made from exactly these inputs (by identity), or ``None``."""
+        with self._lock:
+            entry = self._entries.get(id(source))
+        if (
+            entry is not None
+            and entry.source is source
+            and entry.length == len(source)
+            and entry.memo_raw is memo_raw
+            and entry.system is system
+        ):
+            return entry.result
+        return None
+
+    def put(self, plan: TurnPlan, result: WorkingTranscript) -> None:
+        """Remember ``result`` as the fold of ``plan``'s inputs (the oldest entry goes)."""
+        key = id(plan.source)
+        with self._lock:
+            self._entries[key] = FoldEntry(
+                plan.source, len(plan.source), plan.memo_raw, plan.system, result
+            )
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)

@@ -1,0 +1,442 @@
+"""``bfmem demo``: an offline coding agent run through the middleware, and what it cost.
+
+:func:`run_demo` plays a scripted coding run (:mod:`~langchain_builderforce_memory.testing`:
+reads, greps and edits with multi-kilobyte outputs, parallel calls, several user
+directives) through ``langchain.agents.create_agent`` with
+:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` and a
+``SqliteSaver`` checkpointer, and returns a :class:`DemoResult`: per model call, what the
+full record would have cost against what the model was actually sent, where the folds
+happened, the summarizer calls, prefix reuse and the brief. Nothing needs an API key or
+the network: the agent and the summarizer are :class:`~langchain_builderforce_memory.
+testing.ScriptedChatModel` s, and both record every request they were sent, so the result
+can be checked against what the models saw.
+
+Checkpoints are written once per directive (``durability="exit"``), not after every step:
+the SQLite saver stores the whole state each time, and a 300-call run re-serialised its
+growing record ~600 times (~800 MB, most of the run's time). Once per ``invoke`` is what
+resuming a thread needs: the memo and the working memory are in the final state of each.
+
+rich (progress, tables) and matplotlib (``--plot``) are imported inside the functions
+that use them; langchain and the SQLite checkpointer inside :func:`run_demo`.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from langchain_builderforce_memory.adapter import EVENT_KEY
+from langchain_builderforce_memory.cli_report import (
+    brief_of,
+    fold_turns,
+    full_tokens_per_call,
+    missing,
+    prefix_reused,
+    reused_prefix_tokens,
+)
+from langchain_builderforce_memory.testing import (
+    ScriptedChatModel,
+    coding_agent_script,
+    coding_tools,
+)
+from langchain_builderforce_memory.tokens import TokenCounter, count_tokens, resolve_token_counter
+from langchain_builderforce_memory.transcript.plan import COMPACT_TAIL_TOKEN_BUDGET
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+__all__ = ["DEMO_SYSTEM_PROMPT", "DemoRequest", "DemoResult", "run_demo"]
+
+DEMO_SYSTEM_PROMPT = (
+    "You are a careful coding agent working in a Python repository. Use read_file, grep "
+    "and edit_file; read before you edit; say what you changed."
+)
+"""The demo agent's system prompt (sent first in every request, counted in the budget)."""
+
+_TAIL_RESERVE = 3_000
+"""The middleware's default room for the volatile tail (``MemoryPolicy.tail_reserve_tokens``)."""
+
+_FILE = re.compile(r"src/app/\w+\.py")
+_TASK = re.compile(r"(?:user|Task): (.+)")
+
+
+@dataclass(frozen=True, slots=True)
+class DemoRequest:
+    """One model call of the demo run."""
+
+    call: int
+    """1-based model call number."""
+    directive: int
+    """0-based index of the user directive this call served."""
+    full_tokens: int
+    """What sending the whole record (and the system prompt) would have cost."""
+    sent_tokens: int
+    """What the model was actually sent."""
+    sent_messages: int
+    """Messages in the request."""
+    prefix_tokens: int
+    """Leading tokens identical to the previous request's: what a prefix cache can serve."""
+    prefix_reused: bool
+    """The request starts with ALL of the previous request's history (its volatile tail
+    aside): a provider prefix cache can serve everything sent before."""
+    folded: bool
+    """The memory note changed right before this call: a fold."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    """What :func:`run_demo` measured, and the scripted models, for checking."""
+
+    turns: int
+    """Model calls made."""
+    budget: int
+    """The middleware's ``max_tokens``."""
+    directives: list[str]
+    """The user directives, in order."""
+    requests: list[DemoRequest]
+    """Per model call."""
+    folds: int
+    """Folds the middleware reported (its ``stream_mode="custom"`` events)."""
+    events: list[dict[str, object]]
+    """Every custom event the middleware wrote."""
+    summarizer_calls: int
+    """Requests the summarizer model received."""
+    brief: str | None
+    """The working-memory brief sent with the last request (``None``: none was sent)."""
+    record_messages: int
+    """Messages in the checkpointed record at the end."""
+    record_tokens: int
+    """Their tokens."""
+    memo_covered_end: int | None
+    """How many record messages the memo read back from the checkpoint covers."""
+    db_path: str
+    """The SQLite checkpoint file."""
+    thread_id: str
+    """The checkpointed thread."""
+    seconds: float
+    """Wall time of the run."""
+    model: ScriptedChatModel = field(repr=False)
+    """The agent's model (``model.requests`` is what it was sent)."""
+    summarizer: ScriptedChatModel = field(repr=False)
+    """The summarizer model (``summarizer.requests``)."""
+
+    @property
+    def full_tokens(self) -> int:
+        """Sum over requests of what the full record would have cost."""
+        return sum(r.full_tokens for r in self.requests)
+
+    @property
+    def sent_tokens(self) -> int:
+        """Sum over requests of what was sent."""
+        return sum(r.sent_tokens for r in self.requests)
+
+    @property
+    def max_sent_tokens(self) -> int:
+        """The largest request."""
+        return max((r.sent_tokens for r in self.requests), default=0)
+
+    @property
+    def fold_calls(self) -> list[int]:
+        """The model calls (1-based) right after a fold."""
+        return [r.call for r in self.requests if r.folded]
+
+    @property
+    def prefix_reuse_share(self) -> float:
+        """Share of requests (after the first) that reused the previous request whole."""
+        later = self.requests[1:]
+        return sum(r.prefix_reused for r in later) / len(later) if later else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """The result as plain JSON data (the models left out)."""
+        return {
+            "turns": self.turns,
+            "budget": self.budget,
+            "directives": self.directives,
+            "full_tokens": self.full_tokens,
+            "sent_tokens": self.sent_tokens,
+            "max_sent_tokens": self.max_sent_tokens,
+            "folds": self.folds,
+            "fold_calls": self.fold_calls,
+            "summarizer_calls": self.summarizer_calls,
+            "prefix_reuse_share": round(self.prefix_reuse_share, 4),
+            "brief": self.brief,
+            "record_messages": self.record_messages,
+            "record_tokens": self.record_tokens,
+            "memo_covered_end": self.memo_covered_end,
+            "db_path": self.db_path,
+            "thread_id": self.thread_id,
+            "seconds": round(self.seconds, 3),
+            "events": self.events,
+            "requests": [
+                {
+                    "call": r.call,
+                    "directive": r.directive,
+                    "full_tokens": r.full_tokens,
+                    "sent_tokens": r.sent_tokens,
+                    "sent_messages": r.sent_messages,
+                    "prefix_tokens": r.prefix_tokens,
+                    "prefix_reused": r.prefix_reused,
+                    "folded": r.folded,
+                }
+                for r in self.requests
+            ],
+        }
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _note_writer(request: list[BaseMessage]) -> AIMessage:
+    """The demo's summarizer: the task and every file the folded part touched.
+
+    Deterministic, so runs can be compared. A re-fold is handed the held note first, so
+    the files it listed carry forward.
+    """
+    text = request[-1].text if request else ""
+    files = sorted(set(_FILE.findall(text)))
+    tasks = _TASK.findall(text)
+    task = tasks[-1].strip() if tasks else "see the latest directive"
+    return AIMessage(
+        f"Task: {task}\nFiles read or edited so far ({len(files)}): {', '.join(files)}"
+    )
+
+
+class _ProgressBar:
+    """A rich progress bar of model calls and folds; does nothing when disabled."""
+
+    def __init__(self, total: int, *, enabled: bool, out: TextIO) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.out = out
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> _ProgressBar:
+        if not self.enabled:
+            return self
+        try:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+        except ImportError as exc:
+            raise missing("rich", exc) from exc
+        self._bar = Progress(
+            TextColumn("[bold]model calls"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("folds: {task.fields[folds]}"),
+            TimeElapsedColumn(),
+            console=Console(file=self.out),
+        )
+        self._bar.start()
+        self._task = self._bar.add_task("run", total=self.total, folds=0)
+        return self
+
+    def update(self, done: int, folds: int) -> None:
+        """Show ``done`` model calls and ``folds`` folds so far."""
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=done, folds=folds)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _default_db() -> Path:
+    return Path(tempfile.mkdtemp(prefix="bfmem-demo-")) / "checkpoints.sqlite"
+
+
+def run_demo(
+    *,
+    turns: int = 300,
+    budget: int = HISTORY_TOKEN_BUDGET,
+    directives: int = 4,
+    db: str | Path | None = None,
+    progress: bool = False,
+    progress_file: TextIO | None = None,
+    seed: int = 0,
+) -> DemoResult:
+    """Run the offline coding agent through the middleware and measure every request.
+
+    Args:
+        turns: Model calls the scripted run makes (at least 2 per directive).
+        budget: The middleware's ``max_tokens``. Tool outputs scale with it (reads of up
+            to 1/16 of it, at most 4k tokens), so a small budget still folds
+            realistically; the fold's tail is 40k tokens, less the volatile-tail reserve
+            when the budget is smaller.
+        directives: User directives (one ``invoke`` each, on one thread).
+        db: The SQLite checkpoint file (default: a fresh temporary file).
+        progress: Show a rich progress bar on ``progress_file``.
+        progress_file: Where the bar goes (default stderr).
+        seed: The script's and the tools' seed.
+
+    Returns:
+        The :class:`DemoResult`.
+
+    Raises:
+        ValueError: too few turns for the directives, or a budget the policy rejects.
+        DemoDependencyError: langchain, the SQLite checkpointer or rich is missing.
+
+    Example:
+        >>> result = run_demo(turns=12, directives=2, budget=8_000)
+        >>> result.turns, len(result.model.requests)
+        (12, 12)
+    """
+    try:
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+    except ImportError as exc:
+        raise missing("langchain and langgraph-checkpoint-sqlite", exc) from exc
+    run = coding_agent_script(turns=turns, directives=directives, seed=seed)
+    largest = max(8, min(4_000, budget // 16))
+    tools = coding_tools(min_tokens=max(4, largest // 8), max_tokens=largest, seed=seed)
+    model = ScriptedChatModel(script=list(run.script), model_name="scripted-coder")
+    summarizer = ScriptedChatModel(script=[_note_writer] * turns, model_name="scripted-summarizer")
+    middleware = BuilderforceMemoryMiddleware(
+        summarizer,
+        max_tokens=budget,
+        tail_tokens=max(1, min(COMPACT_TAIL_TOKEN_BUDGET, budget - _TAIL_RESERVE)),
+    )
+    path = Path(db) if db is not None else _default_db()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    thread_id = f"demo-{uuid.uuid4().hex[:8]}"
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
+    events: list[dict[str, object]] = []
+    counter = resolve_token_counter(None)
+    system = SystemMessage(DEMO_SYSTEM_PROMPT)
+    spans: list[int] = []  # model calls made by the end of each directive
+    started = time.perf_counter()
+    with (
+        closing(sqlite3.connect(path, check_same_thread=False)) as conn,
+        _ProgressBar(turns, enabled=progress, out=progress_file or sys.stderr) as bar,
+    ):
+        agent = create_agent(
+            model,
+            tools,
+            system_prompt=system,
+            middleware=[middleware],
+            checkpointer=SqliteSaver(conn),
+        )
+        for directive in run.directives:
+            # create_agent's input schema is a private TypedDict: pass the plain dict.
+            inputs: Any = {"messages": [HumanMessage(directive)]}
+            for mode, chunk in agent.stream(
+                inputs, config, stream_mode=["custom", "updates"], durability="exit"
+            ):
+                if mode == "custom" and isinstance(chunk, dict):
+                    events.append(dict(chunk))
+                bar.update(
+                    len(model.requests), sum(1 for e in events if e.get(EVENT_KEY) == "fold")
+                )
+            spans.append(len(model.requests))
+    seconds = time.perf_counter() - started
+    record_messages, memo_end = _read_back(path, thread_id)
+    return _result(
+        model=model,
+        summarizer=summarizer,
+        record=record_messages,
+        memo_covered_end=memo_end,
+        system=system,
+        spans=spans,
+        events=events,
+        budget=budget,
+        directives=run.directives,
+        db_path=str(path),
+        thread_id=thread_id,
+        seconds=seconds,
+        counter=counter,
+    )
+
+
+def _read_back(path: Path, thread_id: str) -> tuple[list[BaseMessage], int | None]:
+    """The record and the memo as a NEW connection reads them: what a resumed thread gets."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        saved = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": thread_id}})
+    if saved is None:
+        return [], None
+    values = saved.checkpoint["channel_values"]
+    record = [m for m in values.get("messages", []) if isinstance(m, BaseMessage)]
+    memo = values.get("builderforce_memo")
+    end = memo.get("covered_end") if isinstance(memo, dict) else None
+    return record, end if isinstance(end, int) else None
+
+
+def _result(
+    *,
+    model: ScriptedChatModel,
+    summarizer: ScriptedChatModel,
+    record: list[BaseMessage],
+    memo_covered_end: int | None,
+    system: SystemMessage,
+    spans: list[int],
+    events: list[dict[str, object]],
+    budget: int,
+    directives: list[str],
+    db_path: str,
+    thread_id: str,
+    seconds: float,
+    counter: TokenCounter,
+) -> DemoResult:
+    sent = list(model.requests)
+    full = full_tokens_per_call(record, system, len(sent), counter)
+    folded = set(fold_turns(sent))
+    rows: list[DemoRequest] = []
+    for i, request in enumerate(sent):
+        previous = sent[i - 1] if i else []
+        rows.append(
+            DemoRequest(
+                call=i + 1,
+                directive=next(d for d, end in enumerate(spans) if i < end),
+                full_tokens=full[i] if i < len(full) else 0,
+                sent_tokens=count_tokens(request, counter),
+                sent_messages=len(request),
+                prefix_tokens=reused_prefix_tokens(previous, request, counter),
+                prefix_reused=prefix_reused(previous, request) if i else False,
+                folded=i in folded,
+            )
+        )
+    return DemoResult(
+        turns=len(sent),
+        budget=budget,
+        directives=directives,
+        requests=rows,
+        folds=sum(1 for e in events if e.get(EVENT_KEY) == "fold"),
+        events=events,
+        summarizer_calls=len(summarizer.requests),
+        brief=brief_of(sent[-1]) if sent else None,
+        record_messages=len(record),
+        record_tokens=count_tokens(record, counter),
+        memo_covered_end=memo_covered_end,
+        db_path=db_path,
+        thread_id=thread_id,
+        seconds=seconds,
+        model=model,
+        summarizer=summarizer,
+    )

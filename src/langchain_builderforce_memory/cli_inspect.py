@@ -1,0 +1,472 @@
+"""``bfmem inspect``: what the window, the fold and the hand-off packer would send.
+
+Given a saved transcript (see :mod:`~langchain_builderforce_memory.cli_load`), it shows,
+message by message, what each of the three views does with it (kept, dropped, folded
+into the note, or re-injected as the active directive), then what each view costs in
+total, and any problem a strict provider would reject in the input itself.
+
+The fold is shown WITHOUT a summarizer: nothing is called. The fold's own planner
+(:func:`~langchain_builderforce_memory.transcript.fold.plan_working_transcript`, which
+sizes the tail with ``compact_tail_start_for_budget``) says where it would cut and what
+stays verbatim after the note; the note, not yet written, is counted at the room the fold
+reserves for it (:func:`~langchain_builderforce_memory.transcript.plan.note_reserve`).
+The hand-off view packs without a summarizer too, so its note is the elision marker.
+
+Everything here is pure data (:func:`inspect_messages` returns an
+:class:`InspectReport`); the renderers only print it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Literal, TextIO
+
+from langchain_core.messages import BaseMessage
+
+from langchain_builderforce_memory.handoff import pack_handoff
+from langchain_builderforce_memory.handoff.budget import (
+    DEFAULT_RESERVE_FRACTION_DIVISOR,
+    handoff_budget,
+)
+from langchain_builderforce_memory.messages import (
+    repair_request,
+    request_problems,
+    role_of,
+)
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    count_tokens,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.fold import (
+    COMPACT_TAIL_TOKEN_BUDGET,
+    FoldPolicy,
+    pinned_directive_index,
+    plan_working_transcript,
+    verbatim_start,
+)
+from langchain_builderforce_memory.transcript.plan import note_reserve
+from langchain_builderforce_memory.transcript.window import (
+    HISTORY_TOKEN_BUDGET,
+    HISTORY_WINDOW,
+    validate_budget,
+    windowed,
+)
+
+__all__ = [
+    "DEFAULT_TARGET_MODEL_TOKENS",
+    "Fate",
+    "InspectReport",
+    "MessageRow",
+    "ViewSummary",
+    "inspect_messages",
+    "render_json",
+    "render_table",
+]
+
+Fate = Literal["kept", "dropped", "folded", "re-injected"]
+"""What a view does with one record message."""
+
+DEFAULT_TARGET_MODEL_TOKENS = 8_192
+"""The hand-off target when none is given: an 8k model, the smallest window still common
+among tool-calling models, so the packer has something to do on most real runs."""
+
+_PREVIEW_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    """One record message and what each view does with it."""
+
+    index: int
+    """Position in the file (0-based, as in ``request_problems``)."""
+    role: str
+    """``system`` / ``user`` / ``assistant`` / ``tool``."""
+    tokens: int
+    """Its cost under the report's token counter."""
+    window: Fate
+    """``kept`` or ``dropped`` by the window."""
+    fold: Fate
+    """``kept`` verbatim, ``folded`` into the note, or ``re-injected`` (the active
+    directive: covered by the note AND repeated verbatim before the tail)."""
+    handoff: Fate
+    """``kept`` or ``dropped`` (into the hand-off note) by the packer."""
+    preview: str
+    """The start of its text (tool calls named), one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSummary:
+    """One view's totals."""
+
+    view: str
+    """``window``, ``fold`` or ``handoff``."""
+    messages: int
+    """Messages sent, generated ones included."""
+    tokens: int
+    """Tokens sent (for the fold without a summarizer: with the note at its ceiling)."""
+    kept: int
+    """Record messages sent verbatim."""
+    not_sent: int
+    """Record messages dropped, or folded into the note."""
+    generated: int
+    """Messages the view adds: a note, a repair placeholder."""
+    budget: int
+    """What the view must fit."""
+    fits: bool
+    """``tokens <= budget``."""
+    detail: str
+    """One sentence on what the view did."""
+
+
+@dataclass(frozen=True, slots=True)
+class InspectReport:
+    """Everything ``bfmem inspect`` shows, as data (``--format json`` prints it)."""
+
+    source: str
+    """The file (or a label)."""
+    record_messages: int
+    """Messages in the input."""
+    record_tokens: int
+    """What sending the whole input would cost."""
+    problems: list[str]
+    """``request_problems`` of the input: what a strict provider would reject in it."""
+    rows: list[MessageRow]
+    """Per message, in order."""
+    views: list[ViewSummary]
+    """Window, fold, hand-off."""
+    settings: dict[str, int | str] = field(default_factory=dict)
+    """The budgets used."""
+
+
+def _preview(message: BaseMessage) -> str:
+    text = " ".join(message.text.split()) if message.content else ""
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        text = f"[calls {', '.join(str(c['name']) for c in calls)}] {text}".strip()
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
+
+
+def _role(message: BaseMessage) -> str:
+    try:
+        return role_of(message)
+    except (ValueError, TypeError):
+        return "?"
+
+
+def _fold_plan(
+    valid: Sequence[BaseMessage],
+    *,
+    policy: FoldPolicy,
+    counter: TokenCounter,
+) -> tuple[dict[int, Fate], list[BaseMessage], int, str]:
+    """Where the fold would cut ``valid`` (a repaired record), without calling anything.
+
+    Asks the fold's own planner (:func:`plan_working_transcript`, told a summarizer is
+    there), so the cut shown is the one a run would make; nothing is summarized.
+
+    Returns:
+        The fate of each message (by identity), the messages sent besides the note, the
+        note's reserved tokens (0 without a fold), and a sentence.
+    """
+    plan = plan_working_transcript(valid, policy=policy, token_counter=counter, can_summarize=True)
+    fates: dict[int, Fate] = {id(m): "kept" for m in valid}
+    if plan.mode == "verbatim":
+        return fates, list(valid), 0, "fits verbatim: no fold"
+    convo = plan.convo
+    if plan.mode != "fold":
+        # Nothing the minimum tail leaves to fold: the fold falls back to the window.
+        view = windowed(
+            valid,
+            max_messages=policy.max_messages,
+            max_tokens=policy.max_tokens,
+            token_counter=counter,
+        )
+        kept = {id(m) for m in view}
+        fates = {id(m): ("kept" if id(m) in kept else "dropped") for m in valid}
+        return fates, view, 0, "nothing to fold past the minimum tail: the window is used"
+    cut = plan.fold_to
+    tail_start = verbatim_start(convo, cut)
+    directive = pinned_directive_index(convo, tail_start)
+    for i, m in enumerate(convo[:tail_start]):
+        fates[id(m)] = "re-injected" if i == directive else "folded"
+    sent = [*plan.system, *([convo[directive]] if directive >= 0 else []), *convo[tail_start:]]
+    lead = len(plan.system)
+    reserve = note_reserve(counter, cut)
+    detail = (
+        f"would fold messages {lead}..{lead + tail_start - 1} into one note (counted at its "
+        f"{reserve:,}-token reserve)"
+        + (f"; re-injects the directive, message {lead + directive}" if directive >= 0 else "")
+    )
+    return fates, sent, reserve, detail
+
+
+def _summary(
+    view: str,
+    record: Sequence[BaseMessage],
+    sent: Sequence[BaseMessage],
+    *,
+    fates: dict[int, Fate],
+    extra: tuple[int, int] = (0, 0),
+    budget: int,
+    counter: TokenCounter,
+    detail: str,
+) -> ViewSummary:
+    """A view's totals; ``extra`` is (messages, tokens) sent beyond ``sent`` (a note)."""
+    kept = sum(1 for m in record if fates.get(id(m)) in ("kept", "re-injected"))
+    tokens = count_tokens(sent, counter) + extra[1]
+    return ViewSummary(
+        view=view,
+        messages=len(sent) + extra[0],
+        tokens=tokens,
+        kept=kept,
+        not_sent=len(record) - kept,
+        generated=len(sent) + extra[0] - kept,
+        budget=budget,
+        fits=tokens <= budget,
+        detail=detail,
+    )
+
+
+def _sent_fates(record: Sequence[BaseMessage], sent: Sequence[BaseMessage]) -> dict[int, Fate]:
+    sent_ids = {id(m) for m in sent}
+    return {id(m): ("kept" if id(m) in sent_ids else "dropped") for m in record}
+
+
+def inspect_messages(
+    messages: Sequence[BaseMessage],
+    *,
+    budget: int = HISTORY_TOKEN_BUDGET,
+    max_messages: int = HISTORY_WINDOW,
+    tail_tokens: int | None = None,
+    target_model_tokens: int = DEFAULT_TARGET_MODEL_TOKENS,
+    reserve_output_tokens: int | None = None,
+    token_counter: TokenCounterLike = None,
+    source: str = "<messages>",
+) -> InspectReport:
+    """What the window, the fold (planned) and the hand-off packer would send.
+
+    Args:
+        messages: The record, oldest first (never changed).
+        budget: The view's token budget (window and fold ``max_tokens``).
+        max_messages: The window's message ceiling.
+        tail_tokens: Tokens the fold keeps verbatim at most (default 40,000; the fold also
+            caps it at the seed's 40/64 share of what the budget leaves).
+        target_model_tokens: The hand-off target's context window.
+        reserve_output_tokens: Held back for its reply (default a quarter of the window).
+        token_counter: How to count (default: the approximate estimate).
+        source: A label for the report (the file name).
+
+    Returns:
+        The :class:`InspectReport`.
+
+    Raises:
+        ValueError: a bad budget, naming it.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> report = inspect_messages([HumanMessage("hi"), AIMessage("hello")])
+        >>> [(r.role, r.window, r.fold, r.handoff) for r in report.rows]
+        [('user', 'kept', 'kept', 'kept'), ('assistant', 'kept', 'kept', 'kept')]
+    """
+    validate_budget(max_messages=max_messages, max_tokens=budget)
+    tail = COMPACT_TAIL_TOKEN_BUDGET if tail_tokens is None else tail_tokens
+    reserve = (
+        target_model_tokens // DEFAULT_RESERVE_FRACTION_DIVISOR
+        if reserve_output_tokens is None
+        else reserve_output_tokens
+    )
+    target_budget = handoff_budget(target_model_tokens, reserve)
+    counter = resolve_token_counter(token_counter)
+    record = list(messages)
+    problems = request_problems(record)
+    # Every view repairs an invalid record first; the fold plan is made over that same
+    # repaired list, so a message the repair dropped reads as dropped in every column.
+    valid, repairs = repair_request(record)
+
+    window_view = windowed(
+        record, max_messages=max_messages, max_tokens=budget, token_counter=counter
+    )
+    window_fates = _sent_fates(record, window_view)
+    fold_fates, fold_sent, note_tokens, fold_detail = _fold_plan(
+        valid,
+        policy=FoldPolicy(max_tokens=budget, max_messages=max_messages, tail_tokens=tail),
+        counter=counter,
+    )
+    pack = pack_handoff(
+        record,
+        target_context_tokens=target_model_tokens,
+        reserve_output_tokens=reserve,
+        token_counter=counter,
+    )
+    handoff_fates = _sent_fates(record, pack.messages)
+    kept_by_window = sum(1 for f in window_fates.values() if f == "kept")
+    views = [
+        _summary(
+            "window",
+            record,
+            window_view,
+            fates=window_fates,
+            budget=budget,
+            counter=counter,
+            detail=(
+                "keeps everything"
+                if kept_by_window == len(record)
+                else f"drops the oldest {len(record) - kept_by_window} (in chunks)"
+            ),
+        ),
+        _summary(
+            "fold",
+            record,
+            fold_sent,
+            fates=fold_fates,
+            extra=(1, note_tokens) if note_tokens else (0, 0),
+            budget=budget,
+            counter=counter,
+            detail=fold_detail,
+        ),
+        _summary(
+            "handoff",
+            record,
+            pack.messages,
+            fates=handoff_fates,
+            budget=target_budget,
+            counter=counter,
+            detail=(
+                f"{reserve:,} reserved for the reply; "
+                + ("fits" if pack.fits else "the system prompt + directive alone do not fit")
+                + (f"; {pack.dropped} message(s) behind one note" if pack.dropped else "")
+            ),
+        ),
+    ]
+    rows = [
+        MessageRow(
+            index=i,
+            role=_role(m),
+            tokens=counter.count_message(m),
+            window=window_fates[id(m)],
+            fold=fold_fates.get(id(m), "dropped"),  # not in the repaired list: dropped
+            handoff=handoff_fates[id(m)],
+            preview=_preview(m),
+        )
+        for i, m in enumerate(record)
+    ]
+    settings: dict[str, int | str] = {
+        "budget": budget,
+        "max_messages": max_messages,
+        "tail_tokens": tail,
+        "target_model_tokens": target_model_tokens,
+        "reserve_output_tokens": reserve,
+        "handoff_budget": target_budget,
+        "token_counter": type(counter).__name__,
+    }
+    if repairs:
+        settings["repairs"] = "; ".join(repairs)
+    return InspectReport(
+        source=source,
+        record_messages=len(record),
+        record_tokens=count_tokens(record, counter),
+        problems=problems,
+        rows=rows,
+        views=views,
+        settings=settings,
+    )
+
+
+def render_json(report: InspectReport, out: TextIO) -> None:
+    """Write ``report`` as one JSON document."""
+    json.dump(asdict(report), out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+_STYLES: dict[str, str] = {
+    "kept": "green",
+    "dropped": "red",
+    "folded": "yellow",
+    "re-injected": "cyan",
+}
+
+
+def _view_rows(report: InspectReport) -> list[list[str]]:
+    return [
+        [
+            v.view,
+            str(v.messages),
+            f"{v.tokens:,}",
+            f"{v.budget:,}",
+            str(v.kept),
+            str(v.not_sent),
+            str(v.generated),
+            "yes" if v.fits else "NO",
+            v.detail,
+        ]
+        for v in report.views
+    ]
+
+
+_ROW_HEADERS = ["#", "role", "tokens", "window", "fold", "hand-off", "preview"]
+_VIEW_HEADERS = ["view", "msgs", "tokens", "budget", "kept", "not sent", "added", "fits", ""]
+
+
+def _header_lines(report: InspectReport) -> list[str]:
+    s = report.settings
+    lines = [
+        f"{report.source}: {report.record_messages} messages, "
+        f"{report.record_tokens:,} tokens ({s['token_counter']})",
+        f"budget {s['budget']:,} tokens / {s['max_messages']} messages; fold tail "
+        f"{s['tail_tokens']:,} tokens; hand-off to a {s['target_model_tokens']:,}-token "
+        f"model ({s['handoff_budget']:,} for the transcript)",
+    ]
+    if report.problems:
+        lines.append(f"{len(report.problems)} problem(s) a strict provider would reject:")
+        lines.extend(f"  - {p}" for p in report.problems)
+    else:
+        lines.append("no request problems in the input")
+    if "repairs" in s:
+        lines.append(f"every view repairs them first: {s['repairs']}")
+    return lines
+
+
+def _plain(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(h), *(len(r[k]) for r in rows)]) for k, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
+
+
+def render_table(report: InspectReport, out: TextIO) -> None:
+    """Write ``report`` as tables (rich when installed, plain text otherwise)."""
+    message_rows = [
+        [str(r.index), r.role, f"{r.tokens:,}", r.window, r.fold, r.handoff, r.preview]
+        for r in report.rows
+    ]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        lines = [
+            *_header_lines(report),
+            "",
+            *_plain(_ROW_HEADERS, message_rows),
+            "",
+            *_plain(_VIEW_HEADERS, _view_rows(report)),
+        ]
+        out.write("\n".join(lines) + "\n")
+        return
+    console = Console(file=out, width=max(120, Console(file=out).width), highlight=False)
+    for line in _header_lines(report):
+        console.print(line, markup=False)
+    table = Table(*_ROW_HEADERS, title="per message", title_justify="left")
+    for cells in message_rows:
+        styled = [
+            f"[{_STYLES[c]}]{c}[/]" if k in (3, 4, 5) else c.replace("[", r"\[")
+            for k, c in enumerate(cells)
+        ]
+        table.add_row(*styled)
+    console.print(table)
+    totals = Table(*_VIEW_HEADERS, title="what each view sends", title_justify="left")
+    for cells in _view_rows(report):
+        totals.add_row(*(c.replace("[", r"\[") for c in cells))
+    console.print(totals)

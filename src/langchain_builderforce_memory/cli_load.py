@@ -1,0 +1,285 @@
+"""Read a saved transcript for ``bfmem inspect``: LangChain or OpenAI-style, JSON or JSONL.
+
+Accepted shapes, detected per message:
+
+* LangChain's ``messages_to_dict`` form: ``{"type": "human", "data": {...}}``;
+* OpenAI-style chat messages: ``{"role": "assistant", "content": ..., "tool_calls":
+  [{"id": ..., "type": "function", "function": {"name": ..., "arguments": "<json>"}}]}``
+  and ``{"role": "tool", "tool_call_id": ..., "content": ...}``.
+
+A file is either one JSON document (a list of messages, or an object whose
+``"messages"`` is that list) or JSONL (one message per line; blank lines skipped).
+
+Every error names where it is (``messages[3].tool_calls[0].function.arguments``, or
+``line 7: ...`` in JSONL) and what was expected, because whoever runs the command is
+looking at the file, not at our code: a traceback from deep inside a converter tells
+them nothing they can fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_from_dict,
+)
+from langchain_core.messages.tool import ToolCall
+from pydantic import ValidationError
+
+__all__ = ["LoadedTranscript", "TranscriptFileError", "load_transcript_file", "parse_message"]
+
+FileFormat = Literal["json", "jsonl"]
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_USER_ROLES = frozenset({"user", "human"})
+_ASSISTANT_ROLES = frozenset({"assistant", "ai"})
+_TOOL_ROLES = frozenset({"tool", "function"})
+_KNOWN_ROLES = sorted(_SYSTEM_ROLES | _USER_ROLES | _ASSISTANT_ROLES | _TOOL_ROLES)
+
+
+class TranscriptFileError(ValueError):
+    """A transcript file that cannot be read; the message names the line or field."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTranscript:
+    """A transcript read from a file."""
+
+    messages: list[BaseMessage]
+    """The messages, in file order."""
+    file_format: FileFormat
+    """``"json"`` (one document) or ``"jsonl"`` (one message a line)."""
+    shapes: tuple[str, ...]
+    """The message shapes found: ``"langchain"`` and/or ``"openai"``."""
+
+
+def _fail(where: str, problem: str) -> TranscriptFileError:
+    return TranscriptFileError(f"{where}: {problem}")
+
+
+def _content(item: Mapping[str, object], where: str) -> str | list[str | dict[str, object]]:
+    value = item.get("content")
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        blocks: list[str | dict[str, object]] = []
+        for k, block in enumerate(value):
+            if not isinstance(block, str | dict):
+                raise _fail(
+                    f"{where}.content[{k}]",
+                    f"a content block must be a string or an object; got {_kind(block)}",
+                )
+            blocks.append(block)
+        return blocks
+    raise _fail(
+        f"{where}.content",
+        f"must be a string, a list of content blocks or null; got {_kind(value)}",
+    )
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _string_field(item: Mapping[str, object], key: str, where: str, *, required: bool) -> str:
+    value = item.get(key)
+    if value is None:
+        if required:
+            raise _fail(where, f"field {key!r} is missing")
+        return ""
+    if not isinstance(value, str):
+        raise _fail(f"{where}.{key}", f"must be a string; got {_kind(value)}")
+    return value
+
+
+def _tool_call(raw: object, where: str) -> ToolCall:
+    if not isinstance(raw, dict):
+        raise _fail(where, f"a tool call must be an object; got {_kind(raw)}")
+    call_id = _string_field(raw, "id", where, required=True)
+    function = raw.get("function")
+    if function is None and "name" in raw:
+        # LangChain's own shape: {"name": ..., "args": {...}, "id": ...}.
+        name = _string_field(raw, "name", where, required=True)
+        args = raw.get("args", {})
+        if not isinstance(args, dict):
+            raise _fail(f"{where}.args", f"must be an object; got {_kind(args)}")
+        return ToolCall(name=name, args=args, id=call_id, type="tool_call")
+    if not isinstance(function, dict):
+        raise _fail(
+            where,
+            "field 'function' is missing or not an object (expected "
+            '{"function": {"name": ..., "arguments": "<json>"}})',
+        )
+    name = _string_field(function, "name", f"{where}.function", required=True)
+    arguments = function.get("arguments", "{}")
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise _fail(f"{where}.function.arguments", f"is not valid JSON ({exc.msg})") from exc
+    else:
+        parsed = arguments
+    if not isinstance(parsed, dict):
+        raise _fail(
+            f"{where}.function.arguments", f"must encode a JSON object; got {_kind(parsed)}"
+        )
+    return ToolCall(name=name, args=parsed, id=call_id, type="tool_call")
+
+
+def _openai_message(item: Mapping[str, object], where: str) -> BaseMessage:
+    role = item.get("role")
+    if not isinstance(role, str) or role.lower() not in _KNOWN_ROLES:
+        raise _fail(f"{where}.role", f"unknown role {role!r}; expected one of {_KNOWN_ROLES}")
+    role = role.lower()
+    content = _content(item, where)
+    msg_id = _string_field(item, "id", where, required=False) or None
+    name = _string_field(item, "name", where, required=False) or None
+    if role in _SYSTEM_ROLES:
+        return SystemMessage(content, id=msg_id, name=name)
+    if role in _USER_ROLES:
+        return HumanMessage(content, id=msg_id, name=name)
+    if role in _ASSISTANT_ROLES:
+        raw_calls = item.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise _fail(f"{where}.tool_calls", f"must be a list; got {_kind(raw_calls)}")
+        calls = [_tool_call(c, f"{where}.tool_calls[{k}]") for k, c in enumerate(raw_calls)]
+        return AIMessage(content, id=msg_id, name=name, tool_calls=calls)
+    call_id = _string_field(item, "tool_call_id", where, required=True)
+    return ToolMessage(content, tool_call_id=call_id, id=msg_id, name=name)
+
+
+def parse_message(item: object, where: str) -> tuple[BaseMessage, str]:
+    """One message object as a LangChain message, and its shape (``langchain``/``openai``).
+
+    Raises:
+        TranscriptFileError: naming ``where`` (and the field) and what was expected.
+
+    Example:
+        >>> m, shape = parse_message({"role": "user", "content": "hi"}, "messages[0]")
+        >>> (m.type, m.content, shape)
+        ('human', 'hi', 'openai')
+    """
+    if not isinstance(item, dict):
+        raise _fail(where, f"expected a message object; got {_kind(item)}")
+    if "type" in item and "data" in item:
+        try:
+            return messages_from_dict([item])[0], "langchain"
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise _fail(
+                where, f"not a valid LangChain message dict (type {item['type']!r}): {detail}"
+            ) from exc
+    if "role" in item:
+        return _openai_message(item, where), "openai"
+    raise _fail(
+        where,
+        "neither a LangChain message dict ('type' and 'data') nor an OpenAI-style message "
+        f"('role'); its keys are {sorted(item)}",
+    )
+
+
+def _from_document(document: object) -> tuple[list[BaseMessage], set[str]]:
+    items = document.get("messages") if isinstance(document, dict) else document
+    if not isinstance(items, list):
+        found = (
+            f"an object with keys {sorted(document)}"
+            if isinstance(document, dict)
+            else (_kind(document))
+        )
+        msg = (
+            f"top level: expected a JSON list of messages, or an object whose 'messages' is "
+            f"that list; got {found}"
+        )
+        raise TranscriptFileError(msg)
+    messages: list[BaseMessage] = []
+    shapes: set[str] = set()
+    for i, item in enumerate(items):
+        message, shape = parse_message(item, f"messages[{i}]")
+        messages.append(message)
+        shapes.add(shape)
+    return messages, shapes
+
+
+def _from_lines(text: str) -> tuple[list[BaseMessage], set[str]]:
+    messages: list[BaseMessage] = []
+    shapes: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            msg = f"line {number}, column {exc.colno}: invalid JSON ({exc.msg})"
+            raise TranscriptFileError(msg) from exc
+        message, shape = parse_message(item, f"line {number}")
+        messages.append(message)
+        shapes.add(shape)
+    return messages, shapes
+
+
+def load_transcript_file(path: str | Path) -> LoadedTranscript:
+    r"""Read ``path`` (JSON or JSONL; LangChain or OpenAI-style messages).
+
+    Raises:
+        TranscriptFileError: the file is missing, unreadable, not JSON / JSONL, empty, or
+            a message in it is malformed; the message names the line or field.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+        >>> lines = ['{"role": "user", "content": "hi"}', '{"role": "assistant", "content": "yo"}']
+        >>> _ = p.write_text("\n".join(lines))
+        >>> [m.type for m in load_transcript_file(p).messages]
+        ['human', 'ai']
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        msg = f"{p}: no such file"
+        raise TranscriptFileError(msg) from exc
+    except UnicodeDecodeError as exc:
+        msg = f"{p}: not UTF-8 text (byte {exc.start}); expected a JSON or JSONL transcript"
+        raise TranscriptFileError(msg) from exc
+    except OSError as exc:
+        msg = f"{p}: cannot read it ({exc.strerror or exc})"
+        raise TranscriptFileError(msg) from exc
+    if not text.strip():
+        msg = f"{p}: the file is empty; expected a JSON list of messages or JSONL"
+        raise TranscriptFileError(msg)
+    file_format: FileFormat
+    if p.suffix.lower() == ".jsonl":
+        messages, shapes = _from_lines(text)
+        file_format = "jsonl"
+    else:
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                msg = f"line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})"
+                raise TranscriptFileError(msg) from exc
+            # Several JSON values one after the other: JSONL under another name.
+            messages, shapes = _from_lines(text)
+            file_format = "jsonl"
+        else:
+            messages, shapes = _from_document(document)
+            file_format = "json"
+    if not messages:
+        msg = f"{p}: no messages in the file"
+        raise TranscriptFileError(msg)
+    return LoadedTranscript(
+        messages=messages, file_format=file_format, shapes=tuple(sorted(shapes))
+    )

@@ -1,0 +1,749 @@
+"""Side by side: our middleware against the context managers LangChain users reach for.
+
+One scripted coding run (``coding_agent_script``: ``--turns`` model calls over
+``--directives`` user directives, tool results of ``--min-tool-tokens``..
+``--max-tool-tokens`` tokens, a parallel pair of reads every fifth call) is played, in one
+process, through five contenders (seven rows: two of them also in a second configuration,
+explained below). Each agent gets its OWN fresh ``ScriptedChatModel`` playing
+the same script (so every contender sees exactly the same tool calls and tool outputs),
+its own fresh tools, its own ``InMemorySaver`` thread, and its own summarizer when it
+needs one. The same budget (``--budget``, default 64k tokens) and the same token counter
+(this package's ``ApproximateTokenCounter``: ceil(chars / 4) + 4 a message, one fresh
+instance per contender) are given to every contender, so they all aim at the same number
+by the same count.
+
+Contenders and how each is configured:
+
+* ``BuilderforceMemoryMiddleware`` (ours): ``create_agent`` +
+  ``BuilderforceMemoryMiddleware(summarizer, max_tokens=budget, token_counter=counter)``;
+  every other option at its default (80 messages, a verbatim tail of up to 40k tokens but
+  never fewer than 8 messages, 3k reserved for the working-memory brief, which is ON and
+  sent as the last message).
+* ``BuilderforceMemoryMiddleware (ours, min_tail_messages=4)``: the same with a 4-message
+  minimum verbatim tail instead of the default 8. A second row because on this workload
+  the default 8-message minimum, not ``tail_tokens``, sizes the tail (four tool rounds of
+  2k-20k tokens can hold ~45k tokens, leaving ~20k of headroom before the next fold).
+* ``trim_messages`` pre-model hook: ``create_react_agent(pre_model_hook=hook)`` where the
+  hook returns ``{"llm_input_messages": trim_messages(messages, strategy="last",
+  max_tokens=budget - system, token_counter=counter, start_on="human",
+  end_on=("human", "tool"))}``: the configuration of LangGraph's "manage message history"
+  guide.
+* ``SummarizationMiddleware``: ``create_agent`` + ``SummarizationMiddleware(model=agent model
+  (profile / counting only, never called), summarizer=<the fake summarizer chat model>,
+  trigger=("tokens", budget - system), keep=("tokens", (budget - system) // 2),
+  token_counter=counter)``; ``trim_tokens_to_summarize`` at its default (4,000: the
+  summarizer is meant to see the last 4k tokens of what it folds).
+* ``SummarizationMiddleware (trim_tokens_to_summarize=None)``: the same with the
+  summarizer's input untrimmed. A second row because the default one never calls its
+  summarizer on this workload: its pre-summary ``trim_messages(max_tokens=4000,
+  start_on="human")`` finds no user message in the last 4k tokens of a tool loop and
+  returns nothing, so the "summary" is the fixed text "Previous conversation was too long
+  to summarize." This row shows what the middleware costs when it really summarizes.
+* ``ContextEditingMiddleware``: ``create_agent`` + ``ContextEditingMiddleware(edits=
+  [ClearToolUsesEdit(trigger=budget - system)], token_counter=counter)``; ``keep=3``
+  recent tool results, ``clear_at_least=0``, ``clear_tool_inputs=False`` (defaults).
+* langmem ``SummarizationNode``: ``create_react_agent(pre_model_hook=node,
+  state_schema=AgentState + context)`` with ``SummarizationNode(model=<the fake summarizer>,
+  max_tokens=budget - system, max_summary_tokens=512, token_counter=counter,
+  output_messages_key="llm_input_messages")``: the configuration of langmem's guide, with
+  ``max_tokens_before_summary`` at its default (= ``max_tokens``).
+
+The summarizer, for every contender that needs one, is :class:`NoteModel`: a deterministic
+chat model that records each request and answers a ~300-token note headed by the call's
+number (a real summarizer's notes differ call to call). It is a separate
+model object from the agent's, so the agent model's recorded requests are agent requests
+only. The fake note carries no facts, so "directive kept" below measures only what a
+contender keeps VERBATIM (a real summarizer may restate the directive in its note).
+
+Measured per contender, over the agent model's recorded requests (each as sent: system
+prompt included), all with ONE separate ``ApproximateTokenCounter``:
+
+* input tokens per request (max / mean) and requests over the budget;
+* prefix reuse: ``cached_i`` = tokens of the longest common message prefix of request ``i``
+  and request ``i - 1`` (messages equal by type, content, tool calls and tool-call id);
+  "prefix reused" is the share of requests (from the second on) whose common prefix is
+  longer than the system prompt (one message); "effective billed" is
+  ``sum(tokens_i - cached_i + cached_i / 10)``: an idealised provider prefix cache billing
+  cached tokens at a tenth (no minimum length, no expiry, no cache-write surcharge);
+* summarizer calls and the tokens sent to the summarizer (billed too, at the summarizer
+  model's full rate; NOT in "effective billed");
+* invalid requests: ``request_problems(request) != []`` (system messages only in the
+  leading run, a user message first, every tool result right after its call, every call
+  answered), with the kinds of problem listed under the table;
+* "directive kept": the share of requests holding the directive being served verbatim in
+  a user message;
+* the context step's time, median and p95 in ms: ONLY the context-management step,
+  measured inside the same process for every contender: for ``wrap_model_call``
+  middleware (ours, ContextEditing) the hook's time less the time spent in the model
+  handler it calls; for ``before_model`` middleware (SummarizationMiddleware) the hook;
+  for pre-model-hook nodes (trim, langmem) the node function. A summarizer call made in
+  the step is inside it (the fake answers at once, so this is the step's own cost). What
+  the graph does with a state update afterwards (e.g. the reducer applying
+  SummarizationMiddleware's ``RemoveMessage``) is not timed. Times are from one run on
+  one machine: expect them to move by up to ~2x between runs; every other number is
+  deterministic.
+
+A contender that raises is reported in its row with the error; what it sent up to the
+error is still measured.
+
+Run (from the project root):
+    .venv/bin/python benchmarks/contenders.py [--turns 300] [--budget 64000]
+The Markdown table is printed and written to ``benchmarks/contenders.md`` with the command
+and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import logging
+import platform
+import re
+import shlex
+import statistics
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    ClearToolUsesEdit,
+    ContextEditingMiddleware,
+    ModelRequest,
+    ModelResponse,
+    SummarizationMiddleware,
+)
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import trim_messages
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt.chat_agent_executor import AgentState as ReactAgentState
+from langgraph.runtime import Runtime
+from langmem.short_term import SummarizationNode
+from pydantic import PrivateAttr
+
+from langchain_builderforce_memory.messages import is_stamped, request_problems
+from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+from langchain_builderforce_memory.testing import (
+    CodingRun,
+    ScriptedChatModel,
+    coding_agent_script,
+    coding_tools,
+)
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+
+logger = logging.getLogger("benchmarks.contenders")
+
+SYSTEM_PROMPT = "You are a coding agent. Use the tools; keep the tests green."
+"""The system prompt every contender's agent runs with (counted in every request)."""
+
+NOTE = (
+    "Progress so far: read src/app/window_3.py, src/app/cache_7.py and src/app/router_12.py; "
+    "the request budget is computed in budget_handler from the config's window value; the "
+    "off-by-one is in window_handler where the index is compared with <= instead of <. "
+)
+NOTE = (NOTE * 6)[:1_200]
+"""The fake summarizer's answer: ~300 tokens, the same for every call and contender."""
+
+OUT = Path(__file__).resolve().with_name("contenders.md")
+
+
+# ------------------------------------------------------------------ the fake summarizer
+
+
+class NoteModel(BaseChatModel):
+    """A deterministic summarizer chat model: records each request, answers a ~300-token note.
+
+    The note is :data:`NOTE` headed by the call's number: a real summarizer writes a
+    different note each time, and an identical one would let a contender's summary message
+    stay in the provider's cached prefix across summarizations, which no real run gets.
+    """
+
+    note: str = NOTE
+    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "benchmark-note"
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        """Every request received (each the list of messages sent)."""
+        return self._calls
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._calls.append(list(messages))
+        note = f"Summary #{len(self._calls)}. {self.note}"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(note))])
+
+
+# ------------------------------------------------------------------ timing the context step
+
+
+@dataclass(slots=True)
+class StepTimes:
+    """Seconds each context step took, in call order, and what the steps did (counted)."""
+
+    seconds: list[float] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+class HandlerClock:
+    """Wraps a ``wrap_model_call`` handler and adds up the time spent inside it."""
+
+    def __init__(self, handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> None:
+        self.handler = handler
+        self.seconds = 0.0
+
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        started = time.perf_counter()
+        try:
+            return self.handler(request)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+class TimedBuilderforce(BuilderforceMemoryMiddleware):
+    """Ours, timed: ``wrap_model_call`` less the model handler's time."""
+
+    times: StepTimes
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        clock = HandlerClock(handler)
+        started = time.perf_counter()
+        try:
+            return super().wrap_model_call(request, clock)
+        finally:
+            self.times.seconds.append(time.perf_counter() - started - clock.seconds)
+
+
+class TimedContextEditing(ContextEditingMiddleware):
+    """``ContextEditingMiddleware``, timed: ``wrap_model_call`` less the handler's time."""
+
+    times: StepTimes
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        clock = HandlerClock(handler)
+        started = time.perf_counter()
+        try:
+            return super().wrap_model_call(request, clock)
+        finally:
+            self.times.seconds.append(time.perf_counter() - started - clock.seconds)
+
+
+class TimedSummarization(SummarizationMiddleware):
+    """``SummarizationMiddleware``, timed: its ``before_model`` hook."""
+
+    times: StepTimes
+
+    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        started = time.perf_counter()
+        update = None
+        try:
+            update = super().before_model(state, runtime)
+            return update
+        finally:
+            self.times.seconds.append(time.perf_counter() - started)
+            self.times.counts["summarizations"] += update is not None
+
+
+class TimedLangmemNode(SummarizationNode):  # type: ignore[misc]  # langmem ships no types
+    """langmem's ``SummarizationNode``, timed: the node function."""
+
+    times: StepTimes
+
+    def _func(self, input: Any) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            update: dict[str, Any] = super()._func(input)
+            return update
+        finally:
+            self.times.seconds.append(time.perf_counter() - started)
+
+
+class TrimHook:
+    """The ``trim_messages`` pre-model hook of LangGraph's message-history guide, timed."""
+
+    def __init__(self, max_tokens: int, counter: Callable[[Sequence[BaseMessage]], int]) -> None:
+        self.max_tokens = max_tokens
+        self.counter = counter
+        self.times = StepTimes()
+
+    def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            trimmed = trim_messages(
+                state["messages"],
+                strategy="last",
+                max_tokens=self.max_tokens,
+                token_counter=self.counter,
+                start_on="human",
+                end_on=("human", "tool"),
+            )
+            # An empty list is falsy: create_react_agent then sends ``messages`` (all of it).
+            self.times.counts["empty trims"] += not trimmed
+            return {"llm_input_messages": trimmed}
+        finally:
+            self.times.seconds.append(time.perf_counter() - started)
+
+
+class LangmemState(ReactAgentState):
+    """``create_react_agent``'s state plus the ``context`` key langmem keeps its summary in."""
+
+    context: dict[str, Any]
+
+
+# ------------------------------------------------------------------ the contenders
+
+
+class Counting:
+    """The shared token counter in the ``Callable[[list[BaseMessage]], int]`` shape."""
+
+    def __init__(self) -> None:
+        self.counter = ApproximateTokenCounter()
+
+    def __call__(self, messages: Iterable[Any]) -> int:
+        return count_tokens(list(messages), self.counter)
+
+
+@dataclass(slots=True)
+class Setup:
+    """What a contender builder gets: the agent model, tools, budget and the summarizer."""
+
+    model: ScriptedChatModel
+    tools: list[Any]
+    budget: int
+    message_budget: int
+    """``budget`` less the system prompt: for contenders that count the state's messages
+    only (ours counts the system prompt itself)."""
+    summarizer: NoteModel
+    counting: Counting
+
+
+@dataclass(slots=True)
+class Built:
+    """A contender's compiled agent and its step timer."""
+
+    agent: Any
+    times: StepTimes
+    uses_summarizer: bool
+
+
+def _agent(s: Setup, middleware: Any) -> Any:
+    return create_agent(
+        s.model,
+        s.tools,
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+
+
+def _react_agent(s: Setup, hook: Any, state_schema: Any = None) -> Any:
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():  # deprecated in LangGraph 1.0, still widely deployed
+        warnings.simplefilter("ignore")
+        return create_react_agent(
+            s.model,
+            s.tools,
+            prompt=SYSTEM_PROMPT,
+            pre_model_hook=hook,
+            state_schema=state_schema,
+            checkpointer=InMemorySaver(),
+        )
+
+
+def build_ours(s: Setup) -> Built:
+    middleware = TimedBuilderforce(
+        s.summarizer, max_tokens=s.budget, token_counter=s.counting.counter
+    )
+    middleware.times = StepTimes()
+    return Built(_agent(s, middleware), middleware.times, True)
+
+
+def build_ours_short_tail(s: Setup) -> Built:
+    middleware = TimedBuilderforce(
+        s.summarizer, max_tokens=s.budget, min_tail_messages=4, token_counter=s.counting.counter
+    )
+    middleware.times = StepTimes()
+    return Built(_agent(s, middleware), middleware.times, True)
+
+
+def build_trim(s: Setup) -> Built:
+    hook = TrimHook(s.message_budget, s.counting)
+    return Built(_react_agent(s, hook), hook.times, False)
+
+
+def _summarization(s: Setup, trim_tokens_to_summarize: int | None) -> Built:
+    middleware = TimedSummarization(
+        s.model,
+        summarizer=s.summarizer,
+        trigger=("tokens", s.message_budget),
+        keep=("tokens", s.message_budget // 2),
+        token_counter=s.counting,
+        trim_tokens_to_summarize=trim_tokens_to_summarize,
+    )
+    middleware.times = StepTimes()
+    return Built(_agent(s, middleware), middleware.times, True)
+
+
+def build_summarization(s: Setup) -> Built:
+    return _summarization(s, 4_000)  # the library's default
+
+
+def build_summarization_untrimmed(s: Setup) -> Built:
+    return _summarization(s, None)
+
+
+def build_context_editing(s: Setup) -> Built:
+    middleware = TimedContextEditing(
+        edits=[ClearToolUsesEdit(trigger=s.message_budget)], token_counter=s.counting
+    )
+    middleware.times = StepTimes()
+    return Built(_agent(s, middleware), middleware.times, False)
+
+
+def build_langmem(s: Setup) -> Built:
+    node = TimedLangmemNode(
+        model=s.summarizer,
+        max_tokens=s.message_budget,
+        max_summary_tokens=512,
+        token_counter=s.counting,
+        output_messages_key="llm_input_messages",
+    )
+    node.times = StepTimes()
+    return Built(_react_agent(s, node, LangmemState), node.times, True)
+
+
+CONTENDERS: dict[str, Callable[[Setup], Built]] = {
+    "BuilderforceMemoryMiddleware (ours)": build_ours,
+    "BuilderforceMemoryMiddleware (ours, min_tail_messages=4)": build_ours_short_tail,
+    "trim_messages pre-model hook": build_trim,
+    "SummarizationMiddleware": build_summarization,
+    "SummarizationMiddleware (trim_tokens_to_summarize=None)": build_summarization_untrimmed,
+    "ContextEditingMiddleware (ClearToolUses)": build_context_editing,
+    "langmem SummarizationNode": build_langmem,
+}
+KEYS = {
+    "ours": "BuilderforceMemoryMiddleware (ours)",
+    "ours-short-tail": "BuilderforceMemoryMiddleware (ours, min_tail_messages=4)",
+    "trim": "trim_messages pre-model hook",
+    "summarization": "SummarizationMiddleware",
+    "summarization-untrimmed": "SummarizationMiddleware (trim_tokens_to_summarize=None)",
+    "context-editing": "ContextEditingMiddleware (ClearToolUses)",
+    "langmem": "langmem SummarizationNode",
+}
+
+
+# ------------------------------------------------------------------ running and measuring
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One contender's run: what its model was sent, and what its step cost."""
+
+    name: str
+    requests: list[list[BaseMessage]]
+    step_seconds: list[float]
+    summarizer_calls: list[list[BaseMessage]] | None
+    counts: Counter[str]
+    seconds: float
+    error: str | None
+
+
+def play(name: str, run: CodingRun, budget: int, min_tokens: int, max_tokens: int) -> Outcome:
+    """Build contender ``name`` on fresh models and tools; play every directive on one thread."""
+    counting = Counting()
+    system_tokens = counting([SystemMessage(SYSTEM_PROMPT)])
+    setup = Setup(
+        model=ScriptedChatModel(script=list(run.script), model_name="agent"),
+        tools=coding_tools(min_tokens=min_tokens, max_tokens=max_tokens),
+        budget=budget,
+        message_budget=budget - system_tokens,
+        summarizer=NoteModel(),
+        counting=counting,
+    )
+    built = CONTENDERS[name](setup)
+    config: Any = {"configurable": {"thread_id": "bench"}, "recursion_limit": 100_000}
+    error: str | None = None
+    started = time.perf_counter()
+    try:
+        for directive in run.directives:
+            built.agent.invoke({"messages": [HumanMessage(directive)]}, config, durability="exit")
+    except Exception as exc:
+        # A contender's crash is a result: logged with its traceback, reported in its row.
+        logger.warning("%s failed", name, exc_info=True)
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    seconds = time.perf_counter() - started
+    return Outcome(
+        name=name,
+        requests=list(setup.model.requests),
+        step_seconds=list(built.times.seconds),
+        summarizer_calls=list(setup.summarizer.calls) if built.uses_summarizer else None,
+        counts=built.times.counts,
+        seconds=seconds,
+        error=error,
+    )
+
+
+def _key(m: BaseMessage) -> tuple[object, ...]:
+    calls = (
+        tuple((c.get("id"), c["name"], repr(c["args"])) for c in m.tool_calls)
+        if isinstance(m, AIMessage)
+        else ()
+    )
+    call_id = m.tool_call_id if isinstance(m, ToolMessage) else None
+    return (m.type, m.content if isinstance(m.content, str) else repr(m.content), calls, call_id)
+
+
+def common_prefix(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> int:
+    """Messages ``a`` and ``b`` share from the start (equal type, content, calls, call id)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y and _key(x) != _key(y):
+            break
+        n += 1
+    return n
+
+
+def _problem_kind(problem: str) -> str:
+    text = re.sub(r"^message \d+: ", "", problem)
+    return re.sub(r"'[^']*'", "…", text)
+
+
+@dataclass(slots=True)
+class Metrics:
+    """The table's numbers for one contender."""
+
+    requests: int
+    max_tokens: int
+    mean_tokens: float
+    over_budget: int
+    total_tokens: int
+    billed: float
+    reused_share: float
+    summarizer_calls: int | None
+    summarizer_tokens: int | None
+    summarizer_max_request: int | None
+    invalid: int
+    problem_kinds: Counter[str]
+    directive_share: float
+    handoff_fitted: int
+    """Requests our hand-off packer had to fit (they carry its elision marker)."""
+    step_p50_ms: float
+    step_p95_ms: float
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def measure(out: Outcome, run: CodingRun, budget: int) -> Metrics:
+    """The table's numbers, all counted with one fresh approximate counter."""
+    counter = ApproximateTokenCounter()
+    ends = list(itertools.accumulate(run.calls_per_directive))
+    sizes: list[int] = []
+    billed = 0.0
+    reused = invalid = kept = handoffs = 0
+    kinds: Counter[str] = Counter()
+    previous: list[BaseMessage] | None = None
+    for i, request in enumerate(out.requests):
+        running = list(itertools.accumulate(counter.count_message(m) for m in request))
+        tokens = running[-1] if running else 0
+        sizes.append(tokens)
+        shared = common_prefix(previous, request) if previous is not None else 0
+        cached = running[shared - 1] if shared else 0
+        billed += tokens - cached + cached / 10
+        reused += shared > 1
+        handoffs += any(is_stamped(m, "handoff_note") for m in request)
+        problems = request_problems(request)
+        invalid += bool(problems)
+        kinds.update({_problem_kind(p) for p in problems})
+        directive = run.directives[min(bisect.bisect_right(ends, i), len(run.directives) - 1)]
+        kept += any(isinstance(m, HumanMessage) and directive in m.text for m in request)
+        previous = request
+    n = len(sizes)
+    ms = [s * 1e3 for s in out.step_seconds]
+    calls = out.summarizer_calls
+    summarizer_sizes = [count_tokens(c, counter) for c in calls or []]
+    return Metrics(
+        requests=n,
+        max_tokens=max(sizes, default=0),
+        mean_tokens=statistics.mean(sizes) if sizes else 0.0,
+        over_budget=sum(s > budget for s in sizes),
+        total_tokens=sum(sizes),
+        billed=billed,
+        reused_share=reused / max(1, n - 1),
+        summarizer_calls=None if calls is None else len(calls),
+        summarizer_tokens=None if calls is None else sum(summarizer_sizes),
+        summarizer_max_request=None if calls is None else max(summarizer_sizes, default=0),
+        invalid=invalid,
+        problem_kinds=kinds,
+        directive_share=kept / max(1, n),
+        handoff_fitted=handoffs,
+        step_p50_ms=statistics.median(ms) if ms else float("nan"),
+        step_p95_ms=_percentile(ms, 0.95),
+    )
+
+
+# ------------------------------------------------------------------ reporting
+
+HEADER = (
+    "| contender | requests | max input tok | mean input tok | over budget | prefix reused "
+    "| total input tok | effective billed tok | summarizer calls | summarizer input tok "
+    "| invalid requests | directive kept | step p50 ms | step p95 ms | run s |"
+)
+
+
+def _m(n: float) -> str:
+    return f"{n / 1e6:.2f}M"
+
+
+def table_row(out: Outcome, m: Metrics) -> str:
+    name = out.name + (f" **(failed: {out.error})**" if out.error else "")
+    calls = "n/a" if m.summarizer_calls is None else f"{m.summarizer_calls:,}"
+    stoks = "n/a" if m.summarizer_tokens is None else f"{m.summarizer_tokens:,}"
+    return (
+        f"| {name} | {m.requests:,} | {m.max_tokens:,} | {m.mean_tokens:,.0f} "
+        f"| {m.over_budget:,} | {m.reused_share:.0%} | {_m(m.total_tokens)} "
+        f"| {_m(m.billed)} ({m.billed / max(1, m.total_tokens):.0%}) | {calls} | {stoks} "
+        f"| {m.invalid:,} | {m.directive_share:.0%} | {m.step_p50_ms:.2f} "
+        f"| {m.step_p95_ms:.2f} | {out.seconds:.1f} |"
+    )
+
+
+def notes(results: list[tuple[Outcome, Metrics]]) -> list[str]:
+    lines = []
+    for out, m in results:
+        if m.summarizer_calls:
+            lines.append(
+                f"- {out.name}: {m.summarizer_calls} summarizer calls, the largest summarizer "
+                f"request {m.summarizer_max_request:,} tokens."
+            )
+        if out.counts["empty trims"]:
+            lines.append(
+                f"- {out.name}: `trim_messages` returned no message for "
+                f"{out.counts['empty trims']} requests (no user message in the last "
+                'budget\'s worth of tokens, and `start_on="human"`); an empty '
+                "`llm_input_messages` is falsy, so `create_react_agent` sent the whole "
+                "state instead."
+            )
+        if out.counts["summarizations"] > (m.summarizer_calls or 0):
+            lines.append(
+                f"- {out.name}: {out.counts['summarizations']} summarizations, "
+                f"{m.summarizer_calls} summarizer calls (a summarization without a call "
+                "used the fixed text 'Previous conversation was too long to summarize.')."
+            )
+        if m.handoff_fitted:
+            lines.append(
+                f"- {out.name}: {m.handoff_fitted} requests were fitted to the budget by "
+                "the hand-off packer after the fold (the fold's minimum verbatim tail "
+                "was over the budget); they carry its elision marker."
+            )
+        if m.problem_kinds:
+            kinds = "; ".join(f"{k} ({n} requests)" for k, n in m.problem_kinds.most_common())
+            lines.append(f"- {out.name}: invalid requests: {kinds}.")
+        if out.error:
+            lines.append(f"- {out.name}: raised `{out.error}` after {m.requests} requests.")
+    return lines
+
+
+def versions() -> str:
+    names = ("langchain", "langchain-core", "langgraph", "langmem")
+    found = ", ".join(f"{n} {metadata.version(n)}" for n in names)
+    return f"Python {platform.python_version()}, {found}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--turns", type=int, default=300, help="model calls in the run")
+    parser.add_argument("--directives", type=int, default=4, help="user directives")
+    parser.add_argument("--budget", type=int, default=64_000, help="tokens a request may hold")
+    parser.add_argument("--min-tool-tokens", type=int, default=2_000)
+    parser.add_argument("--max-tool-tokens", type=int, default=20_000)
+    parser.add_argument("--only", nargs="*", choices=sorted(KEYS), help="run only these contenders")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the Markdown goes")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    run = coding_agent_script(turns=args.turns, directives=args.directives)
+    names = [KEYS[k] for k in args.only] if args.only else list(CONTENDERS)
+    command = ".venv/bin/python benchmarks/contenders.py" + (
+        " " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""
+    )
+    results: list[tuple[Outcome, Metrics]] = []
+    started = time.perf_counter()
+    for name in names:
+        out = play(name, run, args.budget, args.min_tool_tokens, args.max_tool_tokens)
+        results.append((out, measure(out, run, args.budget)))
+        print(f"... {name}: {out.seconds:.1f}s", file=sys.stderr, flush=True)
+    total = time.perf_counter() - started
+
+    separator = "|" + "---|" * HEADER.count(" | ") + "---|"
+    lines = [
+        f"Run: {args.turns} model calls, {args.directives} directives, tool results "
+        f"{args.min_tool_tokens:,}-{args.max_tool_tokens:,} tokens, budget "
+        f"{args.budget:,} tokens (approximate count, system prompt included).",
+        "",
+        HEADER,
+        separator,
+        *(table_row(out, m) for out, m in results),
+    ]
+    extra = notes(results)
+    if extra:
+        lines += ["", *extra]
+    print("\n".join(lines))
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    document = [
+        "# Context managers side by side",
+        "",
+        f"Command (from the project root): `{command}`",
+        "",
+        f"Date: {when}. {versions()}. Whole run: {total:.0f} s.",
+        "",
+        "How each contender is configured and what each column means: the docstring of "
+        "`benchmarks/contenders.py`.",
+        "",
+        *lines,
+        "",
+    ]
+    args.out.write_text("\n".join(document), encoding="utf-8")
+    print(f"\nwritten to {args.out} ({total:.0f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -459,7 +459,7 @@ def test_the_policy_holds_the_tail_reserve_back_from_the_fold() -> None:
     assert MemoryPolicy(max_tokens=20_000).fold_policy.max_tokens == 17_000
 
 
-@pytest.mark.parametrize("module", [adapter, adapter_core, adapter_state, policy])
+@pytest.mark.parametrize("module", [adapter, adapter_state, policy])
 def test_the_examples_in_the_docstrings_run(module: Any) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0

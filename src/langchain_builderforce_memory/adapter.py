@@ -49,7 +49,6 @@ from langchain_builderforce_memory.adapter_core import (
     CODE_MAPS_HEADER,
     EVENT_KEY,
     MemoryCore,
-    quiet_summarizer,
 )
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import (
@@ -81,7 +80,6 @@ __all__ = [
     "asave_code_maps",
     "emit_events",
     "make_core",
-    "quiet_summarizer",
     "run_turn",
     "save_code_maps",
 ]

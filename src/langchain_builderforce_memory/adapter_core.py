@@ -18,9 +18,8 @@ from dataclasses import replace
 from typing import Any, Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.constants import TAG_NOSTREAM
 
 from langchain_builderforce_memory.adapter_state import (
     MEMO_KEY,
@@ -63,7 +62,7 @@ from langchain_builderforce_memory.turn import (
 )
 from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
 
-__all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore", "quiet_summarizer"]
+__all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,25 +71,6 @@ EVENT_KEY: Final = "builderforce_memory"
 
 CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
 """Opens the recalled code maps inside the volatile tail."""
-
-
-def quiet_summarizer(summarizer: Summarizer | None) -> Summarizer | None:
-    """``summarizer`` tagged so LangGraph never streams it into the user's output.
-
-    LangGraph's ``stream_mode="messages"`` skips model runs tagged ``nostream``
-    (``langgraph.constants.TAG_NOSTREAM``; LangSmith's older ``langsmith:nostream`` is no
-    longer read). A function is wrapped too: a chat model it calls inside runs as its
-    child and inherits the tag.
-
-    Example:
-        >>> from langchain_core.runnables import RunnableLambda
-        >>> quiet_summarizer(RunnableLambda(lambda p: "note")).config["tags"]
-        ['nostream']
-    """
-    if summarizer is None:
-        return None
-    runnable = summarizer if isinstance(summarizer, Runnable) else RunnableLambda(summarizer)
-    return runnable.with_config(tags=[TAG_NOSTREAM])
 
 
 def _scope_labels(scope: str | Sequence[str]) -> tuple[str, ...]:
@@ -163,7 +143,7 @@ class MemoryCore:
                 msg = f"{name} must be {wanted}; got {type(value).__name__}."
                 raise TypeError(msg)
         self.policy = policy
-        self.summarizer = quiet_summarizer(summarizer)
+        self.summarizer = summarizer
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
         self.code_map_scope = code_map_scope

@@ -5,7 +5,7 @@ function); this module owns what is asked and how the transcript is rendered for
 a fold note, a hand-off note and a consolidation summary read the same everywhere.
 
 A summarizer is a utility call: it must never stream into the user's output (it is
-tagged ``langsmith:nostream``), and its failure is never the user's failure. Any error,
+tagged ``nostream``), and its failure is never the user's failure. Any error,
 timeout or empty answer reads as "no summary" and the caller falls back (the window,
 the elision marker, "nothing to consolidate"), with a log line saying why.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import json
 import logging
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_builderforce_memory.messages import role_of
 from langchain_builderforce_memory.tokens import estimate_text_tokens
@@ -60,9 +61,11 @@ TRANSCRIPT_SUMMARY_MAX_TOKENS = 2_500
 symbols, line numbers); the seed found 1.2k too little to carry them. Longer answers are
 cut to this many tokens (approximate count)."""
 
-SUMMARIZER_TAGS = ("langsmith:nostream", "builderforce_memory:summarizer")
-"""Tags on every summarizer call: LangGraph's ``stream_mode="messages"`` skips runs
-tagged ``langsmith:nostream``, so a note never streams into the user's output."""
+SUMMARIZER_TAGS = ("nostream", "langsmith:nostream", "builderforce_memory:summarizer")
+"""Tags on every summarizer call. LangGraph's ``stream_mode="messages"`` skips runs
+tagged ``nostream`` (``langgraph.constants.TAG_NOSTREAM``; older releases and LangSmith
+read ``langsmith:nostream``), so a note never streams into the user's output. A plain
+function runs as a ``RunnableLambda`` child run, so a chat model it calls inherits them."""
 
 Summarizer: TypeAlias = (
     "Runnable[list[BaseMessage], object] | Callable[[list[BaseMessage]], object]"
@@ -149,29 +152,37 @@ def _finish(raw: object) -> str | None:
     return text
 
 
-def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+def _as_runnable(summarizer: Summarizer) -> Runnable[list[BaseMessage], object]:
     if isinstance(summarizer, Runnable):
-        return summarizer.invoke(request, config=_config())
-    raw = summarizer(request)
+        return summarizer
+    return RunnableLambda(summarizer)
+
+
+def _async_given_to_sync(raw: object = None) -> TypeError:
+    if inspect.iscoroutine(raw):
+        raw.close()
+    return TypeError(
+        "summarizer: an async function was given to a sync call; use the async twin "
+        "(abuild_working_transcript / apack_handoff / asummarize_transcript) or pass a "
+        "sync function or a chat model."
+    )
+
+
+def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+    if not isinstance(summarizer, Runnable) and (
+        inspect.iscoroutinefunction(summarizer)
+        or inspect.iscoroutinefunction(getattr(summarizer, "__call__", None))
+    ):
+        raise _async_given_to_sync()
+    raw = _as_runnable(summarizer).invoke(request, config=_config())
     if inspect.isawaitable(raw):
-        if inspect.iscoroutine(raw):
-            raw.close()
-        msg = (
-            "summarizer: an async function was given to a sync call; use the async twin "
-            "(abuild_working_transcript / apack_handoff / asummarize_transcript) or pass a "
-            "sync function or a chat model."
-        )
-        raise TypeError(msg)
+        raise _async_given_to_sync(raw)
     return raw
 
 
 async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> object:
-    if isinstance(summarizer, Runnable):
-        return await summarizer.ainvoke(request, config=_config())
-    if inspect.iscoroutinefunction(summarizer):
-        return await summarizer(request)
-    # A sync function runs in a worker thread: it must not block the event loop.
-    raw = await asyncio.to_thread(summarizer, request)
+    # A sync function runs in an executor under ainvoke: it never blocks the event loop.
+    raw = await _as_runnable(summarizer).ainvoke(request, config=_config())
     if inspect.isawaitable(raw):
         return await raw
     return raw
@@ -206,7 +217,9 @@ def summarize_transcript(
         if timeout is None:
             raw = _call_sync(summarizer, request)
         else:
-            raw = _POOL.submit(_call_sync, summarizer, request).result(timeout=timeout)
+            # Copy the context so the call stays a child of the caller's run (tracing, tags).
+            call = contextvars.copy_context().run
+            raw = _POOL.submit(call, _call_sync, summarizer, request).result(timeout=timeout)
     except concurrent.futures.TimeoutError:
         _log_failure(f"timed out after {timeout}s")
         return None

@@ -274,7 +274,11 @@ async def test_leaves_a_later_system_message_where_it_was_never_hoisted(mode: st
         msg14("assistant", "a3"),
         msg14("assistant", "a4"),
     ]
-    pack = await run_pack(mode, messages, target_context_tokens=14 + note_tokens(7) + 14 * 5)
+    # Room for the system prompt, the note, the last four messages and the late rule as the
+    # user message it is repaired into ("[system] ..."), which costs a little more than 14.
+    late_cost = count_tokens([HumanMessage(f"[system] {late.text}")])
+    budget = 14 + note_tokens(7) + 14 * 4 + late_cost
+    pack = await run_pack(mode, messages, target_context_tokens=budget)
     assert [m for m in pack.messages if role_of(m) == "system"] == [SYS]
     ids = [m.id for m in pack.messages]
     assert "late" in ids
@@ -719,3 +723,24 @@ async def test_packs_every_recorded_transcript_valid_and_within_budget(
         # only the irreducible core overflows: it is exactly the system prefix + directive
         assert [role_of(m) for m in pack.messages][-1] == "user"
         assert all(role_of(m) == "system" for m in pack.messages[:-1])
+
+
+async def test_a_pinned_memory_note_stays_first_and_the_packer_note_follows_it(mode: str) -> None:
+    # A fold's view kept inside its own budget: the memory note covers what came before
+    # everything the packer drops, so the packer's note must come after it, not before.
+    from langchain_builderforce_memory.messages import stamp
+
+    memory = stamp(
+        HumanMessage("Compressed memory of the first 50 messages: read a.py", id="memo"),
+        "memory_note",
+    )
+    messages = [SYS, memory, *convo(20)]
+    budget = 14 + count_tokens([memory]) + note_tokens(20) + 14 * 5
+    pack = await run_pack(mode, messages, target_context_tokens=budget, pinned_ids=("memo",))
+    assert pack.messages[1] is memory
+    assert is_stamped(pack.messages[2], "handoff_note")
+    assert the_note(pack).startswith(
+        "[Earlier messages condensed to fit this model's context window"
+    )
+    assert pack.estimated_tokens <= budget
+    assert_valid(pack)

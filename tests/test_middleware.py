@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import StructuredTool, ToolException
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_builderforce_memory import adapter, adapter_core, adapter_state, policy
+from langchain_builderforce_memory import adapter, adapter_state, policy
 from langchain_builderforce_memory.adapter import (
     CODE_MAPS_HEADER,
     EVENT_KEY,

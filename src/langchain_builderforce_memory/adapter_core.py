@@ -321,7 +321,7 @@ class MemoryCore:
         options = PackOptions(
             target_context_tokens=max(1, limit),
             reserve_output_tokens=0,
-            from_model=None if to_model is not None else "the full run",
+            from_model=None,
             to_model=to_model,
             summarize=self.summarizer if self.policy.handoff_summarize else None,
             timeout=self.policy.timeout,

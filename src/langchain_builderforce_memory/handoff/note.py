@@ -86,12 +86,21 @@ _RECALL_POOL = concurrent.futures.ThreadPoolExecutor(
 def handoff_line(from_model: str | None, to_model: str | None) -> str:
     """The note's one-line header naming the hand-off (``from -> to``).
 
-    Kept short: it is paid on every packed request, and small windows are the point.
+    Kept short: it is paid on every packed request, and small windows are the point. With
+    neither model named, the same model is being kept inside its own budget, and the
+    header says that instead of announcing a hand-off.
 
     Example:
         >>> handoff_line("gpt-4o", "claude-haiku")
         '[Hand-off gpt-4o -> claude-haiku: earlier messages condensed; the latest follow verbatim.]'
+        >>> handoff_line(None, None)
+        "[Earlier messages condensed to fit this model's context window; the latest follow verbatim.]"
     """
+    if from_model is None and to_model is None:
+        return (
+            "[Earlier messages condensed to fit this model's context window; "
+            "the latest follow verbatim.]"
+        )
     source = from_model or "another model"
     target = to_model or "this model"
     return (

@@ -52,6 +52,7 @@ from langchain_builderforce_memory.handoff.note import (
 from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
 from langchain_builderforce_memory.messages import (
     ToolCallUnit,
+    is_stamped,
     leading_system_count,
     log_repairs,
     message_id,
@@ -67,6 +68,7 @@ from langchain_builderforce_memory.tokens import (
     message_sizes,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import Summarizer
 
 __all__ = [
@@ -132,6 +134,9 @@ class HandoffPlan:
     """See :attr:`HandoffPack.fits`."""
     budget: int
     """The budget planned for."""
+    note_at: int = 0
+    """How many kept messages precede the note: the note stands where the dropped middle
+    was, so one that follows a pinned memory note describes what came after it."""
 
 
 def _is_real_directive(message: BaseMessage) -> bool:
@@ -271,15 +276,25 @@ def _plan_result(
     *,
     fits: bool,
 ) -> HandoffPlan:
+    kept = tuple(m for m, k in zip(convo, keep, strict=True) if k)
+    # A kept memory note (a fold's, pinned by the caller) that precedes everything dropped
+    # stays first: the dropped middle came after what it covers, so the note goes after it.
+    # The directive is not moved: it stays right before the tail, read as the current ask.
+    note_at = 0
+    while note_at < len(kept) and is_stamped(kept[note_at], MEMORY_NOTE_KIND):
+        note_at += 1
+    first_drop = next((i for i, k in enumerate(keep) if not k), len(keep))
+    note_at = min(note_at, sum(1 for k in keep[:first_drop] if k))
     return HandoffPlan(
         system=system,
-        kept=tuple(m for m, k in zip(convo, keep, strict=True) if k),
+        kept=kept,
         dropped=tuple(m for m, k in zip(convo, keep, strict=True) if not k),
         trailing=(),
         also_dropped=0,
         note=None,
         fits=fits,
         budget=budget,
+        note_at=note_at,
     )
 
 
@@ -331,15 +346,20 @@ def _open_on_user(kept: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
 def assemble_handoff(
     plan: HandoffPlan, note: HandoffNote | None, counter: TokenCounter
 ) -> HandoffPack:
-    """The pure assembly step: ``system · note · kept (in order) · trailing``."""
-    if note is not None:
-        kept, trimmed = list(plan.kept), 0
-    else:
-        kept, trimmed = _open_on_user(plan.kept)
+    """The pure assembly step: ``system · kept before the gap · note · kept · trailing``.
+
+    The note stands where the dropped middle was: right after the system prefix, unless
+    kept messages (a pinned memory note) came before everything that was dropped.
+    """
     messages: list[BaseMessage] = [*plan.system]
     if note is not None:
+        trimmed = 0
+        messages.extend(plan.kept[: plan.note_at])
         messages.append(note.message)
-    messages.extend(kept)
+        messages.extend(plan.kept[plan.note_at :])
+    else:
+        kept, trimmed = _open_on_user(plan.kept)
+        messages.extend(kept)
     messages.extend(plan.trailing)
     return HandoffPack(
         messages=messages,

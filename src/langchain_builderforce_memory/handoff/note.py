@@ -93,8 +93,8 @@ def handoff_line(from_model: str | None, to_model: str | None) -> str:
     Example:
         >>> handoff_line("gpt-4o", "claude-haiku")
         '[Hand-off gpt-4o -> claude-haiku: earlier messages condensed; the latest follow verbatim.]'
-        >>> handoff_line(None, None)
-        "[Earlier messages condensed to fit this model's context window; the latest follow verbatim.]"
+        >>> handoff_line(None, None).startswith("[Earlier messages condensed to fit this model's")
+        True
     """
     if from_model is None and to_model is None:
         return (

@@ -169,9 +169,10 @@ def _async_given_to_sync(raw: object = None) -> TypeError:
 
 
 def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+    # An object with an async __call__ is an async function too.
+    call_method = type(summarizer).__call__ if not inspect.isfunction(summarizer) else None
     if not isinstance(summarizer, Runnable) and (
-        inspect.iscoroutinefunction(summarizer)
-        or inspect.iscoroutinefunction(getattr(summarizer, "__call__", None))
+        inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(call_method)
     ):
         raise _async_given_to_sync()
     raw = _as_runnable(summarizer).invoke(request, config=_config())

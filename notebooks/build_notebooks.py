@@ -403,7 +403,7 @@ def notebook_02() -> list[NotebookNode]:
 
             `stream_mode="custom"` carries the middleware's events
             (`{"builderforce_memory": "fold", ...}`); the summarizer call itself is
-            tagged `langsmith:nostream`, so it never streams into the user's output.
+            tagged `nostream`, so it never streams into the user's output.
             """
         ),
         code(

@@ -35,7 +35,7 @@ consolidated into the store when the agent finishes (``after_agent``).
 
 Every fold is reported as a custom stream event (``stream_mode="custom"``,
 ``{"builderforce_memory": "fold", ...}``) and a log line; summarizer calls are tagged
-``langsmith:nostream``, so they never stream into the user's output.
+``nostream``, so they never stream into the user's output.
 """
 
 from __future__ import annotations

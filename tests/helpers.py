@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -404,6 +405,10 @@ AGENT_KINDS = ("create_agent", "react", "graph")
 ``pre_model_hook``; a hand-written ``StateGraph`` with the node before the model node."""
 
 RUN_MODES = ("invoke", "ainvoke", "stream", "astream")
+
+ASYNC_STREAM_WRITER = sys.version_info >= (3, 11)
+"""LangGraph finds a node's stream writer through a context variable that asyncio tasks
+carry only from Python 3.11 on: below it, async graphs report folds by log line alone."""
 """How a test drives a compiled graph (see :func:`run_directives`)."""
 
 

@@ -35,6 +35,7 @@ from langchain_builderforce_memory.tokens import count_tokens
 
 from .helpers import (
     AGENT_SYSTEM_PROMPT,
+    ASYNC_STREAM_WRITER,
     ScriptedSummarizer,
     build_agent,
     run_directives,
@@ -178,7 +179,20 @@ def test_the_node_fits_the_view_to_its_model() -> None:
     assert count_tokens(view) <= 6_000 - 1_000
 
 
-def test_folds_reach_the_custom_stream_of_a_graph() -> None:
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "stream",
+        pytest.param(
+            "astream",
+            marks=pytest.mark.skipif(
+                not ASYNC_STREAM_WRITER,
+                reason="LangGraph's stream writer needs Python 3.11+ in async graphs",
+            ),
+        ),
+    ],
+)
+def test_folds_reach_the_custom_stream_of_a_graph(mode: str) -> None:
     run = coding_agent_script(turns=40, directives=1)
     summarizer = ScriptedSummarizer("notes")
     agent = build_agent(
@@ -189,7 +203,7 @@ def test_folds_reach_the_custom_stream_of_a_graph() -> None:
         checkpointer=InMemorySaver(),
         max_tokens=12_000,
     )
-    events = run_directives(agent, run.directives, mode="astream")
+    events = run_directives(agent, run.directives, mode=mode)
     assert sum(e[EVENT_KEY] == "fold" for e in events) == len(summarizer.calls) > 0
 
 

@@ -156,7 +156,10 @@ def emit_events(
     """Report each event: one log line, and the stream writer when there is one.
 
     ``stream_mode="custom"`` shows the written events; outside a streaming run LangGraph's
-    writer is a no-op.
+    writer is a no-op. On Python 3.10 an async graph's writer cannot find its run (LangGraph
+    reads it from a context variable that asyncio tasks only carry from 3.11 on) and
+    raises ``RuntimeError``: the event is then reported by its log line alone, never by
+    failing the user's graph.
     """
     for event in events:
         logger.info(
@@ -164,8 +167,12 @@ def emit_events(
             event.get(EVENT_KEY),
             ", ".join(f"{k}={v}" for k, v in event.items() if k != EVENT_KEY),
         )
-        if writer is not None:
+        if writer is None:
+            continue
+        try:
             writer(dict(event))
+        except RuntimeError:
+            logger.debug("no stream writer in this context (async on Python < 3.11)")
 
 
 # ----------------------------------------------------------------------- the drivers

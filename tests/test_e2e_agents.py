@@ -205,6 +205,8 @@ def test_a_fallback_to_a_16k_model_gets_a_request_that_fits_16k(mode: str) -> No
     directive_at = directive_of_request(run.calls_per_directive)
     for i, request in enumerate(small.requests):
         _assert_request_ok(i, request, run.directives[directive_at(i)], budget)
+    if mode == "astream" and not ASYNC_STREAM_WRITER:
+        return  # the events below travel by the stream writer (see ASYNC_STREAM_WRITER)
     # Fitted to the small model; (None: a primary attempt held to max_tokens itself.)
     fitted = {e["model"] for e in events if e.get(EVENT_KEY) == "fit"}
     assert "small" in fitted

@@ -35,40 +35,32 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.handoff.budget import handoff_budget
 from langchain_builderforce_memory.handoff.note import (
-    HandoffNote,
-    NoteRequest,
     Recall,
     abuild_note,
     build_note,
     handoff_line,
-    min_note_tokens,
 )
-from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
+from langchain_builderforce_memory.handoff.plan import (
+    HandoffPack,
+    HandoffPlan,
+    assemble_handoff,
+    latest_directive_index,
+    plan_handoff,
+)
 from langchain_builderforce_memory.messages import (
-    ToolCallUnit,
-    is_stamped,
-    leading_system_count,
     log_repairs,
-    message_id,
     repair_request,
-    role_of,
-    stamp_of,
-    tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
-    count_tokens,
-    message_sizes,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import Summarizer
 
 __all__ = [
@@ -80,296 +72,6 @@ __all__ = [
     "pack_handoff",
     "plan_handoff",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class HandoffPack:
-    """The packed transcript and how it was made.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> pack = pack_handoff([HumanMessage("hi")], target_context_tokens=100,
-        ...                     reserve_output_tokens=10)
-        >>> pack.fits, pack.dropped, pack.estimated_tokens
-        (True, 0, 5)
-    """
-
-    messages: list[BaseMessage]
-    """The request to send: input messages (the same objects) plus at most one note."""
-    dropped: int
-    """Input messages in neither the verbatim tail nor re-injected (counted after
-    :func:`~langchain_builderforce_memory.messages.repair_request`; a volatile tail that had
-    to go counts too)."""
-    summarized: bool
-    """The note carries the summarizer's answer."""
-    recalled: bool
-    """The note carries the ``recall`` block."""
-    estimated_tokens: int
-    """Tokens of :attr:`messages` under the packer's token counter."""
-    fits: bool
-    """False only when the system message(s) + the latest directive alone exceed the
-    budget; :attr:`messages` is then exactly those."""
-    budget: int
-    """The budget packed into (:func:`~.budget.handoff_budget`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HandoffPlan:
-    """The pure outcome of planning: what stays, what goes, and what the note may cost."""
-
-    system: tuple[BaseMessage, ...]
-    """The leading system messages (the fixed prefix)."""
-    kept: tuple[BaseMessage, ...]
-    """Conversation messages kept verbatim, in their original order: the re-injected
-    directive, the pins and the tail."""
-    dropped: tuple[BaseMessage, ...]
-    """Conversation messages the note stands in for, in order."""
-    trailing: tuple[BaseMessage, ...]
-    """The volatile tail(s), put back last."""
-    also_dropped: int
-    """Messages gone without a place in the note: stale or evicted volatile tails."""
-    note: NoteRequest | None
-    """What the note step is asked for; ``None`` when there is nothing to note."""
-    fits: bool
-    """See :attr:`HandoffPack.fits`."""
-    budget: int
-    """The budget planned for."""
-    note_at: int = 0
-    """How many kept messages precede the note: the note stands where the dropped middle
-    was, so one that follows a pinned memory note describes what came after it."""
-
-
-def _is_real_directive(message: BaseMessage) -> bool:
-    # Generated user-role messages (notes, volatile tails, repair placeholders, converted
-    # system messages) carry a stamp; a real directive is a user's own message.
-    return role_of(message) == "user" and stamp_of(message) is None
-
-
-def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
-    """Index of the latest directive in ``convo``, or -1.
-
-    The latest real user message (never a volatile tail: it would be protected in place of
-    the user's real request). Without one, the latest non-volatile user-role message, so the
-    view still has a user turn to open on.
-    """
-    fallback = -1
-    for i in range(len(convo) - 1, -1, -1):
-        m = convo[i]
-        if _is_real_directive(m):
-            return i
-        if fallback < 0 and role_of(m) == "user" and not is_volatile_tail(m):
-            fallback = i
-    return fallback
-
-
-def _trailing_volatile_start(messages: Sequence[BaseMessage]) -> int:
-    """Where the trailing run of volatile tails begins (``len(messages)`` without one)."""
-    i = len(messages)
-    while i > 0 and is_volatile_tail(messages[i - 1]):
-        i -= 1
-    return i
-
-
-def _untouched(history: Sequence[BaseMessage], budget: int) -> HandoffPlan:
-    lead = leading_system_count(history)
-    keep = [True] * (len(history) - lead)
-    return _plan_result(tuple(history[:lead]), history[lead:], keep, budget, fits=True)
-
-
-def _plan_history(
-    history: Sequence[BaseMessage],
-    budget: int,
-    counter: TokenCounter,
-    header: str,
-    pins: frozenset[str],
-) -> HandoffPlan:
-    """Plan ``history`` (no volatile tail) into ``budget``; see the module docstring."""
-    if count_tokens(history, counter) <= budget:
-        return _untouched(history, budget)
-    lead = leading_system_count(history)
-    system, convo = tuple(history[:lead]), history[lead:]
-    sizes = message_sizes(convo, counter)
-    system_tokens = count_tokens(system, counter)
-    d = latest_directive_index(convo)
-    core = system_tokens + (sizes[d] if d >= 0 else 0)
-    keep = [False] * len(convo)
-    if d >= 0:
-        keep[d] = True
-
-    # The irreducible core does not fit: send it anyway and say so.
-    if core > budget:
-        return _plan_result(system, convo, keep, budget, fits=False)
-
-    # Reserve room for the smallest note (the marker, at its widest count) when it fits.
-    min_note = min_note_tokens(header, len(convo), counter)
-    room = budget - core - (min_note if core + min_note <= budget else 0)
-
-    units = [u for u in tool_call_units(convo) if role_of(convo[u.start]) != "tool"]
-    _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
-
-    used = system_tokens + sum(s for s, k in zip(sizes, keep, strict=True) if k)
-    plan = _plan_result(system, convo, keep, budget, fits=True)
-    if not plan.dropped:
-        return plan
-    directive_text = (convo[d].text or None) if d >= 0 else None
-    note = NoteRequest(
-        header=header, dropped=plan.dropped, directive_text=directive_text, room=budget - used
-    )
-    return replace(plan, note=note)
-
-
-def _is_pinned(convo: Sequence[BaseMessage], unit: ToolCallUnit, pins: frozenset[str]) -> bool:
-    return bool(pins) and any(message_id(convo[i]) in pins for i in range(unit.start, unit.end))
-
-
-def _unit_cost(unit: ToolCallUnit, sizes: Sequence[int], keep: Sequence[bool]) -> int:
-    """Tokens keeping ``unit`` adds: its messages not kept already (the directive)."""
-    return sum(sizes[i] for i in range(unit.start, unit.end) if not keep[i])
-
-
-def _select(
-    units: Sequence[ToolCallUnit],
-    sizes: Sequence[int],
-    keep: list[bool],
-    room: int,
-    *,
-    pinned: Sequence[bool],
-) -> None:
-    """Mark whole units to keep in ``keep``, within ``room`` tokens, by priority.
-
-    1. The newest unit: it is the turn the next model continues from (the result it has
-       to answer), so a pin never crowds it out.
-    2. Pinned units, newest first, each kept in place when it fits.
-    3. The longest run of whole units from the end that fits what is left (the verbatim
-       tail); it stops at the first unit that does not fit, so it has no holes.
-
-    ``units`` excludes an orphan tool result at the very front (the only place one can
-    lead a unit), so the tail never starts with one.
-    """
-    order: list[int] = []
-    if units and units[-1].end == len(sizes):
-        order.append(len(units) - 1)
-    order.extend(i for i in range(len(units) - 1, -1, -1) if pinned[i])
-    for i in order:
-        cost = _unit_cost(units[i], sizes, keep)
-        if cost <= room:
-            room -= cost
-            _take(units[i], keep)
-    for unit in reversed(units):
-        cost = _unit_cost(unit, sizes, keep)
-        if cost > room:
-            break
-        room -= cost
-        _take(unit, keep)
-
-
-def _take(unit: ToolCallUnit, keep: list[bool]) -> None:
-    for i in range(unit.start, unit.end):
-        keep[i] = True
-
-
-def _plan_result(
-    system: tuple[BaseMessage, ...],
-    convo: Sequence[BaseMessage],
-    keep: Sequence[bool],
-    budget: int,
-    *,
-    fits: bool,
-) -> HandoffPlan:
-    kept = tuple(m for m, k in zip(convo, keep, strict=True) if k)
-    # A kept memory note (a fold's, pinned by the caller) that precedes everything dropped
-    # stays first: the dropped middle came after what it covers, so the note goes after it.
-    # The directive is not moved: it stays right before the tail, read as the current ask.
-    note_at = 0
-    while note_at < len(kept) and is_stamped(kept[note_at], MEMORY_NOTE_KIND):
-        note_at += 1
-    first_drop = next((i for i, k in enumerate(keep) if not k), len(keep))
-    note_at = min(note_at, sum(1 for k in keep[:first_drop] if k))
-    return HandoffPlan(
-        system=system,
-        kept=kept,
-        dropped=tuple(m for m, k in zip(convo, keep, strict=True) if not k),
-        trailing=(),
-        also_dropped=0,
-        note=None,
-        fits=fits,
-        budget=budget,
-        note_at=note_at,
-    )
-
-
-def plan_handoff(
-    messages: Sequence[BaseMessage],
-    *,
-    budget: int,
-    counter: TokenCounter,
-    header: str,
-    pinned_ids: frozenset[str] = frozenset(),
-) -> HandoffPlan:
-    """The pure planning step of :func:`pack_handoff`, over an already VALID request.
-
-    Under budget the transcript is handed over untouched. Otherwise the volatile tail
-    (:mod:`.volatile`) is set aside, the history packed into what is left, and the tail put
-    back LAST: never the directive, never in the middle. When the history needs the whole
-    budget, the tail is what goes: it is a per-turn aid, the history is the work. A
-    volatile tail that is not at the end is stale (an earlier request's run state that
-    leaked into the record) and is left out rather than shown as current.
-    """
-    if count_tokens(messages, counter) <= budget:
-        return _untouched(messages, budget)
-    cut = _trailing_volatile_start(messages)
-    trailing = tuple(messages[cut:])
-    history = [m for m in messages[:cut] if not is_volatile_tail(m)]
-    stale = cut - len(history)
-    if trailing:
-        room = budget - count_tokens(trailing, counter)
-        with_tail = _plan_history(history, room, counter, header, pinned_ids)
-        if with_tail.fits:
-            return replace(with_tail, trailing=trailing, also_dropped=stale, budget=budget)
-    plan = _plan_history(history, budget, counter, header, pinned_ids)
-    return replace(plan, also_dropped=stale + len(trailing))
-
-
-def _open_on_user(kept: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
-    """``kept`` from its first unit that opens with a user turn, and how many went.
-
-    Without a note, the kept messages open the conversation, and strict providers need a
-    user turn first. The directive is kept and is a user turn, so this stops at it at the
-    latest.
-    """
-    for unit in tool_call_units(kept):
-        if role_of(kept[unit.start]) == "user":
-            return list(kept[unit.start :]), unit.start
-    return [], len(kept)
-
-
-def assemble_handoff(
-    plan: HandoffPlan, note: HandoffNote | None, counter: TokenCounter
-) -> HandoffPack:
-    """The pure assembly step: ``system · kept before the gap · note · kept · trailing``.
-
-    The note stands where the dropped middle was: right after the system prefix, unless
-    kept messages (a pinned memory note) came before everything that was dropped.
-    """
-    messages: list[BaseMessage] = [*plan.system]
-    if note is not None:
-        trimmed = 0
-        messages.extend(plan.kept[: plan.note_at])
-        messages.append(note.message)
-        messages.extend(plan.kept[plan.note_at :])
-    else:
-        kept, trimmed = _open_on_user(plan.kept)
-        messages.extend(kept)
-    messages.extend(plan.trailing)
-    return HandoffPack(
-        messages=messages,
-        dropped=len(plan.dropped) + trimmed + plan.also_dropped,
-        summarized=note is not None and note.source == "summary",
-        recalled=note is not None and note.source == "recall",
-        estimated_tokens=count_tokens(messages, counter),
-        fits=plan.fits,
-        budget=plan.budget,
-    )
 
 
 def _check_timeout(timeout: float | None) -> float | None:

@@ -322,6 +322,21 @@ def _placeholder_answer(call_id: str, name: str) -> ToolMessage:
     )
 
 
+def _close_unit(
+    out: list[BaseMessage],
+    pending: dict[str, str],
+    deferred: list[BaseMessage],
+    repairs: list[str],
+) -> None:
+    """End the open tool unit: answer its unanswered calls, then release what waited."""
+    for call_id, name in pending.items():
+        out.append(_placeholder_answer(call_id, name))
+        repairs.append(f"answered tool call {call_id!r} ({name}) with a placeholder")
+    pending.clear()
+    out.extend(deferred)
+    deferred.clear()
+
+
 def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
     """A copy of ``messages`` that passes :func:`request_problems`, and what was changed.
 
@@ -351,15 +366,6 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
     pending: dict[str, str] = {}  # open call id -> tool name
     lead = leading_system_count(messages)
     out.extend(messages[:lead])
-
-    def close_unit() -> None:
-        for call_id, name in pending.items():
-            out.append(_placeholder_answer(call_id, name))
-            repairs.append(f"answered tool call {call_id!r} ({name}) with a placeholder")
-        pending.clear()
-        out.extend(deferred)
-        deferred.clear()
-
     for m in messages[lead:]:
         try:
             role = role_of(m)
@@ -383,12 +389,12 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
             else:
                 out.append(converted)
             continue
-        close_unit()
+        _close_unit(out, pending, deferred, repairs)
         out.append(m)
         if role == "assistant" and isinstance(m, AIMessage):
             for call in m.tool_calls:
                 pending[str(call.get("id"))] = call["name"]
-    close_unit()
+    _close_unit(out, pending, deferred, repairs)
     first = leading_system_count(out)
     if first == len(out) or role_of(out[first]) != "user":
         out.insert(

@@ -145,16 +145,22 @@ def _area_of(files: list[str]) -> str:
     placed = [parts[:-1] for parts in (f.split("/") for f in files) if len(parts) > 1]
     if not placed:
         return "(root)"
-
-    def prefixes(depth: int) -> list[tuple[str, int]]:
-        return rank_by_count("/".join(d[:depth]) for d in placed if len(d) >= depth)
-
     for depth in range(_MAX_AREA_SEGMENTS, _MIN_AREA_SEGMENTS - 1, -1):
-        ranked = prefixes(depth)
+        ranked = _dir_prefixes(placed, depth)
         if ranked and ranked[0][1] * 2 > len(placed):
             return ranked[0][0]
-    ranked = prefixes(_MIN_AREA_SEGMENTS) or prefixes(1)
+    ranked = _dir_prefixes(placed, _MIN_AREA_SEGMENTS) or _dir_prefixes(placed, 1)
     return ranked[0][0]
+
+
+def _dir_prefixes(placed: list[list[str]], depth: int) -> list[tuple[str, int]]:
+    """The directories ``depth`` segments deep, ranked by how many files they hold."""
+    return rank_by_count("/".join(d[:depth]) for d in placed if len(d) >= depth)
+
+
+def _repo_paths(items: Iterable[str], root: str | None) -> list[str]:
+    """The repo-relative paths among ``items``, noise and outside paths left out."""
+    return [p for p in (repo_path(raw, root) for raw in items) if p is not None]
 
 
 def consolidated_key(area: str) -> str:
@@ -219,19 +225,17 @@ def consolidate(
         snapshot if isinstance(snapshot, WorkingMemory) else WorkingMemory.from_snapshot(snapshot)
     )
     snap = memory.snapshot
-
-    def kept(items: Iterable[str]) -> list[str]:
-        return [p for p in (repo_path(raw, root) for raw in items) if p is not None]
-
-    deleted = list(dict.fromkeys(kept(snap["deleted"])))
+    deleted = list(dict.fromkeys(_repo_paths(snap["deleted"], root)))
     deleted_set = set(deleted)
     changed = [
-        p for p in dict.fromkeys(kept([*snap["created"], *snap["edited"]])) if p not in deleted_set
+        p
+        for p in dict.fromkeys(_repo_paths([*snap["created"], *snap["edited"]], root))
+        if p not in deleted_set
     ]
     changed_set = set(changed)
     reads = [
         (p, n)
-        for p, n in rank_by_count(kept(snap["read"]))
+        for p, n in rank_by_count(_repo_paths(snap["read"], root))
         if p not in changed_set and p not in deleted_set
     ]
     read_counts = dict(reads)

@@ -230,3 +230,27 @@ def test_repair_answers_unanswered_calls_moves_late_system_messages_and_adds_a_u
     assert placeholder.tool_call_id == "f1"
     assert placeholder.status == "error"
     assert any(m.type == "human" and "[system] rule" in m.text for m in fixed)
+
+
+def test_the_count_cache_never_keeps_a_freed_message_alive() -> None:
+    import gc
+    import weakref
+
+    counter = ApproximateTokenCounter()
+    messages = [HumanMessage("x" * i) for i in range(1_000)]
+    for m in messages:
+        counter.count_message(m)
+    assert counter.cache_size() == 1_000
+    probe = weakref.ref(messages[0])
+    del messages, m
+    gc.collect()
+    assert probe() is None  # the cache held no strong reference
+    assert counter.cache_size() == 0
+
+
+def test_a_message_whose_tool_calls_change_is_recounted() -> None:
+    counter = ApproximateTokenCounter()
+    m = AIMessage("x" * 40)
+    assert counter.count_message(m) == 14
+    m.tool_calls = [{"name": "ls", "args": {"path": "."}, "id": "c1", "type": "tool_call"}]
+    assert counter.count_message(m) > 14

@@ -10,18 +10,21 @@ tokenizer, and it errs a little high on code, which is the safe side for a budge
 :class:`TiktokenCounter` gives exact counts where a tiktoken encoding can be loaded.
 
 Counts are cached per message, so a turn over a growing transcript costs O(new messages):
-the cache holds the message object and the identities of its ``content`` and
+the cache holds a weak reference to the message and the identities of its ``content`` and
 ``tool_calls``, so a message whose content is replaced (pydantic assignment makes a new
-object) is recounted, while an unchanged one is a dictionary hit.
+object) is recounted, an unchanged one is a dictionary hit, and a freed message leaves
+the cache instead of being kept alive by it.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import operator
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
@@ -135,47 +138,74 @@ def tool_call_payload(message: BaseMessage) -> str:
     return json.dumps(calls, ensure_ascii=False, default=str, sort_keys=True)
 
 
+def _size(value: object) -> int:
+    return len(value) if isinstance(value, str | list) else -1
+
+
 class _CachedCounter:
     """The per-message cache every built-in counter shares.
 
-    Keyed by ``id(message)``; the entry keeps the message itself (so the id cannot be
-    reused while cached) and the identities of its content and tool calls (so an edited
-    message misses). Thread-safe: one counter may serve many graph threads.
+    Keyed by ``id(message)``. An entry holds a WEAK reference to the message, so the cache
+    never keeps a transcript alive (a long-lived server would otherwise hold every message
+    it ever counted), and is dropped when the message is. It also holds the identity and
+    length of the message's content and the identity of its tool calls, so an edited
+    message (pydantic assignment makes a new object) misses and is recounted.
+    Thread-safe: one counter may serve many graph threads.
     """
 
     __slots__ = ("_cache", "_lock", "cache")
 
     def __init__(self, *, cache: bool = True) -> None:
         self.cache = cache
-        self._cache: dict[int, tuple[BaseMessage, object, object, int]] = {}
+        self._cache: dict[int, tuple[weakref.ref[BaseMessage], int, int, int, int]] = {}
         self._lock = threading.Lock()
 
     def _count_uncached(self, message: BaseMessage) -> int:
         raise NotImplementedError
+
+    def _evict(self, key: int, _dead: object) -> None:
+        # A weakref callback: runs when the message is freed, possibly inside a lock holder's
+        # garbage collection, so it takes no lock (one dict pop is atomic).
+        self._cache.pop(key, None)
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens one message costs (cached; see the module docstring)."""
         if not self.cache:
             return self._count_uncached(message)
         key = id(message)
-        hit = self._cache.get(key)
+        content = message.content
         calls = getattr(message, "tool_calls", None)
-        if hit is not None and hit[0] is message and hit[1] is message.content and hit[2] is calls:
-            return hit[3]
+        hit = self._cache.get(key)
+        if (
+            hit is not None
+            and hit[0]() is message
+            and hit[1] == id(content)
+            and hit[2] == _size(content)
+            and hit[3] == id(calls)
+        ):
+            return hit[4]
         n = self._count_uncached(message)
+        try:
+            ref = weakref.ref(message, functools.partial(self._evict, key))
+        except TypeError:  # a message class without weak references: count, do not cache
+            return n
         with self._lock:
             if len(self._cache) >= _CACHE_LIMIT:
                 # Forget the older half: dicts keep insertion order, and the oldest entries
                 # belong to messages a growing transcript has long windowed away.
                 for stale in list(self._cache)[: _CACHE_LIMIT // 2]:
                     self._cache.pop(stale, None)
-            self._cache[key] = (message, message.content, calls, n)
+            self._cache[key] = (ref, id(content), _size(content), id(calls), n)
         return n
 
     def cache_clear(self) -> None:
         """Forget every cached count."""
         with self._lock:
             self._cache.clear()
+
+    def cache_size(self) -> int:
+        """How many messages have a cached count (freed messages leave the cache)."""
+        return len(self._cache)
 
 
 class ApproximateTokenCounter(_CachedCounter):
@@ -354,7 +384,9 @@ class _PrefixEntry:
         self.sums = sums
 
 
-_PREFIX_LIMIT = 64
+_PREFIX_LIMIT = 16
+"""Transcripts whose running totals are kept (strongly: the identity check needs the
+message objects; a graph holds its live transcripts anyway, so 16 costs little)."""
 _prefix_cache: OrderedDict[tuple[int, int], _PrefixEntry] = OrderedDict()
 _prefix_lock = threading.Lock()
 

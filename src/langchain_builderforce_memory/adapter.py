@@ -28,7 +28,7 @@ any other middleware. Only successful calls are recorded (see
 :class:`~langchain_builderforce_memory.callbacks.ToolObservationMapper`).
 
 The sync and async drivers share every step; only the summarizer / store calls differ
-(``build_working_transcript`` vs ``abuild_working_transcript``, ``pack_handoff`` vs
+(``fold_turn`` vs ``afold_turn``, ``pack_handoff`` vs
 ``apack_handoff``, ``maps_for`` vs ``amaps_for``).
 """
 
@@ -62,8 +62,8 @@ from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
 )
 from langchain_builderforce_memory.transcript.fold import (
-    abuild_working_transcript,
-    build_working_transcript,
+    afold_turn,
+    fold_turn,
 )
 from langchain_builderforce_memory.transcript.summary import Summarizer
 from langchain_builderforce_memory.turn import (
@@ -204,7 +204,7 @@ def run_turn(
         )
         plan = core.with_code_maps(plan, found)
     transcript = plan.cached or core.remember(
-        plan, build_working_transcript(plan.record, **core.fold_options(plan))
+        plan, fold_turn(core.fold_plan(plan), core.summarizer)
     )
     view = core.view(plan, transcript)
     fit = core.plan_fit(plan, view, model=model, tools=tools, model_settings=model_settings)
@@ -231,7 +231,7 @@ async def arun_turn(
         )
         plan = core.with_code_maps(plan, found)
     transcript = plan.cached or core.remember(
-        plan, await abuild_working_transcript(plan.record, **core.fold_options(plan))
+        plan, await afold_turn(core.fold_plan(plan), core.summarizer)
     )
     view = core.view(plan, transcript)
     fit = core.plan_fit(plan, view, model=model, tools=tools, model_settings=model_settings)

@@ -5,7 +5,7 @@ Every step is pure (state and record in, plan out); the drivers in
 the code-map store) between the steps, once for sync graphs and once for async ones:
 
 ``begin`` (read the state and the record's new part) -> ``with_code_maps`` (what the
-store recalled) -> the fold (``fold_options``) -> ``view`` (the volatile tail last) ->
+store recalled) -> the fold (``fold_plan``) -> ``view`` (the volatile tail last) ->
 ``plan_fit`` (what the packer must cut, for ``max_tokens`` or the serving model) ->
 ``finish`` (the messages to send, the state to write, the events to report).
 """
@@ -48,14 +48,15 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.fold import (
+    FoldPlan,
     WorkingTranscript,
+    plan_working_transcript,
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import Summarizer
 from langchain_builderforce_memory.turn import (
     FitPlan,
     FoldCache,
-    FoldOptions,
     PackOptions,
     TurnPlan,
     TurnView,
@@ -210,20 +211,15 @@ class MemoryCore:
         )
         return replace(plan, run=run, run_changed=True, recall_task=None)
 
-    def fold_options(self, plan: TurnPlan) -> FoldOptions:
-        """The fold's keyword arguments for this turn."""
-        p = self.policy.fold_policy
-        return FoldOptions(
+    def fold_plan(self, plan: TurnPlan) -> FoldPlan:
+        """This turn's fold, planned (pure): the summarizer call is the driver's."""
+        return plan_working_transcript(
+            plan.record,
             memo=plan.memo,
-            summarizer=self.summarizer,
             system_prompt=plan.system,
-            max_tokens=p.max_tokens,
-            max_messages=p.max_messages,
-            tail_tokens=p.tail_tokens,
-            min_tail_messages=p.min_tail_messages,
-            max_tail_messages=p.max_tail_messages,
+            policy=self.policy.fold_policy,
             token_counter=self.counter,
-            timeout=p.timeout,
+            can_summarize=self.summarizer is not None,
         )
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:

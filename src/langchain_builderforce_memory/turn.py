@@ -22,7 +22,7 @@ from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.fold import CompactMemo, WorkingTranscript
 from langchain_builderforce_memory.transcript.summary import Summarizer
 
-__all__ = ["FitPlan", "FoldCache", "FoldOptions", "PackOptions", "TurnPlan", "TurnView"]
+__all__ = ["FitPlan", "FoldCache", "PackOptions", "TurnPlan", "TurnView"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,21 +72,6 @@ class TurnPlan:
     """The code-map scope (``None`` without a store)."""
     cached: WorkingTranscript | None
     """This very turn's fold, when the model call is being retried."""
-
-
-class FoldOptions(TypedDict):
-    """``build_working_transcript``'s keyword arguments for one turn."""
-
-    memo: CompactMemo | None
-    summarizer: Summarizer | None
-    system_prompt: SystemMessage | None
-    max_tokens: int
-    max_messages: int
-    tail_tokens: int
-    min_tail_messages: int
-    max_tail_messages: int
-    token_counter: TokenCounter
-    timeout: float | None
 
 
 class PackOptions(TypedDict):

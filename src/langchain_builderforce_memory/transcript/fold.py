@@ -93,12 +93,14 @@ __all__ = [
     "TranscriptFold",
     "WorkingTranscript",
     "abuild_working_transcript",
+    "afold_turn",
     "assemble_compacted",
     "build_working_transcript",
     "compact_tail_start",
     "compact_tail_start_for_budget",
     "finish_working_transcript",
     "fold_note_text",
+    "fold_turn",
     "pinned_directive_index",
     "plan_working_transcript",
     "verbatim_start",
@@ -355,6 +357,26 @@ def finish_working_transcript(
     return WorkingTranscript(view, None, None, "window", summarizer_calls)
 
 
+def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscript:
+    """Carry out a :class:`FoldPlan`: call the summarizer when it folds, then assemble.
+
+    The one step the sync and async paths do differently; callers that plan with their own
+    :class:`FoldPolicy` (the agent adapters) use it after :func:`plan_working_transcript`.
+    """
+    if plan.mode != "fold" or summarizer is None:
+        return finish_working_transcript(plan, None)
+    summary = summarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
+    return finish_working_transcript(plan, summary, summarizer_calls=1)
+
+
+async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscript:
+    """Async twin of :func:`fold_turn` (the summarizer is awaited)."""
+    if plan.mode != "fold" or summarizer is None:
+        return finish_working_transcript(plan, None)
+    summary = await asummarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
+    return finish_working_transcript(plan, summary, summarizer_calls=1)
+
+
 def _plan_turn(
     messages: Sequence[BaseMessage],
     memo: CompactMemo | Mapping[str, object] | None,
@@ -439,10 +461,7 @@ def build_working_transcript(
             timeout=timeout,
         ),
     )
-    if plan.mode != "fold" or summarizer is None:
-        return finish_working_transcript(plan, None)
-    summary = summarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
-    return finish_working_transcript(plan, summary, summarizer_calls=1)
+    return fold_turn(plan, summarizer)
 
 
 async def abuild_working_transcript(
@@ -484,7 +503,4 @@ async def abuild_working_transcript(
             timeout=timeout,
         ),
     )
-    if plan.mode != "fold" or summarizer is None:
-        return finish_working_transcript(plan, None)
-    summary = await asummarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
-    return finish_working_transcript(plan, summary, summarizer_calls=1)
+    return await afold_turn(plan, summarizer)

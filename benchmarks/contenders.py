@@ -225,8 +225,8 @@ class HandlerClock:
             self.seconds += time.perf_counter() - started
 
 
-class TimedBuilderforce(BuilderforceMemoryMiddleware):
-    """Ours, timed: ``wrap_model_call`` less the model handler's time."""
+class TimedWrapModelCall:
+    """Mixin: time ``wrap_model_call`` less the model handler's time (put it first)."""
 
     times: StepTimes
 
@@ -238,27 +238,17 @@ class TimedBuilderforce(BuilderforceMemoryMiddleware):
         clock = HandlerClock(handler)
         started = time.perf_counter()
         try:
-            return super().wrap_model_call(request, clock)
+            return super().wrap_model_call(request, clock)  # type: ignore[misc]
         finally:
             self.times.seconds.append(time.perf_counter() - started - clock.seconds)
 
 
-class TimedContextEditing(ContextEditingMiddleware):
-    """``ContextEditingMiddleware``, timed: ``wrap_model_call`` less the handler's time."""
+class TimedBuilderforce(TimedWrapModelCall, BuilderforceMemoryMiddleware):
+    """Ours, timed."""
 
-    times: StepTimes
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> Any:
-        clock = HandlerClock(handler)
-        started = time.perf_counter()
-        try:
-            return super().wrap_model_call(request, clock)
-        finally:
-            self.times.seconds.append(time.perf_counter() - started - clock.seconds)
+class TimedContextEditing(TimedWrapModelCall, ContextEditingMiddleware):
+    """``ContextEditingMiddleware``, timed."""
 
 
 class TimedSummarization(SummarizationMiddleware):

@@ -248,24 +248,6 @@ def test_a_failing_summarizer_degrades_to_the_window_and_never_raises(caplog: An
     assert any("summarizer" in r.getMessage() for r in caplog.records)
 
 
-def test_sync_and_async_agents_send_the_same_requests() -> None:
-    def requests(mode: str) -> list[list[tuple[str, object]]]:
-        run = coding_agent_script(turns=40, directives=2)
-        model = ScriptedChatModel(script=run.script)
-        agent = build_agent(
-            "create_agent",
-            model,
-            coding_tools(min_tokens=1_000, max_tokens=2_000),
-            summarizer=ScriptedSummarizer("notes"),
-            checkpointer=InMemorySaver(),
-            max_tokens=12_000,
-        )
-        run_directives(agent, run.directives, mode=mode)
-        return [[(m.type, m.content) for m in r] for r in model.requests]
-
-    assert requests("invoke") == requests("ainvoke")
-
-
 def test_fit_to_model_false_leaves_the_view_at_max_tokens() -> None:
     run = coding_agent_script(turns=30, directives=1)
     small = ScriptedChatModel(script=run.script, profile={"max_input_tokens": 8_000})

@@ -207,8 +207,9 @@ def test_folds_reach_the_custom_stream_of_a_graph(mode: str) -> None:
     assert sum(e[EVENT_KEY] == "fold" for e in events) == len(summarizer.calls) > 0
 
 
-@pytest.mark.parametrize("kind", ["react", "graph"])
-def test_sync_and_async_graphs_send_the_same_requests(kind: str) -> None:
+@pytest.mark.parametrize("kind", ["create_agent", "react", "graph"])
+def test_sync_and_async_agents_send_the_same_requests(kind: str) -> None:
+    # The middleware and the node share one core: both drivers, sync and async, must agree.
     def requests(mode: str) -> list[list[tuple[str, object]]]:
         run = coding_agent_script(turns=40, directives=2)
         model = ScriptedChatModel(script=run.script)

@@ -323,7 +323,7 @@ async def test_a_failing_summarizer_keeps_the_held_note_else_the_window_and_neve
     assert (fresh.mode, fresh.memo, fresh.fold, fresh.summarizer_calls) == ("window", None, None, 1)
     for out in (kept, fresh):
         assert request_problems(out.messages) == []
-    assert "summarizer gave no summary" in caplog.text
+    assert "summarizer gave no answer" in caplog.text
 
 
 async def test_an_async_summarizer_that_never_answers_times_out_to_the_window() -> None:

@@ -24,15 +24,15 @@ human note is valid in every position the packer puts it.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import functools
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.summary import (
@@ -57,7 +57,6 @@ __all__ = [
     "note_message",
 ]
 
-logger = logging.getLogger(__name__)
 
 HANDOFF_NOTE_KIND = "handoff_note"
 """The stamp kind of the note message."""
@@ -77,9 +76,6 @@ Recall: TypeAlias = "Callable[[str, int], str] | Callable[[str, int], Awaitable[
 ``budget_chars`` long (longer answers are cut). Sync for :func:`build_note` /
 ``pack_handoff``; sync or async for the async twins."""
 
-_RECALL_POOL = concurrent.futures.ThreadPoolExecutor(
-    max_workers=2, thread_name_prefix="bfmem-recall"
-)
 """Runs a sync ``recall`` when it has a timeout, so the caller can stop waiting for it."""
 
 
@@ -230,14 +226,12 @@ def _recall_ask(
     return (recall, request.directive_text, chars) if chars > 0 else None
 
 
-def _log_recall_failure(reason: str, exc: BaseException | None = None) -> None:
-    logger.warning("recall gave no memory block (%s); falling back", reason, exc_info=exc)
-
-
 def _recall_answer(raw: object) -> str | None:
     if isinstance(raw, str) and raw.strip():
         return raw
-    _log_recall_failure("empty answer" if raw in (None, "") else f"not a str: {type(raw).__name__}")
+    log_no_answer(
+        "recall", "empty answer" if raw in (None, "") else f"not a str: {type(raw).__name__}"
+    )
     return None
 
 
@@ -253,20 +247,9 @@ def _call_recall_sync(recall: Recall, query: str, chars: int) -> object:
 
 def recall_sync(recall: Recall, query: str, chars: int, timeout: float | None) -> str | None:
     """Call a sync ``recall``; ``None`` (logged) on failure, timeout or an empty answer."""
-    try:
-        if timeout is None:
-            raw = _call_recall_sync(recall, query, chars)
-        else:
-            future = _RECALL_POOL.submit(_call_recall_sync, recall, query, chars)
-            raw = future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        _log_recall_failure(f"timed out after {timeout}s")
-        return None
-    # The fallback boundary: recall is the host's code (a store, a vector search), and its
-    # failure must degrade to the elision marker, never fail the hand-off.
-    except Exception as exc:  # noqa: BLE001
-        _log_recall_failure(f"{type(exc).__name__}: {exc}", exc)
-        return None
+    raw = call_guarded(
+        functools.partial(_call_recall_sync, recall, query, chars), what="recall", timeout=timeout
+    )
     return _recall_answer(raw)
 
 
@@ -282,15 +265,9 @@ async def _call_recall_async(recall: Recall, query: str, chars: int) -> object:
 
 async def arecall(recall: Recall, query: str, chars: int, timeout: float | None) -> str | None:
     """Async twin of :func:`recall_sync` (sync functions run in a thread)."""
-    try:
-        raw = await asyncio.wait_for(_call_recall_async(recall, query, chars), timeout=timeout)
-    except asyncio.TimeoutError:
-        _log_recall_failure(f"timed out after {timeout}s")
-        return None
-    # The fallback boundary, as in the sync twin.
-    except Exception as exc:  # noqa: BLE001
-        _log_recall_failure(f"{type(exc).__name__}: {exc}", exc)
-        return None
+    raw = await acall_guarded(
+        functools.partial(_call_recall_async, recall, query, chars), what="recall", timeout=timeout
+    )
     return _recall_answer(raw)
 
 

@@ -12,18 +12,16 @@ the elision marker, "nothing to consolidate"), with a log line saying why.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
+import functools
 import inspect
 import json
-import logging
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
+from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import role_of
 from langchain_builderforce_memory.tokens import estimate_text_tokens
 
@@ -38,7 +36,6 @@ __all__ = [
     "summary_request",
 ]
 
-logger = logging.getLogger(__name__)
 
 TRANSCRIPT_SUMMARY_PROMPT = (
     "You are compressing the older part of an AI agent's working transcript into a memory "
@@ -73,8 +70,6 @@ Summarizer: TypeAlias = (
 """A chat model (or any ``Runnable``), or a function, sync or async, that takes the
 prompt messages ``[SystemMessage(prompt), HumanMessage(rendered transcript)]`` and
 returns the note as text (or a message). ``None`` or ``""`` means "no summary"."""
-
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bfmem-summarizer")
 
 
 def _compact_json(value: object) -> str:
@@ -189,8 +184,11 @@ async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> obj
     return raw
 
 
-def _log_failure(reason: str, exc: BaseException | None = None) -> None:
-    logger.warning("summarizer gave no summary (%s); falling back", reason, exc_info=exc)
+def _note_or_none(raw: object) -> str | None:
+    note = _finish(raw)
+    if note is None:
+        log_no_answer("summarizer", "empty answer")
+    return note
 
 
 def summarize_transcript(
@@ -214,25 +212,10 @@ def summarize_transcript(
     request = summary_request(messages, prompt=prompt)
     if request is None:
         return None
-    try:
-        if timeout is None:
-            raw = _call_sync(summarizer, request)
-        else:
-            # Copy the context so the call stays a child of the caller's run (tracing, tags).
-            call = contextvars.copy_context().run
-            raw = _POOL.submit(call, _call_sync, summarizer, request).result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        _log_failure(f"timed out after {timeout}s")
-        return None
-    # The fallback boundary: a summarizer is the caller's code or a remote model, and its
-    # failure must degrade to the window, never raise into the user's graph.
-    except Exception as exc:  # noqa: BLE001
-        _log_failure(f"{type(exc).__name__}: {exc}", exc)
-        return None
-    note = _finish(raw)
-    if note is None:
-        _log_failure("empty answer")
-    return note
+    raw = call_guarded(
+        functools.partial(_call_sync, summarizer, request), what="summarizer", timeout=timeout
+    )
+    return _note_or_none(raw)
 
 
 async def asummarize_transcript(
@@ -255,16 +238,7 @@ async def asummarize_transcript(
     request = summary_request(messages, prompt=prompt)
     if request is None:
         return None
-    try:
-        raw = await asyncio.wait_for(_call_async(summarizer, request), timeout=timeout)
-    except asyncio.TimeoutError:
-        _log_failure(f"timed out after {timeout}s")
-        return None
-    # The fallback boundary, as in the sync twin.
-    except Exception as exc:  # noqa: BLE001
-        _log_failure(f"{type(exc).__name__}: {exc}", exc)
-        return None
-    note = _finish(raw)
-    if note is None:
-        _log_failure("empty answer")
-    return note
+    raw = await acall_guarded(
+        functools.partial(_call_async, summarizer, request), what="summarizer", timeout=timeout
+    )
+    return _note_or_none(raw)

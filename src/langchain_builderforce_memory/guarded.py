@@ -1,0 +1,79 @@
+"""Calls into the caller's code that must never fail the caller's graph.
+
+A summarizer (a remote model) and a recall function (a store, a vector search) are the two
+pieces of someone else's code this package calls on every fold and hand-off. Their failure
+is never the user's failure: an error, or a call that outlives its timeout, reads as "no
+answer" and the caller falls back (the held note or the window; the next note source, or
+the elision marker), with a log line saying why. This module is that one boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+__all__ = ["acall_guarded", "call_guarded", "log_no_answer"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bfmem-guarded")
+
+
+def log_no_answer(what: str, reason: str, exc: BaseException | None = None) -> None:
+    """One warning: ``what`` gave no answer, why, and that the caller falls back."""
+    logger.warning("%s gave no answer (%s); falling back", what, reason, exc_info=exc)
+
+
+def call_guarded(call: Callable[[], T], *, what: str, timeout: float | None) -> T | None:
+    """``call()``, or ``None`` (logged) when it raises or outlives ``timeout`` seconds.
+
+    With a timeout the call runs in a worker thread, in a copy of the caller's context (so
+    it stays a child of the caller's run for tracing and tags), and is abandoned, not
+    killed, when it outlives it.
+
+    Example:
+        >>> call_guarded(lambda: 1 / 0, what="demo", timeout=None) is None
+        True
+    """
+    try:
+        if timeout is None:
+            return call()
+        run = contextvars.copy_context().run
+        return _POOL.submit(run, call).result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        log_no_answer(what, f"timed out after {timeout}s")
+        return None
+    # The fallback boundary: the caller's code or a remote service; its failure must
+    # degrade (and be logged), never raise into the user's graph.
+    except Exception as exc:  # noqa: BLE001
+        log_no_answer(what, f"{type(exc).__name__}: {exc}", exc)
+        return None
+
+
+async def acall_guarded(
+    call: Callable[[], Awaitable[T]], *, what: str, timeout: float | None
+) -> T | None:
+    """Async twin of :func:`call_guarded` (``asyncio.wait_for`` bounds the call).
+
+    Example:
+        >>> async def slow() -> int:
+        ...     await asyncio.sleep(1)
+        ...     return 1
+        >>> asyncio.run(acall_guarded(slow, what="demo", timeout=0.01)) is None
+        True
+    """
+    try:
+        return await asyncio.wait_for(call(), timeout=timeout)
+    except asyncio.TimeoutError:
+        log_no_answer(what, f"timed out after {timeout}s")
+        return None
+    # The fallback boundary, as in the sync twin.
+    except Exception as exc:  # noqa: BLE001
+        log_no_answer(what, f"{type(exc).__name__}: {exc}", exc)
+        return None

@@ -138,8 +138,8 @@ from langgraph.runtime import Runtime
 from langmem.short_term import SummarizationNode
 from pydantic import PrivateAttr
 
+from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
 from langchain_builderforce_memory.messages import is_stamped, request_problems
-from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
 from langchain_builderforce_memory.testing import (
     CodingRun,
     ScriptedChatModel,

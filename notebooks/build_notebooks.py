@@ -356,7 +356,7 @@ def notebook_02() -> list[NotebookNode]:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
             from langchain_builderforce_memory import count_tokens, request_problems
-            from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+            from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
             from langchain_builderforce_memory.testing import (
                 ScriptedChatModel,
                 coding_agent_script,
@@ -512,7 +512,7 @@ def notebook_03() -> list[NotebookNode]:
             from langgraph.prebuilt import ToolNode, tools_condition
 
             from langchain_builderforce_memory import count_tokens, request_problems
-            from langchain_builderforce_memory.nodes import (
+            from langchain_builderforce_memory.agents.node import (
                 WorkingTranscriptNode,
                 WorkingTranscriptState,
             )
@@ -718,7 +718,7 @@ def notebook_04() -> list[NotebookNode]:
             from langchain.agents.middleware import ModelFallbackMiddleware
             from langgraph.checkpoint.memory import InMemorySaver
 
-            from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+            from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
 
             primary = ScriptedChatModel(
                 fail_with=RuntimeError("503 overloaded"),

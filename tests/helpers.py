@@ -430,12 +430,15 @@ def build_agent(
     """
     import warnings
 
-    from langchain_builderforce_memory.nodes import WorkingTranscriptNode, WorkingTranscriptState
+    from langchain_builderforce_memory.agents.node import (
+        WorkingTranscriptNode,
+        WorkingTranscriptState,
+    )
 
     if kind == "create_agent":
         from langchain.agents import create_agent
 
-        from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+        from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
 
         return create_agent(
             model,
@@ -472,7 +475,7 @@ def _hand_written_graph(
     from langgraph.graph import END, START, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
-    from langchain_builderforce_memory.nodes import WorkingTranscriptState
+    from langchain_builderforce_memory.agents.node import WorkingTranscriptState
 
     bound = model.bind_tools(list(tools))
     prompt = SystemMessage(system_prompt)

@@ -17,8 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_builderforce_memory.cli import main
-from langchain_builderforce_memory.cli_demo import DEMO_SYSTEM_PROMPT, DemoResult, run_demo
-from langchain_builderforce_memory.cli_load import TranscriptFileError, load_transcript_file
+from langchain_builderforce_memory.cli.demo import DEMO_SYSTEM_PROMPT, DemoResult, run_demo
+from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
 from langchain_builderforce_memory.handoff import is_volatile_tail, pack_handoff
 from langchain_builderforce_memory.messages import request_problems, role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
@@ -354,8 +354,8 @@ def test_importing_the_package_and_the_cli_needs_neither_rich_nor_matplotlib() -
     code = (
         "import sys\n"
         "import langchain_builderforce_memory, langchain_builderforce_memory.cli\n"
-        "import langchain_builderforce_memory.cli_demo, langchain_builderforce_memory.cli_report\n"
-        "import langchain_builderforce_memory.cli_inspect\n"
+        "import langchain_builderforce_memory.cli.demo, langchain_builderforce_memory.cli.report\n"
+        "import langchain_builderforce_memory.cli.inspect\n"
         "loaded = sorted(m for m in ('rich', 'matplotlib') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )

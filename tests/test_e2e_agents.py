@@ -17,8 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_builderforce_memory.adapter import EVENT_KEY
-from langchain_builderforce_memory.adapter_state import MEMO_KEY, WORKING_MEMORY_KEY
+from langchain_builderforce_memory.agents.driver import EVENT_KEY
+from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
 from langchain_builderforce_memory.handoff import handoff_budget_for_model, is_volatile_tail
 from langchain_builderforce_memory.messages import is_stamped, request_problems
 from langchain_builderforce_memory.testing import (

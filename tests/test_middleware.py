@@ -15,8 +15,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import StructuredTool, ToolException
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_builderforce_memory import adapter, adapter_state, policy
-from langchain_builderforce_memory.adapter import (
+from langchain_builderforce_memory.agents import driver as adapter
+from langchain_builderforce_memory.agents import policy
+from langchain_builderforce_memory.agents import state as adapter_state
+from langchain_builderforce_memory.agents.driver import (
     CODE_MAPS_HEADER,
     EVENT_KEY,
     MemoryCore,
@@ -24,7 +26,9 @@ from langchain_builderforce_memory.adapter import (
     make_core,
     run_turn,
 )
-from langchain_builderforce_memory.adapter_state import (
+from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
+from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
     read_run_memory,
@@ -32,8 +36,6 @@ from langchain_builderforce_memory.adapter_state import (
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import is_volatile_tail
 from langchain_builderforce_memory.messages import request_problems
-from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
-from langchain_builderforce_memory.policy import MemoryPolicy
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
@@ -86,9 +88,9 @@ def _record(messages: int, result: str = "r" * 4_000) -> list[BaseMessage]:
 
 def test_importing_without_langchain_names_the_agents_extra(monkeypatch: Any) -> None:
     monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
-    monkeypatch.delitem(sys.modules, "langchain_builderforce_memory.middleware")
+    monkeypatch.delitem(sys.modules, "langchain_builderforce_memory.agents.middleware")
     with pytest.raises(ImportError, match=r'pip install "langchain-builderforce-memory\[agents\]"'):
-        importlib.import_module("langchain_builderforce_memory.middleware")
+        importlib.import_module("langchain_builderforce_memory.agents.middleware")
 
 
 def test_only_the_request_is_shrunk_never_the_record_in_state() -> None:
@@ -204,7 +206,7 @@ def test_every_fold_is_streamed_as_a_custom_event_and_logged(caplog: Any) -> Non
         checkpointer=InMemorySaver(),
         max_tokens=12_000,
     )
-    with caplog.at_level(logging.INFO, logger="langchain_builderforce_memory.adapter"):
+    with caplog.at_level(logging.INFO, logger="langchain_builderforce_memory.agents.driver"):
         events = run_directives(agent, run.directives, mode="stream")
     folds = [e for e in events if e[EVENT_KEY] == "fold"]
     assert len(folds) == len(summarizer.calls) > 0
@@ -449,7 +451,7 @@ def test_the_examples_in_the_docstrings_run(module: Any) -> None:
 
 
 def test_the_middleware_example_runs() -> None:
-    import langchain_builderforce_memory.middleware as middleware
+    import langchain_builderforce_memory.agents.middleware as middleware
 
     result = doctest.testmod(middleware)
     assert result.attempted > 0

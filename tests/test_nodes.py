@@ -15,16 +15,16 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt import create_react_agent
 from typing_extensions import NotRequired
 
-from langchain_builderforce_memory import nodes
-from langchain_builderforce_memory.adapter import EVENT_KEY
-from langchain_builderforce_memory.adapter_state import MEMO_KEY, WORKING_MEMORY_KEY
-from langchain_builderforce_memory.handoff import is_volatile_tail
-from langchain_builderforce_memory.messages import request_problems
-from langchain_builderforce_memory.nodes import (
+from langchain_builderforce_memory.agents import node as nodes
+from langchain_builderforce_memory.agents.driver import EVENT_KEY
+from langchain_builderforce_memory.agents.node import (
     WorkingTranscriptKeys,
     WorkingTranscriptNode,
     WorkingTranscriptState,
 )
+from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
+from langchain_builderforce_memory.handoff import is_volatile_tail
+from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.store import CodeMapStore
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,

@@ -1,7 +1,7 @@
 """The ``bfmem`` command: see what the model was sent.
 
 ``bfmem demo`` runs an offline scripted coding agent through ``create_agent`` with
-:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` and a
+:class:`~langchain_builderforce_memory.agents.middleware.BuilderforceMemoryMiddleware` and a
 SQLite checkpointer, and shows what the full record would have cost against what was
 sent, the folds, the summarizer calls, prefix reuse and the brief (no API key, no
 network). ``bfmem inspect FILE`` shows what the window, the fold and the hand-off packer
@@ -149,13 +149,13 @@ def _error(err: TextIO, message: str) -> None:
 
 
 def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from langchain_builderforce_memory.cli_inspect import (
+    from langchain_builderforce_memory.cli.inspect import (
         DEFAULT_TARGET_MODEL_TOKENS,
         inspect_messages,
         render_json,
         render_table,
     )
-    from langchain_builderforce_memory.cli_load import TranscriptFileError, load_transcript_file
+    from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
     from langchain_builderforce_memory.tokens import TiktokenCounter, TokenCounter
 
     try:
@@ -193,8 +193,8 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        from langchain_builderforce_memory.cli_demo import run_demo
-        from langchain_builderforce_memory.cli_report import (
+        from langchain_builderforce_memory.cli.demo import run_demo
+        from langchain_builderforce_memory.cli.report import (
             DemoDependencyError,
             render_demo_json,
             render_demo_table,

@@ -1,6 +1,6 @@
 """``bfmem inspect``: what the window, the fold and the hand-off packer would send.
 
-Given a saved transcript (see :mod:`~langchain_builderforce_memory.cli_load`), it shows,
+Given a saved transcript (see :mod:`~langchain_builderforce_memory.cli.load`), it shows,
 message by message, what each of the three views does with it (kept, dropped, folded
 into the note, or re-injected as the active directive), then what each view costs in
 total, and any problem a strict provider would reject in the input itself.

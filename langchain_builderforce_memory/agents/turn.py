@@ -1,4 +1,6 @@
-"""The data one turn passes between its steps (see :mod:`langchain_builderforce_memory.adapter`).
+"""The data one turn passes between its steps.
+
+See :mod:`langchain_builderforce_memory.agents.driver`.
 
 :class:`TurnPlan` is what the state and the record say, :class:`FitPlan` what the
 hand-off packer is asked, :class:`TurnView` what the adapter sends and writes.
@@ -15,7 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from typing_extensions import TypedDict
 
-from langchain_builderforce_memory.adapter_state import RunMemoryState
+from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter

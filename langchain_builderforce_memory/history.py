@@ -51,8 +51,8 @@ Deprecation: langchain-core marks ``BaseChatMessageHistory`` and
 that still use them, on the whole supported langchain-core range; it raises no
 deprecation warning of its own (creating its default in-memory backing included), and
 leaves the ones your code triggers alone. New code should use
-:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` with
-``create_agent``, or :class:`~langchain_builderforce_memory.nodes.WorkingTranscriptNode` in
+:class:`~langchain_builderforce_memory.agents.middleware.BuilderforceMemoryMiddleware` with
+``create_agent``, or :class:`~langchain_builderforce_memory.agents.node.WorkingTranscriptNode` in
 a LangGraph graph, with a checkpointer.
 """
 

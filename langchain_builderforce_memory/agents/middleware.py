@@ -9,8 +9,8 @@ view exists only in the request (``request.override``): the record in state is n
 shrunk, and the system prompt (``request.system_message``) is counted and kept in front.
 
 State: the fold's memo and the working memory live in two PRIVATE state keys
-(:data:`~langchain_builderforce_memory.adapter_state.MEMO_KEY`,
-:data:`~langchain_builderforce_memory.adapter_state.WORKING_MEMORY_KEY`), plain JSON,
+(:data:`~langchain_builderforce_memory.agents.state.MEMO_KEY`,
+:data:`~langchain_builderforce_memory.agents.state.WORKING_MEMORY_KEY`), plain JSON,
 written with the model call's response (``ExtendedModelResponse``), so any checkpointer
 persists them and a resumed thread neither re-summarizes nor forgets its brief. They are
 marked ``PrivateStateAttr``: not part of the agent's input or output schema.
@@ -63,12 +63,12 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     msg = (
         "BuilderforceMemoryMiddleware needs LangChain v1 (the `langchain` package, for "
         'create_agent). Install it with: pip install "langchain-builderforce-memory[agents]". '
-        "For LangGraph without langchain, use langchain_builderforce_memory.nodes."
+        "For LangGraph without langchain, use langchain_builderforce_memory.agents.node."
         "WorkingTranscriptNode."
     )
     raise ImportError(msg) from exc
 
-from langchain_builderforce_memory.adapter import (
+from langchain_builderforce_memory.agents.driver import (
     MemoryOptions,
     arun_turn,
     asave_code_maps,
@@ -77,9 +77,9 @@ from langchain_builderforce_memory.adapter import (
     run_turn,
     save_code_maps,
 )
-from langchain_builderforce_memory.adapter_state import RunMemoryState
+from langchain_builderforce_memory.agents.state import RunMemoryState
+from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.transcript.summary import Summarizer
-from langchain_builderforce_memory.turn import TurnView
 
 __all__ = ["BuilderforceMemoryMiddleware", "BuilderforceMemoryState"]
 
@@ -125,8 +125,8 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         summarizer: Folds the older part of the run into a note: a chat model (tag it
             cheap), any ``Runnable``, or a function ``(prompt messages) -> str``. ``None``
             only windows (drops the oldest, in chunks).
-        **options: Keyword options (:class:`~langchain_builderforce_memory.adapter.
-            MemoryOptions`): the :class:`~langchain_builderforce_memory.policy.MemoryPolicy`
+        **options: Keyword options (:class:`~langchain_builderforce_memory.agents.driver.
+            MemoryOptions`): the :class:`~langchain_builderforce_memory.agents.policy.MemoryPolicy`
             numbers (``max_tokens=64_000``, ``max_messages=80``, ``tail_tokens=40_000``,
             ``working_memory=True``, ``fit_to_model=True``, ...), ``token_counter``,
             ``code_maps`` (a ``CodeMapStore``), ``code_map_scope`` and ``tool_mapper``.

@@ -3,7 +3,7 @@
 The measurements are pure functions over the requests a model recorded (what it was
 actually SENT), so the demo, its tests and the notebooks read the same numbers the same
 way: prefix reuse, where the folds were, the brief, and what the full record would have
-cost at each call. The renderers print a :class:`~langchain_builderforce_memory.cli_demo.
+cost at each call. The renderers print a :class:`~langchain_builderforce_memory.cli.demo.
 DemoResult` as tables (rich), JSON, or a PNG (matplotlib); both libraries are imported
 inside the functions that use them.
 """
@@ -27,7 +27,7 @@ from langchain_builderforce_memory.tokens import TokenCounter, resolve_token_cou
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 
 if TYPE_CHECKING:
-    from langchain_builderforce_memory.cli_demo import DemoResult
+    from langchain_builderforce_memory.cli.demo import DemoResult
 
 __all__ = [
     "DemoDependencyError",

@@ -1,7 +1,7 @@
 """The per-turn core both agent adapters share: record -> view, memo, brief, fit, events.
 
-:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` (for
-``create_agent``) and :class:`~langchain_builderforce_memory.nodes.WorkingTranscriptNode`
+:class:`~langchain_builderforce_memory.agents.middleware.BuilderforceMemoryMiddleware` (for
+``create_agent``) and :class:`~langchain_builderforce_memory.agents.node.WorkingTranscriptNode`
 (for ``create_react_agent`` and hand-written ``StateGraph`` s) are thin: they read the
 graph's state, call :func:`run_turn` / :func:`arun_turn`, send the view and write back
 the small state the core returned. Everything a turn decides is here, once, as data
@@ -45,10 +45,14 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from typing_extensions import TypedDict
 
-from langchain_builderforce_memory.adapter_core import (
+from langchain_builderforce_memory.agents.core import (
     CODE_MAPS_HEADER,
     EVENT_KEY,
     MemoryCore,
+)
+from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
+from langchain_builderforce_memory.agents.turn import (
+    TurnView,
 )
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import (
@@ -56,7 +60,6 @@ from langchain_builderforce_memory.handoff import (
     apack_handoff,
     pack_handoff,
 )
-from langchain_builderforce_memory.policy import CodeMapScope, MemoryPolicy
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
@@ -66,9 +69,6 @@ from langchain_builderforce_memory.transcript.fold import (
     fold_turn,
 )
 from langchain_builderforce_memory.transcript.summary import Summarizer
-from langchain_builderforce_memory.turn import (
-    TurnView,
-)
 from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
 
 __all__ = [

@@ -3,7 +3,7 @@
 :func:`run_demo` plays a scripted coding run (:mod:`~langchain_builderforce_memory.testing`:
 reads, greps and edits with multi-kilobyte outputs, parallel calls, several user
 directives) through ``langchain.agents.create_agent`` with
-:class:`~langchain_builderforce_memory.middleware.BuilderforceMemoryMiddleware` and a
+:class:`~langchain_builderforce_memory.agents.middleware.BuilderforceMemoryMiddleware` and a
 ``SqliteSaver`` checkpointer, and returns a :class:`DemoResult`: per model call, what the
 full record would have cost against what the model was actually sent, where the folds
 happened, the summarizer calls, prefix reuse and the brief. Nothing needs an API key or
@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_builderforce_memory.adapter import EVENT_KEY
-from langchain_builderforce_memory.cli_report import (
+from langchain_builderforce_memory.agents.driver import EVENT_KEY
+from langchain_builderforce_memory.cli.report import (
     brief_of,
     fold_turns,
     full_tokens_per_call,
@@ -309,7 +309,7 @@ def run_demo(
         from langchain.agents import create_agent
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        from langchain_builderforce_memory.middleware import BuilderforceMemoryMiddleware
+        from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
     except ImportError as exc:
         raise missing("langchain and langgraph-checkpoint-sqlite", exc) from exc
     run = coding_agent_script(turns=turns, directives=directives, seed=seed)

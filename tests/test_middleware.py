@@ -23,7 +23,6 @@ from langchain_builderforce_memory.agents.driver import (
     EVENT_KEY,
     MemoryCore,
     arun_turn,
-    make_core,
     run_turn,
 )
 from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
@@ -355,8 +354,7 @@ def test_a_summarizer_that_is_not_callable_is_rejected() -> None:
 
 
 def _core(**options: Any) -> MemoryCore:
-    summarizer = options.pop("summarizer", None)
-    return make_core(summarizer, options, where="test")
+    return BuilderforceMemoryMiddleware(**options).core
 
 
 def test_a_retried_model_call_reuses_the_turns_fold() -> None:

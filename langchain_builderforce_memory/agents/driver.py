@@ -34,120 +34,46 @@ The sync and async drivers share every step; only the summarizer / store calls d
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
-from typing import Any, Final
+from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from typing_extensions import TypedDict
 
 from langchain_builderforce_memory.agents.core import (
     CODE_MAPS_HEADER,
     EVENT_KEY,
     MemoryCore,
 )
-from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
 from langchain_builderforce_memory.agents.turn import (
     TurnView,
 )
-from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import (
     ToolLike,
     apack_handoff,
     pack_handoff,
 )
-from langchain_builderforce_memory.store import CodeMap, CodeMapStore
-from langchain_builderforce_memory.tokens import (
-    TokenCounterLike,
-)
+from langchain_builderforce_memory.store import CodeMap
 from langchain_builderforce_memory.transcript.fold import (
     afold_turn,
     fold_turn,
 )
-from langchain_builderforce_memory.transcript.summary import Summarizer
 from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
 
 __all__ = [
     "CODE_MAPS_HEADER",
     "EVENT_KEY",
     "MemoryCore",
-    "MemoryOptions",
     "arun_turn",
     "asave_code_maps",
     "emit_events",
-    "make_core",
     "run_turn",
     "save_code_maps",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class MemoryOptions(TypedDict, total=False):
-    """The keyword options both adapters take.
-
-    The numbers are :class:`MemoryPolicy`'s fields; the rest are :class:`MemoryCore`'s.
-    """
-
-    max_tokens: int
-    max_messages: int
-    tail_tokens: int
-    min_tail_messages: int
-    max_tail_messages: int
-    working_memory: bool
-    tail_reserve_tokens: int
-    fit_to_model: bool
-    reserve_output_tokens: int | None
-    handoff_summarize: bool
-    timeout: float | None
-    code_map_limit: int
-    token_counter: TokenCounterLike
-    code_maps: CodeMapStore | None
-    code_map_scope: CodeMapScope
-    tool_mapper: ToolObservationMapper | None
-
-
-_POLICY_FIELDS: Final = frozenset(f.name for f in fields(MemoryPolicy))
-_CORE_FIELDS: Final = frozenset({"token_counter", "code_maps", "code_map_scope", "tool_mapper"})
-
-
-def make_core(
-    summarizer: Summarizer | None, options: Mapping[str, Any], *, where: str
-) -> MemoryCore:
-    """A :class:`MemoryCore` from an adapter's keyword options.
-
-    Raises:
-        TypeError: an unknown option, naming the closest known one.
-        ValueError: a bad policy number (see :class:`MemoryPolicy`).
-
-    Example:
-        >>> make_core(None, {"max_tokens": 32_000}, where="demo").policy.fold_budget
-        29000
-        >>> make_core(None, {"max_token": 1}, where="demo")
-        Traceback (most recent call last):
-        ...
-        TypeError: demo: unknown option 'max_token' (did you mean 'max_tokens'?).
-    """
-    known = _POLICY_FIELDS | _CORE_FIELDS
-    for name in options:
-        if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {sorted(known)}"
-            msg = f"{where}: unknown option {name!r}{hint}."
-            raise TypeError(msg)
-    policy = MemoryPolicy(**{k: v for k, v in options.items() if k in _POLICY_FIELDS})
-    return MemoryCore(
-        policy,
-        summarizer=summarizer,
-        token_counter=options.get("token_counter"),
-        code_maps=options.get("code_maps"),
-        code_map_scope=options.get("code_map_scope", "default"),
-        tool_mapper=options.get("tool_mapper"),
-    )
 
 
 def emit_events(
@@ -193,6 +119,7 @@ def run_turn(
 
     Example:
         >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.agents.policy import MemoryPolicy
         >>> turn = run_turn(MemoryCore(MemoryPolicy()), [HumanMessage("hi")], {})
         >>> [m.content for m in turn.messages], sorted(turn.update)
         (['hi'], ['builderforce_working_memory'])

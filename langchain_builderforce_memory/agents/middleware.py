@@ -48,7 +48,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired, Unpack
+from typing_extensions import NotRequired
 
 try:
     from langchain.agents.middleware import (
@@ -68,18 +68,33 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     )
     raise ImportError(msg) from exc
 
+from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import (
-    MemoryOptions,
     arun_turn,
     asave_code_maps,
     emit_events,
-    make_core,
     run_turn,
     save_code_maps,
 )
+from langchain_builderforce_memory.agents.policy import (
+    CODE_MAP_LIMIT,
+    TAIL_RESERVE_TOKENS,
+    CodeMapScope,
+    MemoryPolicy,
+)
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.turn import TurnView
+from langchain_builderforce_memory.options import keyword_options
+from langchain_builderforce_memory.store import CodeMapStore
+from langchain_builderforce_memory.tokens import TokenCounterLike
+from langchain_builderforce_memory.transcript.plan import (
+    COMPACT_TAIL_MAX_MESSAGES,
+    COMPACT_TAIL_TOKEN_BUDGET,
+    COMPACT_TAIL_TURNS,
+)
 from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = ["BuilderforceMemoryMiddleware", "BuilderforceMemoryState"]
 
@@ -118,6 +133,7 @@ def _respond(response: ModelResponse[Any], turn: TurnView) -> Any:
     return ExtendedModelResponse(model_response=response, command=Command(update=turn.update))
 
 
+@keyword_options
 class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any, Any]):
     """Window / fold the agent's view, add the brief, fit the serving model; every turn.
 
@@ -125,11 +141,10 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         summarizer: Folds the older part of the run into a note: a chat model (tag it
             cheap), any ``Runnable``, or a function ``(prompt messages) -> str``. ``None``
             only windows (drops the oldest, in chunks).
-        **options: Keyword options (:class:`~langchain_builderforce_memory.agents.driver.
-            MemoryOptions`): the :class:`~langchain_builderforce_memory.agents.policy.MemoryPolicy`
-            numbers (``max_tokens=64_000``, ``max_messages=80``, ``tail_tokens=40_000``,
-            ``working_memory=True``, ``fit_to_model=True``, ...), ``token_counter``,
-            ``code_maps`` (a ``CodeMapStore``), ``code_map_scope`` and ``tool_mapper``.
+
+    The options after ``summarizer`` are the fields of
+    :class:`~langchain_builderforce_memory.agents.policy.MemoryPolicy` (one is built from them)
+    and the working-memory wiring; their paragraphs are shared with it.
 
     Raises:
         TypeError: an unknown option or an argument of the wrong kind.
@@ -150,11 +165,50 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
     state_schema = BuilderforceMemoryState
 
     def __init__(
-        self, summarizer: Summarizer | None = None, **options: Unpack[MemoryOptions]
+        self,
+        summarizer: Summarizer | None = None,
+        *,
+        max_tokens: int = HISTORY_TOKEN_BUDGET,
+        max_messages: int = HISTORY_WINDOW,
+        tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
+        min_tail_messages: int = COMPACT_TAIL_TURNS,
+        max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
+        working_memory: bool = True,
+        tail_reserve_tokens: int = TAIL_RESERVE_TOKENS,
+        fit_to_model: bool = True,
+        reserve_output_tokens: int | None = None,
+        handoff_summarize: bool = False,
+        timeout: float | None = None,
+        code_map_limit: int = CODE_MAP_LIMIT,
+        token_counter: TokenCounterLike = None,
+        code_maps: CodeMapStore | None = None,
+        code_map_scope: CodeMapScope = "default",
+        tool_mapper: ToolObservationMapper | None = None,
     ) -> None:
         super().__init__()
-        self.core = make_core(summarizer, options, where=type(self).__name__)
-        self.policy = self.core.policy
+        policy = MemoryPolicy(
+            max_tokens=max_tokens,
+            max_messages=max_messages,
+            tail_tokens=tail_tokens,
+            min_tail_messages=min_tail_messages,
+            max_tail_messages=max_tail_messages,
+            working_memory=working_memory,
+            tail_reserve_tokens=tail_reserve_tokens,
+            fit_to_model=fit_to_model,
+            reserve_output_tokens=reserve_output_tokens,
+            handoff_summarize=handoff_summarize,
+            timeout=timeout,
+            code_map_limit=code_map_limit,
+        )
+        self.core = MemoryCore(
+            policy,
+            summarizer=summarizer,
+            token_counter=token_counter,
+            code_maps=code_maps,
+            code_map_scope=code_map_scope,
+            tool_mapper=tool_mapper,
+        )
+        self.policy = policy
         self.tools = []
 
     def wrap_model_call(

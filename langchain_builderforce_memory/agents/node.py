@@ -36,16 +36,21 @@ from langgraph.config import get_stream_writer
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.managed import RemainingSteps
 from langgraph.types import StreamWriter
-from typing_extensions import NotRequired, Required, TypedDict, Unpack
+from typing_extensions import NotRequired, Required, TypedDict
 
+from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import (
-    MemoryOptions,
     arun_turn,
     asave_code_maps,
     emit_events,
-    make_core,
     run_turn,
     save_code_maps,
+)
+from langchain_builderforce_memory.agents.policy import (
+    CODE_MAP_LIMIT,
+    TAIL_RESERVE_TOKENS,
+    CodeMapScope,
+    MemoryPolicy,
 )
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
@@ -57,7 +62,17 @@ from langchain_builderforce_memory.agents.state import (
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
 from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.options import keyword_options
+from langchain_builderforce_memory.store import CodeMapStore
+from langchain_builderforce_memory.tokens import TokenCounterLike
+from langchain_builderforce_memory.transcript.plan import (
+    COMPACT_TAIL_MAX_MESSAGES,
+    COMPACT_TAIL_TOKEN_BUDGET,
+    COMPACT_TAIL_TURNS,
+)
 from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = [
     "DEFAULT_VIEW_KEY",
@@ -115,6 +130,7 @@ def _stream_writer() -> StreamWriter | None:
         return None
 
 
+@keyword_options
 class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
     """Window / fold the record into the model's view, add the brief, fit the model.
 
@@ -136,10 +152,10 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             tail): the destructive ``RemoveMessage(REMOVE_ALL_MESSAGES)`` overwrite, which
             the node never does unless asked. The memo is then reset (the record is the
             view).
-        **options: The shared keyword options (:class:`~langchain_builderforce_memory.
-            adapter.MemoryOptions`): ``max_tokens=64_000``, ``max_messages=80``,
-            ``tail_tokens=40_000``, ``working_memory=True``, ``fit_to_model=True``,
-            ``token_counter``, ``code_maps``, ``code_map_scope``, ``tool_mapper``...
+
+    The options after ``summarizer`` are the fields of
+    :class:`~langchain_builderforce_memory.agents.policy.MemoryPolicy` (one is built from them)
+    and the working-memory wiring; their paragraphs are shared with it.
 
     Raises:
         TypeError: an unknown option or an argument of the wrong kind.
@@ -163,7 +179,22 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         messages_key: str = "messages",
         view_key: str = DEFAULT_VIEW_KEY,
         overwrite_messages: bool = False,
-        **options: Unpack[MemoryOptions],
+        max_tokens: int = HISTORY_TOKEN_BUDGET,
+        max_messages: int = HISTORY_WINDOW,
+        tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
+        min_tail_messages: int = COMPACT_TAIL_TURNS,
+        max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
+        working_memory: bool = True,
+        tail_reserve_tokens: int = TAIL_RESERVE_TOKENS,
+        fit_to_model: bool = True,
+        reserve_output_tokens: int | None = None,
+        handoff_summarize: bool = False,
+        timeout: float | None = None,
+        code_map_limit: int = CODE_MAP_LIMIT,
+        token_counter: TokenCounterLike = None,
+        code_maps: CodeMapStore | None = None,
+        code_map_scope: CodeMapScope = "default",
+        tool_mapper: ToolObservationMapper | None = None,
     ) -> None:
         for name, key in (("messages_key", messages_key), ("view_key", view_key)):
             if not isinstance(key, str) or not key:
@@ -184,8 +215,29 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         if prompt is not None and not isinstance(prompt, str | SystemMessage):
             msg = f"system_prompt must be a str or a SystemMessage; got {type(prompt).__name__}."
             raise TypeError(msg)
-        self.core = make_core(summarizer, options, where=type(self).__name__)
-        self.policy = self.core.policy
+        policy = MemoryPolicy(
+            max_tokens=max_tokens,
+            max_messages=max_messages,
+            tail_tokens=tail_tokens,
+            min_tail_messages=min_tail_messages,
+            max_tail_messages=max_tail_messages,
+            working_memory=working_memory,
+            tail_reserve_tokens=tail_reserve_tokens,
+            fit_to_model=fit_to_model,
+            reserve_output_tokens=reserve_output_tokens,
+            handoff_summarize=handoff_summarize,
+            timeout=timeout,
+            code_map_limit=code_map_limit,
+        )
+        self.core = MemoryCore(
+            policy,
+            summarizer=summarizer,
+            token_counter=token_counter,
+            code_maps=code_maps,
+            code_map_scope=code_map_scope,
+            tool_mapper=tool_mapper,
+        )
+        self.policy = policy
         self.system_prompt = (
             SystemMessage(system_prompt) if isinstance(system_prompt, str) else system_prompt
         )

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from langchain_core.runnables import RunnableConfig
 
+from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
@@ -21,22 +22,37 @@ from langchain_builderforce_memory.transcript.plan import (
 )
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 
-__all__ = ["CodeMapScope", "MemoryPolicy"]
+__all__ = ["CODE_MAP_LIMIT", "TAIL_RESERVE_TOKENS", "CodeMapScope", "MemoryPolicy"]
 
 CodeMapScope: TypeAlias = "str | Sequence[str] | Callable[[RunnableConfig], str | Sequence[str]]"
 """Whose code maps a run reads and writes: labels, or a function of the run's config
 (e.g. ``lambda c: ("team", c["configurable"]["user_id"])``)."""
 
 
-def _check_int(name: str, value: object, *, minimum: int = 1) -> None:
+TAIL_RESERVE_TOKENS: Final = 3_000
+"""Default :attr:`MemoryPolicy.tail_reserve_tokens`: room for the brief and recalled maps."""
+
+CODE_MAP_LIMIT: Final = 3
+"""Default :attr:`MemoryPolicy.code_map_limit`."""
+
+
+def _check_int(name: str, value: object, default: int | None, *, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{name} must be an int >= {minimum}; got {value!r}."
+        fix = f"pass {name}={default!r} (the default)" if default is not None else "omit it"
+        msg = f"{name} must be an int >= {minimum}; got {value!r}. Fix: {fix}."
         raise ValueError(msg)
 
 
+@keyword_options
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryPolicy:
     """What both adapters do each turn, validated once at construction.
+
+    The adapters (``BuilderforceMemoryMiddleware``, ``WorkingTranscriptNode``) take the
+    same options as keywords and build one of these; each field is documented below.
+
+    Raises:
+        ValueError: a bad number or flag, naming it, the value given and the fix.
 
     Example:
         >>> MemoryPolicy(max_tokens=32_000).fold_budget
@@ -47,48 +63,33 @@ class MemoryPolicy:
         ValueError: max_tokens (2000) must exceed tail_reserve_tokens (3000), ...
     """
 
+    # Each field's paragraph is in options.OPTION_DOCS, shared with the adapters' docs.
     max_tokens: int = HISTORY_TOKEN_BUDGET
-    """Tokens a request may hold: system prompt, view and volatile tail together."""
     max_messages: int = HISTORY_WINDOW
-    """Conversation messages the view may hold (system messages excluded)."""
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
-    """Tokens a fold keeps verbatim after its note (the fold also caps it by its share
-    of the room left, so a small ``max_tokens`` still leaves headroom)."""
     min_tail_messages: int = COMPACT_TAIL_TURNS
-    """Messages a fold keeps verbatim at the least, however large."""
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES
-    """Messages a fold keeps verbatim at the most."""
     working_memory: bool = True
-    """Keep the run's working memory and send its brief as the volatile tail."""
-    tail_reserve_tokens: int = 3_000
-    """Tokens held back from the fold for the volatile tail (brief + recalled maps) when
-    working memory is on. Fixed, not the tail's size of the day: the fold's budget, and
-    with it the view's cut points (the provider's prefix cache), stays put while the
-    brief grows. A longer tail loses its last lines."""
+    tail_reserve_tokens: int = TAIL_RESERVE_TOKENS
     fit_to_model: bool = True
-    """Fit the view to the serving model's window (its profile) with the hand-off packer."""
     reserve_output_tokens: int | None = None
-    """Tokens held back for the reply when fitting. ``None``: the request's ``max_tokens``
-    setting, else the profile's ``max_output_tokens`` (at most a quarter of the window)."""
     handoff_summarize: bool = False
-    """Let the packer call the summarizer for what it drops. Off by default: the packer
-    runs on EVERY turn a smaller model serves, and a summarizer call a turn is the cost
-    the fold exists to avoid; the fold's own note is pinned in the packed view instead."""
     timeout: float | None = None
-    """Seconds a summarizer (or recall) call may take before it counts as failed."""
-    code_map_limit: int = 3
-    """Code maps recalled into the brief at most."""
+    code_map_limit: int = CODE_MAP_LIMIT
 
     def __post_init__(self) -> None:
         for flag in ("working_memory", "fit_to_model", "handoff_summarize"):
             if not isinstance(getattr(self, flag), bool):
-                msg = f"{flag} must be True or False; got {getattr(self, flag)!r}."
+                msg = (
+                    f"{flag} must be True or False; got {getattr(self, flag)!r}. "
+                    f"Fix: pass {flag}=True or {flag}=False."
+                )
                 raise ValueError(msg)
-        _check_int("max_tokens", self.max_tokens)
-        _check_int("tail_reserve_tokens", self.tail_reserve_tokens, minimum=0)
-        _check_int("code_map_limit", self.code_map_limit)
+        _check_int("max_tokens", self.max_tokens, HISTORY_TOKEN_BUDGET)
+        _check_int("tail_reserve_tokens", self.tail_reserve_tokens, TAIL_RESERVE_TOKENS, minimum=0)
+        _check_int("code_map_limit", self.code_map_limit, CODE_MAP_LIMIT)
         if self.reserve_output_tokens is not None:
-            _check_int("reserve_output_tokens", self.reserve_output_tokens, minimum=0)
+            _check_int("reserve_output_tokens", self.reserve_output_tokens, None, minimum=0)
         if self.fold_budget < 1:
             msg = (
                 f"max_tokens ({self.max_tokens}) must exceed tail_reserve_tokens "

@@ -3,6 +3,11 @@
 The record (graph state, a chat history's store) is never shrunk; only the model's view
 is: a chunked drop-oldest window, an incremental fold into one memory note, a hand-off
 packer for smaller models, and the run's working memory restated as a brief.
+
+The names below are the public API. Every other name lives in its own module
+(``transcript``, ``handoff``, ``working``, ``agents``, ``tokens``, ``messages``, ...) and is
+imported from there. Names are loaded on first use (PEP 562), so importing one submodule
+(``bfmem --help`` imports ``cli.main``) does not import LangChain and LangGraph.
 """
 
 from __future__ import annotations
@@ -10,197 +15,212 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from langchain_builderforce_memory.agents.node import (
-    WorkingTranscriptKeys,
-    WorkingTranscriptNode,
-    WorkingTranscriptState,
-)
-from langchain_builderforce_memory.agents.policy import (
-    MemoryPolicy,
-)
-from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
-from langchain_builderforce_memory.handoff import (
-    HandoffPack,
-    apack_handoff,
-    handoff_budget,
-    handoff_budget_for_model,
-    is_volatile_tail,
-    pack_handoff,
-    volatile_tail,
-)
-from langchain_builderforce_memory.history import (
-    CompactingChatMessageHistory,
-)
-from langchain_builderforce_memory.messages import (
-    STAMP_KEY,
-    ToolCallUnit,
-    message_id,
-    repair_request,
-    request_problems,
-    role_of,
-    tool_call_units,
-)
-from langchain_builderforce_memory.store import CodeMapRecall, CodeMapStore
-from langchain_builderforce_memory.tokens import (
-    ApproximateTokenCounter,
-    CallableTokenCounter,
-    TiktokenCounter,
-    TokenCounter,
-    count_tokens,
-    resolve_token_counter,
-)
-from langchain_builderforce_memory.transcript.fold import (
-    COMPACT_TAIL_TOKEN_BUDGET,
-    COMPACT_TAIL_TURNS,
-    CompactMemo,
-    FoldPolicy,
-    TranscriptFold,
-    WorkingTranscript,
-    abuild_working_transcript,
-    assemble_compacted,
-    build_working_transcript,
-    compact_tail_start_for_budget,
-    pinned_directive_index,
-    verbatim_start,
-)
-from langchain_builderforce_memory.transcript.markers import (
-    CONSOLIDATION_MARKER_PREFIX,
-    ConsolidationMarkerMeta,
-    consolidation_marker,
-    consolidation_marker_content,
-    consolidation_marker_of,
-    fold_keep_from_id,
-    is_consolidation_marker,
-    last_consolidation_index,
-    scope_to_consolidation,
-)
-from langchain_builderforce_memory.transcript.summary import (
-    TRANSCRIPT_SUMMARY_MAX_TOKENS,
-    TRANSCRIPT_SUMMARY_PROMPT,
-    Summarizer,
-    asummarize_transcript,
-    render_for_summary,
-    summarize_transcript,
-)
-from langchain_builderforce_memory.transcript.window import (
-    HISTORY_TOKEN_BUDGET,
-    HISTORY_TOKEN_DROP_CHUNK,
-    HISTORY_WINDOW,
-    HISTORY_WINDOW_DROP_CHUNK,
-    still_in_working_context,
-    windowed,
-)
-from langchain_builderforce_memory.working import (
-    ConsolidatedMemory,
-    Observation,
-    WorkingMemory,
-    WorkingMemorySnapshot,
-    consolidate,
-    consolidated_key,
-    merge_consolidated,
-    rank_by_count,
-)
-from langchain_builderforce_memory.working.mapper import (
-    ToolObservationMapper,
-    observations_from_tool_call,
-)
+from langchain_builderforce_memory._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from langchain_builderforce_memory.agents.middleware import (
         BuilderforceMemoryMiddleware,
         BuilderforceMemoryState,
     )
+    from langchain_builderforce_memory.agents.node import (
+        WorkingTranscriptKeys,
+        WorkingTranscriptNode,
+        WorkingTranscriptState,
+    )
+    from langchain_builderforce_memory.agents.policy import MemoryPolicy
+    from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
+    from langchain_builderforce_memory.handoff import (
+        HandoffPack,
+        apack_handoff,
+        handoff_budget_for_model,
+        pack_handoff,
+        volatile_tail,
+    )
+    from langchain_builderforce_memory.history import CompactingChatMessageHistory
+    from langchain_builderforce_memory.messages import repair_request, request_problems
+    from langchain_builderforce_memory.store import CodeMapStore
+    from langchain_builderforce_memory.tokens import (
+        ApproximateTokenCounter,
+        TiktokenCounter,
+        TokenCounter,
+        count_tokens,
+    )
+    from langchain_builderforce_memory.transcript.fold import (
+        CompactMemo,
+        WorkingTranscript,
+        abuild_working_transcript,
+        build_working_transcript,
+    )
+    from langchain_builderforce_memory.transcript.markers import (
+        consolidation_marker,
+        is_consolidation_marker,
+        scope_to_consolidation,
+    )
+    from langchain_builderforce_memory.transcript.summary import Summarizer
+    from langchain_builderforce_memory.transcript.window import windowed
+    from langchain_builderforce_memory.working import WorkingMemory
+    from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
-from langchain_builderforce_memory._version import __version__ as __version__
+_PACKAGE = "langchain_builderforce_memory"
 
-_LAZY = {
+_MODULES: dict[str, tuple[str, ...]] = {
     # The create_agent middleware needs `langchain` (the [agents] extra); everything else
-    # runs on langchain-core and langgraph, so it is imported on first use only.
-    "BuilderforceMemoryMiddleware": "langchain_builderforce_memory.agents.middleware",
-    "BuilderforceMemoryState": "langchain_builderforce_memory.agents.middleware",
+    # runs on langchain-core and langgraph.
+    "agents.middleware": ("BuilderforceMemoryMiddleware", "BuilderforceMemoryState"),
+    "agents.node": ("WorkingTranscriptKeys", "WorkingTranscriptNode", "WorkingTranscriptState"),
+    "agents.policy": ("MemoryPolicy",),
+    "callbacks": ("WorkingMemoryCallbackHandler",),
+    "handoff": (
+        "HandoffPack",
+        "apack_handoff",
+        "handoff_budget_for_model",
+        "pack_handoff",
+        "volatile_tail",
+    ),
+    "history": ("CompactingChatMessageHistory",),
+    "messages": ("repair_request", "request_problems"),
+    "store": ("CodeMapStore",),
+    "tokens": ("ApproximateTokenCounter", "TiktokenCounter", "TokenCounter", "count_tokens"),
+    "transcript.fold": (
+        "CompactMemo",
+        "WorkingTranscript",
+        "abuild_working_transcript",
+        "build_working_transcript",
+    ),
+    "transcript.markers": (
+        "consolidation_marker",
+        "is_consolidation_marker",
+        "scope_to_consolidation",
+    ),
+    "transcript.summary": ("Summarizer",),
+    "transcript.window": ("windowed",),
+    "working": ("WorkingMemory",),
+    "working.mapper": ("ToolObservationMapper",),
+}
+_LAZY: dict[str, str] = {
+    name: f"{_PACKAGE}.{module}" for module, names in _MODULES.items() for name in names
+}
+
+_MOVED: dict[str, str] = {
+    # Names the root exported before the public API was cut to what the README and the
+    # notebooks use: an AttributeError for them says where they live now.
+    **dict.fromkeys(
+        ("COMPACT_TAIL_TOKEN_BUDGET", "COMPACT_TAIL_TURNS", "FoldPolicy", "TranscriptFold"),
+        "transcript.fold",
+    ),
+    **dict.fromkeys(
+        (
+            "assemble_compacted",
+            "compact_tail_start_for_budget",
+            "pinned_directive_index",
+            "verbatim_start",
+        ),
+        "transcript.fold",
+    ),
+    **dict.fromkeys(
+        (
+            "CONSOLIDATION_MARKER_PREFIX",
+            "ConsolidationMarkerMeta",
+            "consolidation_marker_content",
+            "consolidation_marker_of",
+            "fold_keep_from_id",
+            "last_consolidation_index",
+        ),
+        "transcript.markers",
+    ),
+    **dict.fromkeys(
+        (
+            "TRANSCRIPT_SUMMARY_MAX_TOKENS",
+            "TRANSCRIPT_SUMMARY_PROMPT",
+            "asummarize_transcript",
+            "render_for_summary",
+            "summarize_transcript",
+        ),
+        "transcript.summary",
+    ),
+    **dict.fromkeys(
+        (
+            "HISTORY_TOKEN_BUDGET",
+            "HISTORY_TOKEN_DROP_CHUNK",
+            "HISTORY_WINDOW",
+            "HISTORY_WINDOW_DROP_CHUNK",
+            "still_in_working_context",
+        ),
+        "transcript.window",
+    ),
+    **dict.fromkeys(
+        ("STAMP_KEY", "ToolCallUnit", "message_id", "role_of", "tool_call_units"), "messages"
+    ),
+    **dict.fromkeys(("CallableTokenCounter", "resolve_token_counter"), "tokens"),
+    **dict.fromkeys(("handoff_budget", "is_volatile_tail"), "handoff"),
+    **dict.fromkeys(
+        (
+            "ConsolidatedMemory",
+            "Observation",
+            "WorkingMemorySnapshot",
+            "consolidate",
+            "consolidated_key",
+            "merge_consolidated",
+            "rank_by_count",
+        ),
+        "working",
+    ),
+    "observations_from_tool_call": "working.mapper",
+    "CodeMapRecall": "store",
 }
 
 
 def __getattr__(name: str) -> object:
+    """Import a public name on first use (PEP 562); point a moved name to its module."""
     module = _LAZY.get(name)
     if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
+        moved = _MOVED.get(name)
+        hint = (
+            f"; it is not part of the public API: import it from {_PACKAGE}.{moved}"
+            if moved
+            else ""
+        )
+        msg = f"module {__name__!r} has no attribute {name!r}{hint}"
         raise AttributeError(msg)
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [
-    "COMPACT_TAIL_TOKEN_BUDGET",
-    "COMPACT_TAIL_TURNS",
-    "CONSOLIDATION_MARKER_PREFIX",
-    "HISTORY_TOKEN_BUDGET",
-    "HISTORY_TOKEN_DROP_CHUNK",
-    "HISTORY_WINDOW",
-    "HISTORY_WINDOW_DROP_CHUNK",
-    "STAMP_KEY",
-    "TRANSCRIPT_SUMMARY_MAX_TOKENS",
-    "TRANSCRIPT_SUMMARY_PROMPT",
     "ApproximateTokenCounter",
     "BuilderforceMemoryMiddleware",
     "BuilderforceMemoryState",
-    "CallableTokenCounter",
-    "CodeMapRecall",
     "CodeMapStore",
     "CompactMemo",
     "CompactingChatMessageHistory",
-    "ConsolidatedMemory",
-    "ConsolidationMarkerMeta",
-    "FoldPolicy",
     "HandoffPack",
     "MemoryPolicy",
-    "Observation",
     "Summarizer",
     "TiktokenCounter",
     "TokenCounter",
-    "ToolCallUnit",
     "ToolObservationMapper",
-    "TranscriptFold",
     "WorkingMemory",
     "WorkingMemoryCallbackHandler",
-    "WorkingMemorySnapshot",
     "WorkingTranscript",
     "WorkingTranscriptKeys",
     "WorkingTranscriptNode",
     "WorkingTranscriptState",
     "abuild_working_transcript",
     "apack_handoff",
-    "assemble_compacted",
-    "asummarize_transcript",
     "build_working_transcript",
-    "compact_tail_start_for_budget",
-    "consolidate",
-    "consolidated_key",
     "consolidation_marker",
-    "consolidation_marker_content",
-    "consolidation_marker_of",
     "count_tokens",
-    "fold_keep_from_id",
-    "handoff_budget",
     "handoff_budget_for_model",
     "is_consolidation_marker",
-    "is_volatile_tail",
-    "last_consolidation_index",
-    "merge_consolidated",
-    "message_id",
-    "observations_from_tool_call",
     "pack_handoff",
-    "pinned_directive_index",
-    "rank_by_count",
-    "render_for_summary",
     "repair_request",
     "request_problems",
-    "resolve_token_counter",
-    "role_of",
     "scope_to_consolidation",
-    "still_in_working_context",
-    "summarize_transcript",
-    "tool_call_units",
-    "verbatim_start",
     "volatile_tail",
     "windowed",
 ]

@@ -1,81 +1,39 @@
-"""The public API is an explicit, sorted ``__all__`` and every name in it resolves."""
+"""The public API: an explicit, sorted, short ``__all__``, loaded lazily, every name resolving."""
 
 from __future__ import annotations
 
 import langchain_builderforce_memory as pkg
 
 EXPECTED = [
-    "COMPACT_TAIL_TOKEN_BUDGET",
-    "COMPACT_TAIL_TURNS",
-    "CONSOLIDATION_MARKER_PREFIX",
-    "HISTORY_TOKEN_BUDGET",
-    "HISTORY_TOKEN_DROP_CHUNK",
-    "HISTORY_WINDOW",
-    "HISTORY_WINDOW_DROP_CHUNK",
-    "STAMP_KEY",
-    "TRANSCRIPT_SUMMARY_MAX_TOKENS",
-    "TRANSCRIPT_SUMMARY_PROMPT",
     "ApproximateTokenCounter",
     "BuilderforceMemoryMiddleware",
     "BuilderforceMemoryState",
-    "CallableTokenCounter",
-    "CodeMapRecall",
     "CodeMapStore",
     "CompactMemo",
     "CompactingChatMessageHistory",
-    "ConsolidatedMemory",
-    "ConsolidationMarkerMeta",
-    "FoldPolicy",
     "HandoffPack",
     "MemoryPolicy",
-    "Observation",
     "Summarizer",
     "TiktokenCounter",
     "TokenCounter",
-    "ToolCallUnit",
     "ToolObservationMapper",
-    "TranscriptFold",
     "WorkingMemory",
     "WorkingMemoryCallbackHandler",
-    "WorkingMemorySnapshot",
     "WorkingTranscript",
     "WorkingTranscriptKeys",
     "WorkingTranscriptNode",
     "WorkingTranscriptState",
     "abuild_working_transcript",
     "apack_handoff",
-    "assemble_compacted",
-    "asummarize_transcript",
     "build_working_transcript",
-    "compact_tail_start_for_budget",
-    "consolidate",
-    "consolidated_key",
     "consolidation_marker",
-    "consolidation_marker_content",
-    "consolidation_marker_of",
     "count_tokens",
-    "fold_keep_from_id",
-    "handoff_budget",
     "handoff_budget_for_model",
     "is_consolidation_marker",
-    "is_volatile_tail",
-    "last_consolidation_index",
-    "merge_consolidated",
-    "message_id",
-    "observations_from_tool_call",
     "pack_handoff",
-    "pinned_directive_index",
-    "rank_by_count",
-    "render_for_summary",
     "repair_request",
     "request_problems",
-    "resolve_token_counter",
-    "role_of",
     "scope_to_consolidation",
-    "still_in_working_context",
-    "summarize_transcript",
-    "tool_call_units",
-    "verbatim_start",
     "volatile_tail",
     "windowed",
 ]
@@ -83,6 +41,7 @@ EXPECTED = [
 
 def test_all_is_pinned() -> None:
     assert pkg.__all__ == EXPECTED
+    assert len(pkg.__all__) <= 35  # a surface a user can hold in their head (issue 11)
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -122,3 +81,66 @@ def test_unknown_attributes_raise_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = pkg.no_such_name
+
+
+def _run(code: str) -> str:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def test_importing_the_package_imports_no_langchain_package() -> None:
+    code = (
+        "import sys\n"
+        "import langchain_builderforce_memory\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph'))))\n"
+    )
+    assert _run(code).strip() == "['langchain_builderforce_memory', " + (
+        "'langchain_builderforce_memory._version']"
+    )
+
+
+def test_importing_the_cli_imports_neither_langchain_nor_langgraph() -> None:
+    # `bfmem --help` must stay fast: the CLI's own module, loaded through the lazy root.
+    code = (
+        "import sys\n"
+        "import langchain_builderforce_memory.cli.main\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain', 'langgraph'}))\n"
+    )
+    assert _run(code).strip() == "[]"
+
+
+def test_star_import_and_dir_show_the_public_names() -> None:
+    code = (
+        "from langchain_builderforce_memory import *\n"
+        "import langchain_builderforce_memory as p\n"
+        "missing = [n for n in p.__all__ if n not in globals()]\n"
+        "print(missing, [n for n in p.__all__ if n not in dir(p)])\n"
+    )
+    assert _run(code).strip() == "[] []"
+
+
+def test_each_public_name_is_the_object_of_its_own_module() -> None:
+    import importlib
+
+    for name, module in pkg._LAZY.items():
+        assert getattr(pkg, name) is getattr(importlib.import_module(module), name), name
+
+
+def test_a_name_moved_out_of_the_root_says_where_it_lives() -> None:
+    import importlib
+
+    import pytest
+
+    from langchain_builderforce_memory.transcript.fold import verbatim_start
+
+    with pytest.raises(AttributeError, match=r"import it from .*transcript\.fold"):
+        _ = pkg.verbatim_start
+    assert importlib.import_module("langchain_builderforce_memory.transcript.fold").verbatim_start
+    assert verbatim_start is not None
+    for name, module in pkg._MOVED.items():
+        assert name not in pkg.__all__, name
+        module_path = f"langchain_builderforce_memory.{module}"
+        assert getattr(importlib.import_module(module_path), name) is not None, name

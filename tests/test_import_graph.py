@@ -1,0 +1,165 @@
+"""No import cycles: no module imports, directly or through others, a module importing it back.
+
+The graph is built from the source with ``ast``: every ``import`` and ``from ... import``
+of the package's own modules, at module level and inside functions (both run), except
+those under ``if TYPE_CHECKING:`` (they never run). ``from pkg.x import name`` is an edge
+to ``pkg.x.name`` when that is a module, else to ``pkg.x``. Importing a submodule also
+runs its parent packages' ``__init__``, but Python finds a parent already in
+``sys.modules`` while its ``__init__`` imports its children, so those implicit edges are
+not counted: only imports a module writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import langchain_builderforce_memory
+
+PACKAGE_DIR = Path(langchain_builderforce_memory.__file__).parent
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Every module of the package under ``root``, by dotted name."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run (``if TYPE_CHECKING:`` bodies skipped)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)  # the else branch does run
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Each module of the package -> the package modules it imports at run time."""
+    modules = module_names(root)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in runtime_imports(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                source = _absolute(node, name, path.name == "__init__.py")
+                targets = [
+                    f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                    for alias in node.names
+                ]
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (``[a, b, ..., a]``), or ``None`` when there is none."""
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = import_graph(PACKAGE_DIR)
+    assert len(graph) > 30  # every module was found
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_graph_sees_function_level_imports_and_skips_type_checking_ones() -> None:
+    graph = import_graph(PACKAGE_DIR)
+    # cli.main imports its sub-commands inside functions, so `--help` stays fast.
+    assert any(
+        m.startswith("langchain_builderforce_memory.cli.")
+        for m in graph["langchain_builderforce_memory.cli.main"]
+    )
+    # The root's public names are imported under TYPE_CHECKING only (loaded lazily).
+    assert graph["langchain_builderforce_memory"] == {"langchain_builderforce_memory._version"}
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("files", "cycle"),
+    [
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/a.py": "from pkg.b import x\n",
+                "pkg/b.py": "import pkg.a\n",
+            },
+            {"pkg.a", "pkg.b"},
+            id="module-level",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/a.py": "from . import b\n",
+                "pkg/b.py": "def f():\n    from .a import g\n",
+            },
+            {"pkg.a", "pkg.b"},
+            id="relative-and-in-a-function",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/sub/__init__.py": "from pkg.sub.c import C\n",
+                "pkg/sub/c.py": "from pkg import d\n",
+                "pkg/d.py": "from pkg.sub import C\n",
+            },
+            {"pkg.sub", "pkg.sub.c", "pkg.d"},
+            id="through-a-package-init",
+        ),
+        pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/a.py": "from typing import TYPE_CHECKING\nimport pkg.b\n",
+                "pkg/b.py": "import typing\nif typing.TYPE_CHECKING:\n    from pkg.a import A\n",
+            },
+            None,
+            id="type-checking-only",
+        ),
+    ],
+)
+def test_the_cycle_finder(tmp_path: Path, files: dict[str, str], cycle: set[str] | None) -> None:
+    found = find_cycle(import_graph(_write(tmp_path, files) / "pkg"))
+    assert (set(found) if found else None) == cycle

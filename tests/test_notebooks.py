@@ -1,4 +1,12 @@
-"""Every notebook runs top to bottom, offline, and is what the generator writes.
+"""Every notebook runs top to bottom, offline, and matches its jupytext script.
+
+Each notebook is its own source, paired with a jupytext percent-format script
+(``notebooks/NN_name.py``, the file to review and edit). After an edit to either, sync the
+pair and re-execute, so the stored outputs match the code::
+
+    cd notebooks
+    jupytext --sync 0*.py                     # (or 0*.ipynb, whichever you edited)
+    BFMEM_NOTEBOOKS_OFFLINE=1 jupyter execute --inplace 0*.ipynb
 
 Each committed notebook is executed in a fresh ``python3`` kernel (this venv's python:
 jupyter_client runs the native kernel with ``sys.executable``) with the provider API keys
@@ -9,10 +17,9 @@ the scripted one. A cell that raises or outlives :data:`CELL_TIMEOUT` fails the 
 from __future__ import annotations
 
 import copy
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
+import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -24,33 +31,44 @@ CELL_TIMEOUT = 120
 PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "LANGSMITH_API_KEY")
 
 
-def _generator() -> ModuleType:
-    path = NOTEBOOKS_DIR / "build_notebooks.py"
-    spec = importlib.util.spec_from_file_location("build_notebooks", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_there_is_a_notebook_for_every_topic() -> None:
     assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
 
 
+def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source) for c in nb.cells]
+
+
+def test_every_script_in_the_folder_is_a_notebooks_pair() -> None:
+    scripts = sorted(p.stem for p in NOTEBOOKS_DIR.glob("*.py"))
+    assert scripts == [p.stem for p in NOTEBOOKS], "each notebook and only them: NN_name.py"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_the_notebook_is_what_the_generator_writes(path: Path) -> None:
-    _, built = _generator().build(path.name[:2])
+def test_the_notebook_and_its_script_are_in_sync(path: Path) -> None:
     committed = nbformat.read(path, as_version=4)
-    assert [(c.cell_type, c.source) for c in committed.cells] == [
-        (c.cell_type, c.source) for c in built.cells
-    ], "regenerate: python notebooks/build_notebooks.py --execute"
+    assert committed.metadata.get("jupytext", {}).get("formats") == "ipynb,py:percent"
+    script = jupytext.read(path.with_suffix(".py"))
+    assert _cells(script) == _cells(committed), (
+        f"{path.name} and {path.stem}.py differ: run `jupytext --sync` on the one you edited"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_notebook_is_committed_executed_top_to_bottom(path: Path) -> None:
+    committed = nbformat.read(path, as_version=4)
     first = committed.cells[0]
     assert first.cell_type == "markdown"
     assert "**What this shows.**" in first.source
     assert "**Why.**" in first.source
     code = [c for c in committed.cells if c.cell_type == "code"]
-    assert all(c.get("execution_count") for c in code), "committed without outputs"
+    # One run after the last edit: jupytext drops the outputs of a cell whose code changed,
+    # and a partial re-run leaves the counts out of order.
+    assert [c.get("execution_count") for c in code] == list(range(1, len(code) + 1)), (
+        "re-execute: BFMEM_NOTEBOOKS_OFFLINE=1 jupyter execute --inplace " + path.name
+    )
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert errors == []
 
 
 @pytest.mark.slow

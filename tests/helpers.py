@@ -134,9 +134,17 @@ def tool_node_graph(tools: list[object], **tool_node_kwargs: object) -> object:
 
 
 def msg14(role: str, tag: str) -> BaseMessage:
-    """Seed ``handoff.test.ts`` ``msg``: ``tag`` padded to 40 chars, so exactly 14 tokens
-    under the default estimate (40 / 4 + 4)."""
-    return msg(role, tag.ljust(40, "."))
+    """Seed ``handoff.test.ts`` ``msg``: ``tag`` padded so it is exactly 14 tokens under the
+    default estimate (10 of text + 4 of framing; the seed padded to 40 chars for its
+    ``chars / 4``)."""
+    from langchain_builderforce_memory.tokens import estimate_text_tokens
+
+    text = tag
+    while estimate_text_tokens(text + "x") <= 10:
+        text += "x"
+    if estimate_text_tokens(text) != 10:
+        raise ValueError(f"msg14: {tag!r} cannot be padded to exactly 10 text tokens")
+    return msg(role, text)
 
 
 class ScriptedSummarizer:

@@ -21,14 +21,14 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain_builderforce_memory.tokens import (  # noqa: E402
+from langchain_builderforce_memory.tokens import (
     FRAMING_TOKENS,
     ApproximateTokenCounter,
     TiktokenCounter,
     content_text_for_count,
     tool_call_payload,
 )
-from tests.text_kinds import KINDS, text_kinds  # noqa: E402
+from tests.text_kinds import KINDS, text_kinds
 
 
 class OldEstimate(ApproximateTokenCounter):
@@ -66,30 +66,37 @@ def ratios() -> None:
         )
 
 
+def _time(counter: ApproximateTokenCounter, msgs: list[HumanMessage]) -> float:
+    best = float("inf")
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for m in msgs:
+            counter.count_message(m)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def cost() -> None:
     kinds = text_kinds()
     texts = [t for k in ("transcripts", "prose", "code", "json", "paths") for t in kinds[k]]
-    msgs = [HumanMessage(t) for t in texts if t.isascii()]
-    mb = sum(len(m.content) for m in msgs) / 1e6
-    print(f"\n{len(msgs)} ASCII messages, {mb:.2f} MB, mean {mb * 1e6 / len(msgs):,.0f} chars")
-    print("| counter | ms per MB (count_message, uncached) | count_text ms per MB |")
-    print("|---|---:|---:|")
-    for name, counter in (
-        ("old ceil(chars/4)", OldEstimate(cache=False)),
-        ("new estimate", ApproximateTokenCounter(cache=False)),
-    ):
-        best_msg = best_text = float("inf")
-        for _ in range(7):
-            t0 = time.perf_counter()
-            for m in msgs:
-                counter.count_message(m)
-            t1 = time.perf_counter()
-            for m in msgs:
-                counter.count_text(m.content)  # type: ignore[arg-type]
-            t2 = time.perf_counter()
-            best_msg = min(best_msg, t1 - t0)
-            best_text = min(best_text, t2 - t1)
-        print(f"| {name} | {best_msg / mb * 1e3:.2f} | {best_text / mb * 1e3:.2f} |")
+    ascii_texts = [t for t in texts if t.isascii()]
+    joined = "\n".join(ascii_texts)
+    sets = {
+        "recorded messages": [HumanMessage(t) for t in ascii_texts],
+        "16k-char messages": [
+            HumanMessage(joined[i : i + 16_000]) for i in range(0, len(joined), 16_000)
+        ],
+    }
+    print("\n| ASCII messages | count | mean chars | old ms/MB | new ms/MB | new / old |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, msgs in sets.items():
+        mb = sum(len(str(m.content)) for m in msgs) / 1e6
+        old = _time(OldEstimate(cache=False), msgs) / mb * 1e3
+        new = _time(ApproximateTokenCounter(cache=False), msgs) / mb * 1e3
+        print(
+            f"| {name} | {len(msgs)} | {mb * 1e6 / len(msgs):,.0f} | {old:.2f} | {new:.2f} "
+            f"| {new / old:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

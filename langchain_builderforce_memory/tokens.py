@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 import operator
 import threading
 import weakref
@@ -113,12 +112,18 @@ _CHEAP_BYTES = bytes(b for b in range(128) if b not in _DENSE_BYTES + _MARK_BYTE
 """ASCII by cost: dense (digits, newline), marks (punctuation, capitals), cheap (the rest:
 lower-case letters, spaces, tabs, control characters)."""
 _CLASS_MAP = bytes(
-    ord("d") if b in _DENSE_BYTES
-    else ord("m") if b in _MARK_BYTES
-    else ord("a") if b < 0x80
-    else ord("c") if b < 0xC0
-    else ord("2") if b < 0xE0
-    else ord("3") if b < 0xF0
+    ord("d")
+    if b in _DENSE_BYTES
+    else ord("m")
+    if b in _MARK_BYTES
+    else ord("a")
+    if b < 0x80
+    else ord("c")
+    if b < 0xC0
+    else ord("2")
+    if b < 0xE0
+    else ord("3")
+    if b < 0xF0
     else ord("4")
     for b in range(256)
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path

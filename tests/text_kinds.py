@@ -57,7 +57,8 @@ _MIXED = [
     "请在周五之前提交代码审查 ✅👍",
     "🎉🎉 恭喜发布新版本！ 🎊 릴리스 노트를 확인하세요 📝 "
     "تم إصلاح جميع الأخطاء المعروفة 🐛➡️✨ הגרסה החדשה זמינה להורדה ⬇️",
-    "ユーザー登録の画面でエラーが出ています😢 ログを見ると、データベースへの接続がタイムアウトしています⏱️ "
+    "ユーザー登録の画面でエラーが出ています😢 "
+    "ログを見ると、データベースへの接続がタイムアウトしています⏱️ "
     "사용자 등록 화면에서 오류가 발생합니다 🔥 확인 부탁드립니다 🙏",
     "👨‍👩‍👧‍👦 家族の写真 📸 가족 사진 🏠 صورة العائلة ❤️ תמונה משפחתית 💕 家庭照片 🥰😍🤩",
     "السلام عليكم، هل يمكنك مراجعة طلب الدمج الخاص بي؟ لقد أضفت اختبارات جديدة للوحدة "
@@ -151,13 +152,20 @@ def _hex_ids() -> list[str]:
         sha = hashlib.sha256(seed).hexdigest()
         u = uuid.UUID(bytes=hashlib.md5(seed, usedforsecurity=False).digest())
         if i % 3 == 0:
-            out.append(" ".join(hashlib.sha1(seed + bytes([j]), usedforsecurity=False).hexdigest()
-                                for j in range(8)))
+            out.append(
+                " ".join(
+                    hashlib.sha1(seed + bytes([j]), usedforsecurity=False).hexdigest()
+                    for j in range(8)
+                )
+            )
         elif i % 3 == 1:
             out.append(f"{sha}\n{u}\n{sha[:12]}")
         else:
-            out.append(",".join(str(uuid.UUID(int=int(sha, 16) >> (4 * j) & (2**128 - 1)))
-                                for j in range(6)))
+            out.append(
+                ",".join(
+                    str(uuid.UUID(int=int(sha, 16) >> (4 * j) & (2**128 - 1))) for j in range(6)
+                )
+            )
     return out
 
 

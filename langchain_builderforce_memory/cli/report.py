@@ -87,7 +87,7 @@ def reused_prefix_tokens(
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> a, b = HumanMessage("x" * 40), AIMessage("y" * 40)
         >>> reused_prefix_tokens([a, b], [a, b, HumanMessage("next")])
-        28
+        30
     """
     c = resolve_token_counter(counter)
     n = 0

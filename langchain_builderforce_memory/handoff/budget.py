@@ -95,7 +95,7 @@ def tools_tokens(tools: Sequence[ToolLike], *, token_counter: TokenCounterLike =
 
     Example:
         >>> tools_tokens([{"type": "function", "function": {"name": "ls"}}])
-        12
+        18
     """
     counter = resolve_token_counter(token_counter)
     return sum(

@@ -56,7 +56,7 @@ class HandoffPack:
         >>> pack = pack_handoff([HumanMessage("hi")], target_context_tokens=100,
         ...                     reserve_output_tokens=10)
         >>> pack.fits, pack.dropped, pack.estimated_tokens
-        (True, 0, 5)
+        (True, 0, 6)
     """
 
     messages: list[BaseMessage]

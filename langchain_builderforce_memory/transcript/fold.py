@@ -441,10 +441,10 @@ def build_working_transcript(
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> record = [HumanMessage("task")] + [AIMessage("x" * 400) for _ in range(100)]
-        >>> out = build_working_transcript(record, summarizer=lambda p: "did 69 steps",
+        >>> out = build_working_transcript(record, summarizer=lambda p: "did 68 steps",
         ...                                max_tokens=8_000)
         >>> out.mode, out.memo.covered_end, [m.type for m in out.messages[:3]]
-        ('folded', 69, ['human', 'human', 'ai'])
+        ('folded', 68, ['human', 'human', 'ai'])
     """
     plan = _plan_turn(
         messages,

@@ -56,7 +56,9 @@ agent.invoke({"messages": [HumanMessage(run.directives[0])]}, config)
 memory = handler.memory_for("run-1")
 memory.set_task(run.directives[0])  # the handler sees tools; the task is the host's
 print(memory)
-print(memory.snapshot)
+# The snapshot is plain JSON (what a checkpointer stores). Its lists are in the order the
+# tool calls finished, which varies between runs when calls run in parallel: sorted here.
+print({k: sorted(v) if isinstance(v, list) else v for k, v in memory.snapshot.items()})
 
 # %% [markdown]
 # ## The brief

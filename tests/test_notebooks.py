@@ -11,12 +11,15 @@ pair and re-execute, so the stored outputs match the code::
 Each committed notebook is executed in a fresh ``python3`` kernel (this venv's python:
 jupyter_client runs the native kernel with ``sys.executable``) with the provider API keys
 removed and ``BFMEM_NOTEBOOKS_OFFLINE`` set, so a cell that would use a real model uses
-the scripted one. A cell that raises or outlives :data:`CELL_TIMEOUT` fails the test.
+the scripted one. A cell that raises or outlives :data:`CELL_TIMEOUT` fails the test, and
+so does a stored output that is not what the code prints now (stdout and results; dates
+masked): the committed outputs are documentation, and go stale when the package changes.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import jupytext
@@ -37,6 +40,30 @@ def test_there_is_a_notebook_for_every_topic() -> None:
 
 def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
     return [(c.cell_type, c.source) for c in nb.cells]
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:.]+Z?)?")
+
+
+def _printed(nb: nbformat.NotebookNode) -> list[list[str]]:
+    """Each code cell's printed text (stdout and plain-text results), dates masked.
+
+    stderr (log lines, warnings) and images are left out: they carry timings and
+    renderer details, not what the code computed. Everything else is deterministic:
+    the scripted model, the tools and the summarizer stand-in are.
+    """
+    printed: list[list[str]] = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        texts = [
+            o.get("text", "") if o.output_type == "stream" else o.data.get("text/plain", "")
+            for o in cell.outputs
+            if (o.output_type == "stream" and o.get("name") == "stdout")
+            or o.output_type == "execute_result"
+        ]
+        printed.append([_DATE.sub("<date>", "".join(texts))])
+    return printed
 
 
 def test_every_script_in_the_folder_is_a_notebooks_pair() -> None:
@@ -95,3 +122,9 @@ def test_the_notebook_runs_offline_top_to_bottom(
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
     ]
     assert errors == []
+    committed = nbformat.read(path, as_version=4)
+    assert _printed(nb) == _printed(committed), (
+        f"{path.name}: the stored outputs are stale (the code or the package changed since "
+        f"the last run); re-execute: BFMEM_NOTEBOOKS_OFFLINE=1 jupyter execute --inplace "
+        f"{path.name}"
+    )

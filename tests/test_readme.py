@@ -169,7 +169,7 @@ def test_the_state_graph_snippet_sends_one_system_prompt_first(
 def test_max_tokens_bounds_the_history_not_the_request() -> None:
     """The README's measurement: ``max_tokens`` bounds the history; the prompt comes on top.
 
-    100 turns through ``RunnableWithMessageHistory``: a 312-token system prompt, ~80-token
+    100 turns through ``RunnableWithMessageHistory``: a ~350-token system prompt, ~80-token
     questions, ~400-token answers, ``max_tokens=8_000``. The numbers the README states are
     the ones measured here.
     """

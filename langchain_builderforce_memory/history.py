@@ -67,7 +67,6 @@ from typing import TypeVar
 
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable
 
 from langchain_builderforce_memory.messages import (
     leading_system_count,
@@ -99,7 +98,9 @@ from langchain_builderforce_memory.transcript.plan import (
 )
 from langchain_builderforce_memory.transcript.summary import (
     Summarizer,
+    SummarizerLike,
     asummarize_transcript,
+    resolve_summarizer,
     summarize_transcript,
 )
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
@@ -183,8 +184,8 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         backing: The history that stores the record (default: a new
             ``InMemoryChatMessageHistory``). Any ``BaseChatMessageHistory``: SQL, Redis,
             Postgres, a file.
-        summarizer: A chat model, ``Runnable`` or function (sync or async) that writes
-            the notes; ``None`` only windows.
+        summarizer: A chat model, a ``"provider:model"`` string, a ``Runnable`` or a
+            function (sync or async) that writes the notes; ``None`` only windows.
         max_tokens: Tokens the view may hold.
         max_messages: Conversation messages the view may hold.
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
@@ -210,7 +211,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self,
         backing: BaseChatMessageHistory | None = None,
         *,
-        summarizer: Summarizer | None = None,
+        summarizer: SummarizerLike | None = None,
         max_tokens: int = HISTORY_TOKEN_BUDGET,
         max_messages: int = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
@@ -225,14 +226,6 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 f"SQLChatMessageHistory, ...) or None; got {type(candidate).__name__}."
             )
             raise TypeError(msg)
-        chosen: object = summarizer
-        if chosen is not None and not (isinstance(chosen, Runnable) or callable(chosen)):
-            msg = (
-                f"summarizer: expected a chat model, a Runnable or a function taking the "
-                f"prompt messages; got {type(chosen).__name__}. Pass summarizer=None to "
-                "only window."
-            )
-            raise TypeError(msg)
         # Validates every number, naming the bad value and its default.
         self.policy = FoldPolicy(
             max_tokens=max_tokens,
@@ -245,7 +238,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self.backing: BaseChatMessageHistory = (
             backing if backing is not None else InMemoryChatMessageHistory()
         )
-        self.summarizer: Summarizer | None = summarizer
+        self.summarizer: Summarizer | None = resolve_summarizer(summarizer)
         self.token_counter: TokenCounter = resolve_token_counter(token_counter)
         self._lock = threading.Lock()
         self._alock = asyncio.Lock()

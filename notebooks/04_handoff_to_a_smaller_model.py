@@ -116,7 +116,7 @@ pack = pack_handoff(
     reserve_output_tokens=0,
     from_model="big-128k",
     to_model="small-8k",
-    summarize=real_model() or note_writer,
+    summarizer=real_model() or note_writer,
 )
 print(
     f"fits: {pack.fits}; {pack.estimated_tokens:,} tokens in {len(pack.messages)} "

@@ -330,7 +330,7 @@ async def test_the_note_is_the_summary_when_the_summarizer_answers(mode: str) ->
     messages = convo(20)
     # the tail has priority and the note gets what it leaves: leave it 13 tokens spare
     budget = 14 + note_tokens(20) + 14 * 4 + 13
-    pack = await run_pack(mode, messages, target_context_tokens=budget, summarize=summarizer)
+    pack = await run_pack(mode, messages, target_context_tokens=budget, summarizer=summarizer)
     assert "the agent read a.py and b.py" in the_note(pack)
     assert (pack.summarized, pack.recalled) == (True, False)
     (prompt,) = summarizer.calls
@@ -371,7 +371,7 @@ async def test_falls_through_to_recall_when_the_summary_fails(
         mode,
         convo(20),
         target_context_tokens=14 + note_tokens(20) + 14 * 4 + 13,
-        summarize=summarizer,
+        summarizer=summarizer,
         recall=ScriptedRecall(),
     )
     assert "RECALLED MEMORY" in the_note(pack)
@@ -386,7 +386,7 @@ async def test_falls_through_to_the_elision_marker_when_every_source_fails(
             mode,
             convo(20),
             target_context_tokens=200,
-            summarize=ScriptedSummarizer(error=RuntimeError("boom")),
+            summarizer=ScriptedSummarizer(error=RuntimeError("boom")),
             recall=ScriptedRecall(error=KeyError("store down")),
         )
     assert f"[{pack.dropped} earlier messages omitted.]" in the_note(pack)
@@ -408,7 +408,7 @@ async def test_a_source_that_outlives_the_timeout_falls_through_sync() -> None:
             convo(20),
             target_context_tokens=200,
             reserve_output_tokens=0,
-            summarize=ScriptedSummarizer(block_until=release),
+            summarizer=ScriptedSummarizer(block_until=release),
             recall=ScriptedRecall(),
             timeout=0.05,
         )
@@ -422,7 +422,7 @@ async def test_a_source_that_outlives_the_timeout_falls_through_async() -> None:
         convo(20),
         target_context_tokens=200,
         reserve_output_tokens=0,
-        summarize=never_summarize,
+        summarizer=never_summarize,
         recall=async_recall_never,
         timeout=0.05,
     )
@@ -434,7 +434,7 @@ async def test_a_source_that_outlives_the_timeout_falls_through_async() -> None:
 async def test_the_note_never_pushes_the_result_over_budget(mode: str, source: str) -> None:
     huge = "word " * 20_000
     kwargs: dict[str, object] = (
-        {"summarize": ScriptedSummarizer(huge)}
+        {"summarizer": ScriptedSummarizer(huge)}
         if source == "summarize"
         else {"recall": ScriptedRecall(huge)}
     )
@@ -476,7 +476,7 @@ async def test_never_mutates_the_callers_messages(mode: str) -> None:
     messages = [*convo(30), volatile_tail(["state"])]
     before = [m.model_dump() for m in messages]
     snapshot = list(messages)
-    await run_pack(mode, messages, target_context_tokens=150, summarize=ScriptedSummarizer())
+    await run_pack(mode, messages, target_context_tokens=150, summarizer=ScriptedSummarizer())
     assert messages == snapshot
     assert [m.model_dump() for m in messages] == before
 
@@ -488,7 +488,7 @@ async def test_rejects_an_async_source_in_the_sync_twin() -> None:
         )
     with pytest.raises(TypeError, match="apack_handoff"):
         pack_handoff(
-            convo(4), target_context_tokens=10, reserve_output_tokens=0, summarize=never_summarize
+            convo(4), target_context_tokens=10, reserve_output_tokens=0, summarizer=never_summarize
         )
 
 
@@ -670,7 +670,7 @@ async def test_packs_a_200_message_tool_loop_for_an_8k_model_with_a_summary_note
         mode,
         messages,
         target_context_tokens=budget,
-        summarize=summarizer,
+        summarizer=summarizer,
         from_model="big-model",
         to_model="small-model",
     )
@@ -693,7 +693,7 @@ async def test_packs_a_200_message_tool_loop_for_an_8k_model_with_the_marker_if_
         mode,
         messages,
         target_context_tokens=budget,
-        summarize=ScriptedSummarizer(error=ConnectionError("summarizer unreachable")),
+        summarizer=ScriptedSummarizer(error=ConnectionError("summarizer unreachable")),
     )
     assert pack.fits
     assert pack.estimated_tokens <= budget

@@ -94,7 +94,7 @@ def test_a_pack_of_a_valid_record_keeps_every_invariant(case: Case) -> None:
         case.messages,
         target_context_tokens=case.budget,
         reserve_output_tokens=0,
-        summarize=case.summarize,
+        summarizer=case.summarize,
         recall=case.recall,
         pinned_ids=case.pins,
     )
@@ -137,7 +137,7 @@ def test_a_pack_of_any_record_is_valid_and_within_budget(case: Case) -> None:
         case.messages,
         target_context_tokens=case.budget,
         reserve_output_tokens=0,
-        summarize=case.summarize,
+        summarizer=case.summarize,
         recall=case.recall,
         pinned_ids=case.pins,
     )

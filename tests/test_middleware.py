@@ -346,8 +346,8 @@ def test_options_are_validated_with_the_fix_named(
 
 
 def test_a_summarizer_that_is_not_callable_is_rejected() -> None:
-    with pytest.raises(TypeError, match="summarizer must be a chat model"):
-        BuilderforceMemoryMiddleware("gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="summarizer must be a chat model, a 'provider:model'"):
+        BuilderforceMemoryMiddleware(42)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- the shared core

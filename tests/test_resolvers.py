@@ -10,7 +10,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
 from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
-from langchain_builderforce_memory.handoff import pack_handoff
+from langchain_builderforce_memory.handoff import (
+    apack_handoff,
+    handoff_budget_for_model,
+    pack_handoff,
+)
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
 from langchain_builderforce_memory.tokens import (
     ApproximateTokenCounter,
@@ -20,6 +24,10 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from langchain_builderforce_memory.transcript.summary import (
+    resolve_summarizer,
+    summarize_transcript,
+)
 from langchain_builderforce_memory.transcript.window import windowed
 
 # ------------------------------------------------------------------ token counters
@@ -85,3 +93,114 @@ def test_every_entry_point_takes_counter_names(entry: str, name: str) -> None:
 def test_every_entry_point_rejects_a_bad_counter_name_listing_the_choices(entry: str) -> None:
     with pytest.raises(ValueError, match="Accepted: None or 'approximate'"):
         ENTRY_POINTS[entry]("cl100k_bsae")
+
+
+# ------------------------------------------------------------------ chat models by name
+
+SUMMARIZER_ENTRY_POINTS: dict[str, Callable[[str], object]] = {
+    "middleware": lambda s: BuilderforceMemoryMiddleware(s).core.summarizer,
+    "node": lambda s: WorkingTranscriptNode(s).core.summarizer,
+    "history": lambda s: CompactingChatMessageHistory(summarizer=s).summarizer,
+    "build_working_transcript": lambda s: build_working_transcript(_record(), summarizer=s),
+    "pack_handoff": lambda s: pack_handoff(
+        _record(), target_context_tokens=500, reserve_output_tokens=0, summarizer=s
+    ),
+    "summarize_transcript": lambda s: summarize_transcript(s, _record()),
+    "node model": lambda s: WorkingTranscriptNode(model=s).model,
+    "handoff_budget_for_model": lambda s: handoff_budget_for_model(s),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(SUMMARIZER_ENTRY_POINTS))
+def test_a_missing_provider_package_is_named_with_its_pip_install(entry: str) -> None:
+    # langchain-mistralai is not installed here: the error names it, at the argument.
+    with pytest.raises(ImportError, match=r"pip install langchain-mistralai"):
+        SUMMARIZER_ENTRY_POINTS[entry]("mistralai:mistral-small-latest")
+
+
+@pytest.mark.parametrize("entry", sorted(SUMMARIZER_ENTRY_POINTS))
+def test_an_unknown_provider_is_a_clear_value_error(entry: str) -> None:
+    with pytest.raises(ValueError, match=r"unknown model provider 'nosuch'.*'provider:model'"):
+        SUMMARIZER_ENTRY_POINTS[entry]("nosuch:model")
+
+
+def test_without_langchain_a_model_string_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langchain.chat_models", None)
+    with pytest.raises(ImportError, match=r"langchain-builderforce-memory\[agents\]"):
+        resolve_summarizer("openai:gpt-4o-mini")
+
+
+@pytest.mark.parametrize("entry", ["middleware", "node", "history"])
+def test_an_installed_provider_string_becomes_its_chat_model(
+    entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_openai")
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")  # never sent: no call
+    model = SUMMARIZER_ENTRY_POINTS[entry]("openai:gpt-4o-mini")
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "gpt-4o-mini"
+
+
+def test_the_node_model_string_is_the_serving_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("langchain_openai")
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    node = WorkingTranscriptNode(model="openai:gpt-4o-mini")
+    assert isinstance(node.model, ChatOpenAI)
+    budget = handoff_budget_for_model("openai:gpt-4o-mini")
+    assert 0 < budget < 128_000  # read from the model's profile, less its reply
+
+
+# ------------------------------------------------------------------ summarize= -> summarizer=
+
+
+def _pack(**kwargs: Any) -> object:
+    return pack_handoff(_record(), target_context_tokens=300, reserve_output_tokens=0, **kwargs)
+
+
+async def _apack(**kwargs: Any) -> object:
+    return await apack_handoff(
+        _record(), target_context_tokens=300, reserve_output_tokens=0, **kwargs
+    )
+
+
+def test_summarize_still_works_for_a_release_with_a_deprecation_warning() -> None:
+    notes: list[int] = []
+
+    def note(prompt: list[BaseMessage]) -> str:
+        notes.append(len(prompt))
+        return "the older part"
+
+    with pytest.warns(DeprecationWarning, match=r"use summarizer=") as caught:
+        old = _pack(summarize=note)
+    assert caught[0].filename == __file__  # points at the caller, not at the package
+    new = _pack(summarizer=note)
+    assert old == new
+    assert len(notes) == 2
+
+
+async def test_the_async_twin_takes_summarizer_and_warns_on_summarize() -> None:
+    async def note(prompt: list[BaseMessage]) -> str:
+        return "the older part"
+
+    with pytest.warns(DeprecationWarning, match="apack_handoff"):
+        old = await _apack(summarize=note)
+    assert old == await _apack(summarizer=note)
+
+
+def test_summarizer_and_summarize_together_is_an_error() -> None:
+    with pytest.raises(TypeError, match="summarizer= only"):
+        _pack(summarizer=lambda p: "a", summarize=lambda p: "b")
+
+
+def test_summarizer_needs_no_warning_filter() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        _pack(summarizer=lambda p: "note")

@@ -60,7 +60,10 @@ from langchain_builderforce_memory.transcript.fold import (
     plan_working_transcript,
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
-from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.summary import (
+    SummarizerLike,
+    resolve_summarizer,
+)
 from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
 
 __all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore"]
@@ -92,7 +95,8 @@ class MemoryCore:
     Args:
         policy: The turn policy.
         summarizer: Folds the older part of the run into a note (a chat model, a
-            ``Runnable`` or a function); ``None`` only windows.
+            ``"provider:model"`` string, a ``Runnable`` or a function); ``None`` only
+            windows.
         token_counter: What every budget is counted with (default: the approximate one).
         code_maps: Where finished runs' code maps are kept and recalled from.
         code_map_scope: Whose maps (labels, or a function of the run's config).
@@ -106,7 +110,7 @@ class MemoryCore:
         self,
         policy: MemoryPolicy,
         *,
-        summarizer: Summarizer | None = None,
+        summarizer: SummarizerLike | None = None,
         token_counter: TokenCounterLike = None,
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",
@@ -114,12 +118,6 @@ class MemoryCore:
     ) -> None:
         checks: tuple[tuple[str, object, bool, str], ...] = (
             ("policy", policy, isinstance(policy, MemoryPolicy), "a MemoryPolicy"),
-            (
-                "summarizer",
-                summarizer,
-                summarizer is None or isinstance(summarizer, Runnable) or callable(summarizer),
-                "a chat model, a Runnable or a function of the prompt messages",
-            ),
             (
                 "code_maps",
                 code_maps,
@@ -144,7 +142,7 @@ class MemoryCore:
                 msg = f"{name} must be {wanted}; got {type(value).__name__}."
                 raise TypeError(msg)
         self.policy = policy
-        self.summarizer = summarizer
+        self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
         self.code_map_scope = code_map_scope
@@ -319,7 +317,7 @@ class MemoryCore:
             reserve_output_tokens=0,
             from_model=None,
             to_model=to_model,
-            summarize=self.summarizer if self.policy.handoff_summarize else None,
+            summarizer=self.summarizer if self.policy.handoff_summarize else None,
             timeout=self.policy.timeout,
             pinned_ids=pins,
             token_counter=self.counter,

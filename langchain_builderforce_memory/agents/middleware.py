@@ -92,7 +92,7 @@ from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,
 )
-from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.summary import SummarizerLike
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
@@ -139,8 +139,9 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
 
     Args:
         summarizer: Folds the older part of the run into a note: a chat model (tag it
-            cheap), any ``Runnable``, or a function ``(prompt messages) -> str``. ``None``
-            only windows (drops the oldest, in chunks).
+            cheap), a ``"provider:model"`` string (``init_chat_model``), any ``Runnable``,
+            or a function ``(prompt messages) -> str``. ``None`` only windows (drops the
+            oldest, in chunks).
 
     The options after ``summarizer`` are the fields of
     :class:`~langchain_builderforce_memory.agents.policy.MemoryPolicy` (one is built from them)
@@ -166,7 +167,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
 
     def __init__(
         self,
-        summarizer: Summarizer | None = None,
+        summarizer: SummarizerLike | None = None,
         *,
         max_tokens: int = HISTORY_TOKEN_BUDGET,
         max_messages: int = HISTORY_WINDOW,

@@ -62,6 +62,7 @@ from langchain_builderforce_memory.agents.state import (
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
 from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.store import CodeMapStore
 from langchain_builderforce_memory.tokens import TokenCounterLike
@@ -70,7 +71,7 @@ from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,
 )
-from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.summary import SummarizerLike
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
@@ -135,15 +136,16 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
     """Window / fold the record into the model's view, add the brief, fit the model.
 
     Args:
-        summarizer: Folds the older part of the run into a note: a chat model, any
-            ``Runnable``, or a function ``(prompt messages) -> str``. ``None`` only
-            windows.
+        summarizer: Folds the older part of the run into a note: a chat model, a
+            ``"provider:model"`` string (``init_chat_model``), any ``Runnable``, or a
+            function ``(prompt messages) -> str``. ``None`` only windows.
         system_prompt: The system prompt the MODEL node sends in front of the view (e.g.
             ``create_react_agent(prompt=...)``): counted in ``max_tokens``, not added to
             the view (the model node adds it). Leading system messages of the record
             itself are kept in the view.
-        model: The model that will serve the request: its ``profile["max_input_tokens"]``
-            (less its reply and tool schemas) caps the view (``fit_to_model``).
+        model: The model that will serve the request (a chat model or a
+            ``"provider:model"`` string): its ``profile["max_input_tokens"]`` (less its
+            reply and tool schemas) caps the view (``fit_to_model``).
         tools: The tool schemas that model is sent, when they are not bound to ``model``
             (``create_react_agent`` binds them itself): counted against its window.
         messages_key: Where the record is in the state.
@@ -171,10 +173,10 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
 
     def __init__(
         self,
-        summarizer: Summarizer | None = None,
+        summarizer: SummarizerLike | None = None,
         *,
         system_prompt: str | SystemMessage | None = None,
-        model: Runnable[Any, Any] | None = None,
+        model: Runnable[Any, Any] | str | None = None,
         tools: Sequence[ToolLike] | None = None,
         messages_key: str = "messages",
         view_key: str = DEFAULT_VIEW_KEY,
@@ -241,7 +243,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         self.system_prompt = (
             SystemMessage(system_prompt) if isinstance(system_prompt, str) else system_prompt
         )
-        self.model = model
+        self.model = resolve_model(model, what="model")
         self.tools = list(tools) if tools is not None else None
         self.messages_key = messages_key
         self.view_key = view_key

@@ -83,7 +83,7 @@ class PackOptions(TypedDict):
     reserve_output_tokens: int
     from_model: str | None
     to_model: str | None
-    summarize: Summarizer | None
+    summarizer: Summarizer | None
     timeout: float | None
     pinned_ids: tuple[str, ...]
     token_counter: TokenCounter

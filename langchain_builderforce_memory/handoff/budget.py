@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
 __all__ = [
@@ -127,7 +128,7 @@ def _profile_int(profile: Mapping[str, object], key: str) -> int | None:
 
 
 def handoff_budget_for_model(
-    model: Runnable[Any, Any],
+    model: Runnable[Any, Any] | str,
     *,
     tools: Sequence[ToolLike] | None = None,
     reserve_output_tokens: int | None = None,
@@ -140,7 +141,8 @@ def handoff_budget_for_model(
     already net of the reply and the tools).
 
     Args:
-        model: A chat model (langchain-core 1.x models carry ``profile``), or one wrapped by
+        model: A chat model (langchain-core 1.x models carry ``profile``), a
+            ``"provider:model"`` string (``init_chat_model``), or a model wrapped by
             ``bind_tools`` / ``bind``: the profile is read from the model underneath and
             the bound tool schemas are counted.
         tools: The tool schemas the request will carry, when they are not bound to
@@ -164,7 +166,7 @@ def handoff_budget_for_model(
         >>> handoff_budget_for_model(small)
         7000
     """
-    inner, bound_tools = _unwrap(model)
+    inner, bound_tools = _unwrap(resolve_model(model, what="model"))
     raw_profile = getattr(inner, "profile", None)
     profile: Mapping[str, object] = raw_profile if isinstance(raw_profile, Mapping) else {}
     window = (

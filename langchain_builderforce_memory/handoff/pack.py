@@ -34,6 +34,7 @@ between :func:`pack_handoff` and :func:`apack_handoff`, and assembly is pure aga
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Iterable, Sequence
 
 from langchain_core.messages import BaseMessage
@@ -61,7 +62,11 @@ from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.summary import (
+    Summarizer,
+    SummarizerLike,
+    resolve_summarizer,
+)
 
 __all__ = [
     "HandoffPack",
@@ -91,6 +96,24 @@ def _check_pins(pinned_ids: Iterable[str]) -> frozenset[str]:
         )
         raise TypeError(msg)
     return frozenset(pinned_ids)
+
+
+def _summarizer_argument(
+    summarizer: SummarizerLike | None, summarize: SummarizerLike | None, *, where: str
+) -> Summarizer | None:
+    """``summarizer``, or the deprecated ``summarize`` (warned about), resolved."""
+    if summarize is None:
+        return resolve_summarizer(summarizer)
+    if summarizer is not None:
+        msg = f"{where}: pass summarizer= only (summarize= is its deprecated spelling)."
+        raise TypeError(msg)
+    warnings.warn(
+        f"{where}(summarize=...) is deprecated and will be removed in 0.3; use "
+        "summarizer=..., as everywhere else in langchain-builderforce-memory.",
+        DeprecationWarning,
+        stacklevel=3,  # the caller of pack_handoff / apack_handoff
+    )
+    return resolve_summarizer(summarize)
 
 
 def _prepare(
@@ -133,11 +156,12 @@ def pack_handoff(
     tools_tokens: int = 0,
     from_model: str | None = None,
     to_model: str | None = None,
-    summarize: Summarizer | None = None,
+    summarizer: SummarizerLike | None = None,
     recall: Recall | None = None,
     timeout: float | None = None,
     pinned_ids: Iterable[str] = (),
     token_counter: TokenCounterLike = None,
+    summarize: SummarizerLike | None = None,
 ) -> HandoffPack:
     """Fit ``messages`` into the next model's window (see the module docstring).
 
@@ -148,24 +172,27 @@ def pack_handoff(
         tools_tokens: Tokens its tool schemas cost (see :func:`~.budget.tools_tokens`).
         from_model: The model handing over, named in the note's header.
         to_model: The model taking over, named in the note's header.
-        summarize: Summarizes the dropped middle (a chat model or a function; see
+        summarizer: Summarizes the dropped middle: a chat model, a ``"provider:model"``
+            string or a function (see
             :data:`~langchain_builderforce_memory.transcript.summary.Summarizer`).
         recall: ``recall(query, budget_chars)``: a memory block for the latest directive,
             used when there is no summary.
-        timeout: Seconds each of ``summarize`` / ``recall`` may take; one that outlives it
+        timeout: Seconds each of ``summarizer`` / ``recall`` may take; one that outlives it
             counts as a failure and the next note source is used. No ceiling when None.
         pinned_ids: Ids (``message.id``, or
             :func:`~langchain_builderforce_memory.messages.message_id` for messages
             without one) of messages to keep verbatim in place when they
             fit, ahead of older tail units; each keeps its whole tool-call unit.
         token_counter: What budgets are counted with (default: the approximate estimate).
+        summarize: Deprecated spelling of ``summarizer`` (a ``DeprecationWarning``; removed
+            in 0.3).
 
     Returns:
         The :class:`HandoffPack`.
 
     Raises:
-        TypeError: an async ``summarize`` / ``recall`` (use :func:`apack_handoff`), or
-            ``pinned_ids`` given as one string.
+        TypeError: an async ``summarizer`` / ``recall`` (use :func:`apack_handoff`),
+            ``pinned_ids`` given as one string, or both ``summarizer`` and ``summarize``.
         ValueError: a bad budget number or timeout, naming it.
 
     Example:
@@ -177,7 +204,8 @@ def pack_handoff(
         >>> pack.fits, pack.estimated_tokens <= 300, pack.messages[-1] is history[-1]
         (True, True, True)
     """
-    for name, fn in (("summarize", summarize), ("recall", recall)):
+    chosen = _summarizer_argument(summarizer, summarize, where="pack_handoff")
+    for name, fn in (("summarizer", chosen), ("recall", recall)):
         if fn is not None and inspect.iscoroutinefunction(fn):
             msg = f"{name}: an async function was given to pack_handoff; use apack_handoff."
             raise TypeError(msg)
@@ -194,7 +222,7 @@ def pack_handoff(
         where="pack_handoff",
     )
     note = (
-        build_note(plan.note, counter, summarize=summarize, recall=recall, timeout=seconds)
+        build_note(plan.note, counter, summarize=chosen, recall=recall, timeout=seconds)
         if plan.note is not None
         else None
     )
@@ -209,13 +237,14 @@ async def apack_handoff(
     tools_tokens: int = 0,
     from_model: str | None = None,
     to_model: str | None = None,
-    summarize: Summarizer | None = None,
+    summarizer: SummarizerLike | None = None,
     recall: Recall | None = None,
     timeout: float | None = None,
     pinned_ids: Iterable[str] = (),
     token_counter: TokenCounterLike = None,
+    summarize: SummarizerLike | None = None,
 ) -> HandoffPack:
-    """Async twin of :func:`pack_handoff`: ``summarize`` / ``recall`` may be async.
+    """Async twin of :func:`pack_handoff`: ``summarizer`` / ``recall`` may be async.
 
     Sync functions given here run in a worker thread, so they never block the event loop.
 
@@ -227,6 +256,7 @@ async def apack_handoff(
         >>> pack.fits
         True
     """
+    chosen = _summarizer_argument(summarizer, summarize, where="apack_handoff")
     plan, counter, seconds = _prepare(
         messages,
         target_context_tokens=target_context_tokens,
@@ -240,7 +270,7 @@ async def apack_handoff(
         where="apack_handoff",
     )
     note = (
-        await abuild_note(plan.note, counter, summarize=summarize, recall=recall, timeout=seconds)
+        await abuild_note(plan.note, counter, summarize=chosen, recall=recall, timeout=seconds)
         if plan.note is not None
         else None
     )

@@ -72,7 +72,9 @@ from langchain_builderforce_memory.transcript.plan import (
 )
 from langchain_builderforce_memory.transcript.summary import (
     Summarizer,
+    SummarizerLike,
     asummarize_transcript,
+    resolve_summarizer,
     summarize_transcript,
 )
 from langchain_builderforce_memory.transcript.window import (
@@ -400,7 +402,7 @@ def build_working_transcript(
     messages: Sequence[BaseMessage],
     *,
     memo: CompactMemo | Mapping[str, object] | None = None,
-    summarizer: Summarizer | None = None,
+    summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     max_messages: int = HISTORY_WINDOW,
@@ -421,8 +423,9 @@ def build_working_transcript(
             ``scope_to_consolidation`` returns first) is shown as a human-role note.
         memo: Last turn's ``result.memo`` (or its ``to_dict()``). An unreadable memo, or
             one written for a different or rewritten record, is discarded and logged.
-        summarizer: A chat model / ``Runnable``, or a function taking the prompt messages
-            and returning text. ``None``: never fold (held note, else the window).
+        summarizer: A chat model / ``Runnable``, a ``"provider:model"`` string, or a
+            function taking the prompt messages and returning text. ``None``: never fold
+            (held note, else the window).
         system_prompt: Put in front of the record's own system messages.
         max_tokens: Tokens the view may hold.
         max_messages: Conversation messages the view may hold.
@@ -446,11 +449,12 @@ def build_working_transcript(
         >>> out.mode, out.memo.covered_end, [m.type for m in out.messages[:3]]
         ('folded', 68, ['human', 'human', 'ai'])
     """
+    chosen = resolve_summarizer(summarizer)
     plan = _plan_turn(
         messages,
         memo,
         system_prompt,
-        summarizer,
+        chosen,
         token_counter,
         FoldPolicy(
             max_tokens=max_tokens,
@@ -461,14 +465,14 @@ def build_working_transcript(
             timeout=timeout,
         ),
     )
-    return fold_turn(plan, summarizer)
+    return fold_turn(plan, chosen)
 
 
 async def abuild_working_transcript(
     messages: Sequence[BaseMessage],
     *,
     memo: CompactMemo | Mapping[str, object] | None = None,
-    summarizer: Summarizer | None = None,
+    summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     max_messages: int = HISTORY_WINDOW,
@@ -488,11 +492,12 @@ async def abuild_working_transcript(
         >>> asyncio.run(abuild_working_transcript([HumanMessage("hi")])).mode
         'verbatim'
     """
+    chosen = resolve_summarizer(summarizer)
     plan = _plan_turn(
         messages,
         memo,
         system_prompt,
-        summarizer,
+        chosen,
         token_counter,
         FoldPolicy(
             max_tokens=max_tokens,
@@ -503,4 +508,4 @@ async def abuild_working_transcript(
             timeout=timeout,
         ),
     )
-    return await afold_turn(plan, summarizer)
+    return await afold_turn(plan, chosen)

@@ -23,6 +23,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.models import chat_model_from_string
 from langchain_builderforce_memory.tokens import estimate_text_tokens
 
 __all__ = [
@@ -30,8 +31,10 @@ __all__ = [
     "TRANSCRIPT_SUMMARY_MAX_TOKENS",
     "TRANSCRIPT_SUMMARY_PROMPT",
     "Summarizer",
+    "SummarizerLike",
     "asummarize_transcript",
     "render_for_summary",
+    "resolve_summarizer",
     "summarize_transcript",
     "summary_request",
 ]
@@ -70,6 +73,45 @@ Summarizer: TypeAlias = (
 """A chat model (or any ``Runnable``), or a function, sync or async, that takes the
 prompt messages ``[SystemMessage(prompt), HumanMessage(rendered transcript)]`` and
 returns the note as text (or a message). ``None`` or ``""`` means "no summary"."""
+
+SummarizerLike: TypeAlias = "Summarizer | str"
+"""What ``summarizer=`` arguments accept: a :data:`Summarizer`, or a ``"provider:model"``
+string made into a chat model by ``init_chat_model`` (see :func:`resolve_summarizer`)."""
+
+
+def resolve_summarizer(summarizer: SummarizerLike | None) -> Summarizer | None:
+    """A ``summarizer=`` argument, checked; a ``"provider:model"`` string made a chat model.
+
+    Every entry point calls this where it takes the argument, so a missing provider
+    package or a wrong kind of value fails there, with the fix, rather than degrading
+    silently on the first fold (summarizer CALLS are guarded; taking one is not).
+
+    Raises:
+        TypeError: neither a model, a string, a ``Runnable`` nor a function.
+        ImportError: the string's provider package (or ``langchain``) is not installed.
+        ValueError: the string names no provider ``init_chat_model`` knows.
+
+    Example:
+        >>> resolve_summarizer(None) is None
+        True
+        >>> resolve_summarizer(42)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: summarizer must be a chat model, a 'provider:model' string, ...; got int...
+    """
+    if summarizer is None:
+        return None
+    if isinstance(summarizer, str):
+        return chat_model_from_string(summarizer, what="summarizer")
+    candidate: object = summarizer  # checked at run time: users pass anything here
+    if isinstance(candidate, Runnable) or callable(candidate):
+        return summarizer
+    msg = (
+        "summarizer must be a chat model, a 'provider:model' string, a Runnable or a "
+        f"function of the prompt messages; got {type(candidate).__name__}. Pass "
+        "summarizer=None to only window."
+    )
+    raise TypeError(msg)
 
 
 def _compact_json(value: object) -> str:
@@ -192,7 +234,7 @@ def _note_or_none(raw: object) -> str | None:
 
 
 def summarize_transcript(
-    summarizer: Summarizer,
+    summarizer: SummarizerLike,
     messages: Sequence[BaseMessage],
     *,
     timeout: float | None = None,
@@ -209,17 +251,18 @@ def summarize_transcript(
         >>> summarize_transcript(lambda prompt: "  the note  ", [HumanMessage("x")])
         'the note'
     """
+    chosen = resolve_summarizer(summarizer)
     request = summary_request(messages, prompt=prompt)
-    if request is None:
+    if request is None or chosen is None:
         return None
     raw = call_guarded(
-        functools.partial(_call_sync, summarizer, request), what="summarizer", timeout=timeout
+        functools.partial(_call_sync, chosen, request), what="summarizer", timeout=timeout
     )
     return _note_or_none(raw)
 
 
 async def asummarize_transcript(
-    summarizer: Summarizer,
+    summarizer: SummarizerLike,
     messages: Sequence[BaseMessage],
     *,
     timeout: float | None = None,
@@ -235,10 +278,11 @@ async def asummarize_transcript(
         >>> asyncio.run(asummarize_transcript(fake, [HumanMessage("x")]))
         'note'
     """
+    chosen = resolve_summarizer(summarizer)
     request = summary_request(messages, prompt=prompt)
-    if request is None:
+    if request is None or chosen is None:
         return None
     raw = await acall_guarded(
-        functools.partial(_call_async, summarizer, request), what="summarizer", timeout=timeout
+        functools.partial(_call_async, chosen, request), what="summarizer", timeout=timeout
     )
     return _note_or_none(raw)

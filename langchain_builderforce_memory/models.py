@@ -1,0 +1,85 @@
+"""Chat models named by string: ``"provider:model"``, as ``create_agent`` takes them.
+
+Wherever this package takes a chat model (a ``summarizer``, the node's ``model``,
+:func:`~langchain_builderforce_memory.handoff.handoff_budget_for_model`), a string such as
+``"openai:gpt-4o-mini"`` or ``"anthropic:claude-haiku-4-5"`` is accepted too and turned
+into the model by LangChain's ``init_chat_model``, the same resolver ``create_agent`` and
+``SummarizationMiddleware`` use. The string is resolved once, when the argument is taken,
+so a missing provider package is an error there, not a silent fallback on the first fold.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = ["chat_model_from_string", "resolve_model"]
+
+M = TypeVar("M")
+
+_EXAMPLE = "e.g. 'openai:gpt-4o-mini' or 'anthropic:claude-haiku-4-5'"
+
+
+def chat_model_from_string(spec: str, *, what: str) -> BaseChatModel:
+    """The chat model named ``spec`` (``"provider:model"``), made by ``init_chat_model``.
+
+    Args:
+        spec: ``"provider:model"``; a bare model name works where LangChain can infer its
+            provider (``"gpt-4o"``).
+        what: The argument's name, for the error messages (``"summarizer"``).
+
+    Raises:
+        ImportError: ``langchain`` (for ``init_chat_model``) or the provider's package is
+            not installed; the message names the package to install.
+        ValueError: an unknown provider, or a name whose provider cannot be inferred.
+
+    Example:
+        >>> chat_model_from_string("nosuch:model", what="summarizer")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: summarizer='nosuch:model': unknown model provider 'nosuch'...
+    """
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as exc:
+        msg = (
+            f"{what}={spec!r}: a model string is resolved with LangChain's init_chat_model, "
+            "and the `langchain` package is not installed. Install it with: pip install "
+            '"langchain-builderforce-memory[agents]"; or pass a chat model object.'
+        )
+        raise ImportError(msg) from exc
+    provider = spec.split(":", 1)[0] if ":" in spec else None
+    try:
+        return init_chat_model(spec)
+    except ImportError as exc:
+        # LangChain's message names the package: "... requires the langchain-openai
+        # package. Please install it with `pip install langchain-openai`".
+        msg = f"{what}={spec!r}: the provider's integration package is missing. {exc}"
+        raise ImportError(msg) from exc
+    except ValueError as exc:
+        reason = (
+            f"unknown model provider {provider!r}"
+            if provider
+            else "LangChain cannot tell its provider from the name"
+        )
+        msg = (
+            f"{what}={spec!r}: {reason}. Pass 'provider:model' ({_EXAMPLE}) with a provider "
+            f"init_chat_model supports, or a chat model object. (init_chat_model: {exc})"
+        )
+        raise ValueError(msg) from exc
+
+
+def resolve_model(model: M | str, *, what: str) -> M | BaseChatModel:
+    """``model`` itself, or the chat model a ``"provider:model"`` string names.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> fake = FakeListChatModel(responses=["ok"])
+        >>> resolve_model(fake, what="model") is fake
+        True
+    """
+    if isinstance(model, str):
+        return chat_model_from_string(model, what=what)
+    return model

@@ -170,7 +170,7 @@ _MOVED: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> object:
+def _load(name: str) -> object:
     """Import a public name on first use (PEP 562); point a moved name to its module."""
     module = _LAZY.get(name)
     if module is None:
@@ -185,6 +185,12 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next lookup is a plain module attribute
     return value
+
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the names through the imports above: with a
+    # visible module __getattr__ they would accept any attribute, typos included.
+    __getattr__ = _load
 
 
 def __dir__() -> list[str]:

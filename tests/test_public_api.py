@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import langchain_builderforce_memory as pkg
 
 EXPECTED = [
@@ -144,3 +146,33 @@ def test_a_name_moved_out_of_the_root_says_where_it_lives() -> None:
         assert name not in pkg.__all__, name
         module_path = f"langchain_builderforce_memory.{module}"
         assert getattr(importlib.import_module(module_path), name) is not None, name
+
+
+def test_type_checkers_see_the_lazy_names_and_reject_unknown_ones(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The root's __getattr__ is hidden from type checkers (a visible one would type every
+    # attribute, typos included, as `object`); they read the TYPE_CHECKING imports instead.
+    from pathlib import Path
+
+    from mypy import api
+
+    root = Path(pkg.__file__).parent.parent
+    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout, not another installed copy
+    user = Path(str(tmp_path)) / "user_code.py"
+    user.write_text(
+        "import langchain_builderforce_memory as p\n"
+        "from langchain_builderforce_memory import BuilderforceMemoryMiddleware\n"
+        "reveal_type(p.pack_handoff)\n"
+        "BuilderforceMemoryMiddleware(max_tokens=8_000)\n"
+        "p.verbatim_start\n",
+        encoding="utf-8",
+    )
+    out, _, _ = api.run(
+        ["--strict", "--cache-dir", str(root / ".mypy_cache"), "--no-error-summary", str(user)]
+    )
+    lines = out.splitlines()
+    assert any("Revealed type" in line and "HandoffPack" in line for line in lines), out
+    errors = [line for line in lines if ": error:" in line]
+    assert len(errors) == 1, out
+    assert 'Module has no attribute "verbatim_start"' in errors[0]

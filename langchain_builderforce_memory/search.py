@@ -461,8 +461,11 @@ def render_search(
     *,
     max_tokens: int = DEFAULT_ANSWER_TOKENS,
     token_counter: TokenCounterLike = None,
+    view_known: bool = True,
 ) -> str:
     """The answer the model reads: a header, the hits that fit ``max_tokens``, the rest counted.
+
+    ``view_known=False``: no view was recorded yet, so the whole record was searched.
 
     Example:
         >>> result = SearchResult("x", (SearchHit(3, "tool", "t1", "x = 1", True, "grep",
@@ -474,7 +477,11 @@ def render_search(
         3 more matching messages not shown; narrow the query to see them.
     """
     counter = resolve_token_counter(token_counter)
-    where = f"among the {result.searched} not in your current view (record: {result.record_size})"
+    where = (
+        f"among the {result.searched} not in your current view (record: {result.record_size})"
+        if view_known
+        else f"in the whole record ({result.record_size} messages)"
+    )
     if not result.hits:
         return f"No messages matching {result.query!r} {where}."
     lines = [f"Found {result.total} messages matching {result.query!r} {where}."]

@@ -32,6 +32,13 @@ from langchain_builderforce_memory.agents.state import (
     state_get,
     with_code_maps,
 )
+from langchain_builderforce_memory.agents.toolstate import (
+    COMPACT_KEY,
+    VIEW_KEY,
+    compact_request,
+    honoured,
+    view_mark,
+)
 from langchain_builderforce_memory.agents.turn import (
     FitPlan,
     FoldCache,
@@ -195,6 +202,7 @@ class MemoryCore:
             recall_task=recall_task,
             scope=scope,
             cached=self._folds.get(source, memo_raw, system),
+            compact=compact_request(state),
         )
 
     def with_code_maps(self, plan: TurnPlan, maps: Sequence[CodeMap]) -> TurnPlan:
@@ -218,6 +226,8 @@ class MemoryCore:
             policy=self.policy.fold_policy,
             token_counter=self.counter,
             can_summarize=self.summarizer is not None,
+            requested=plan.compact is not None,
+            focus=plan.compact.focus if plan.compact is not None else None,
         )
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
@@ -343,12 +353,17 @@ class MemoryCore:
             update[MEMO_KEY] = new_memo
         if plan.run is not None and plan.run_changed:
             update[WORKING_MEMORY_KEY] = plan.run
+        if plan.compact is not None:
+            update[COMPACT_KEY] = honoured(plan.compact)
+        if self.policy.agent_tools:
+            update[VIEW_KEY] = view_mark(len(plan.source), sent)
         events: list[dict[str, object]] = []
         # A retried call reuses its turn's fold (plan.cached): report the fold once.
         if transcript.fold is not None and plan.cached is None:
             events.append(
                 {
                     EVENT_KEY: "fold",
+                    "reason": "requested" if plan.compact is not None else "budget",
                     "covered_end": transcript.fold.covered_end,
                     "dropped_messages": transcript.fold.dropped_messages,
                     "note_tokens": self.counter.count_text(transcript.fold.note),

@@ -83,6 +83,8 @@ from langchain_builderforce_memory.agents.policy import (
     MemoryPolicy,
 )
 from langchain_builderforce_memory.agents.state import RunMemoryState
+from langchain_builderforce_memory.agents.tools import memory_tools
+from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.store import CodeMapStore
@@ -106,6 +108,10 @@ class BuilderforceMemoryState(AgentState[Any]):
     """The fold's memo (``CompactMemo.to_dict()``)."""
     builderforce_working_memory: NotRequired[Annotated[RunMemoryState | None, PrivateStateAttr]]
     """The run's working memory and how far the record has been read for it."""
+    builderforce_view: NotRequired[Annotated[ViewMark | None, PrivateStateAttr]]
+    """What the last view showed (``agent_tools``: search_history searches the rest)."""
+    builderforce_compact: NotRequired[Annotated[CompactState | None, PrivateStateAttr]]
+    """A fold the model asked for with compact_context, and when (the rate limit)."""
 
 
 def _current_config() -> RunnableConfig:
@@ -181,6 +187,8 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         handoff_summarize: bool = False,
         timeout: float | None = None,
         code_map_limit: int = CODE_MAP_LIMIT,
+        agent_tools: bool = False,
+        refold_min_new_tokens: int | None = None,
         token_counter: TokenCounterLike = None,
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",
@@ -200,6 +208,8 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             handoff_summarize=handoff_summarize,
             timeout=timeout,
             code_map_limit=code_map_limit,
+            agent_tools=agent_tools,
+            refold_min_new_tokens=refold_min_new_tokens,
         )
         self.core = MemoryCore(
             policy,
@@ -210,7 +220,9 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             tool_mapper=tool_mapper,
         )
         self.policy = policy
-        self.tools = []
+        # agent_tools: the model gets search_history and compact_context (create_agent
+        # adds a middleware's tools to the agent's tool node).
+        self.tools = memory_tools(self.core) if policy.agent_tools else []
 
     def wrap_model_call(
         self,

@@ -59,6 +59,8 @@ from langchain_builderforce_memory.agents.state import (
     reset_scan,
     state_get,
 )
+from langchain_builderforce_memory.agents.tools import memory_tools
+from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
 from langchain_builderforce_memory.messages import role_of
@@ -94,7 +96,8 @@ class WorkingTranscriptKeys(TypedDict, total=False):
         >>> class State(MessagesState, WorkingTranscriptKeys):
         ...     pass
         >>> sorted(k for k in State.__annotations__ if k.startswith("builderforce"))
-        ['builderforce_memo', 'builderforce_working_memory']
+        ['builderforce_compact', 'builderforce_memo', 'builderforce_view',
+         'builderforce_working_memory']
     """
 
     llm_input_messages: list[AnyMessage]
@@ -103,6 +106,10 @@ class WorkingTranscriptKeys(TypedDict, total=False):
     """The fold's memo (``CompactMemo.to_dict()``), plain JSON."""
     builderforce_working_memory: RunMemoryState | None
     """The run's working memory and how far the record has been read for it."""
+    builderforce_view: ViewMark | None
+    """What the last view showed (``agent_tools``: search_history searches the rest)."""
+    builderforce_compact: CompactState | None
+    """A fold the model asked for with compact_context, and when (the rate limit)."""
 
 
 class WorkingTranscriptState(WorkingTranscriptKeys):
@@ -193,6 +200,8 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         handoff_summarize: bool = False,
         timeout: float | None = None,
         code_map_limit: int = CODE_MAP_LIMIT,
+        agent_tools: bool = False,
+        refold_min_new_tokens: int | None = None,
         token_counter: TokenCounterLike = None,
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",
@@ -230,6 +239,8 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             handoff_summarize=handoff_summarize,
             timeout=timeout,
             code_map_limit=code_map_limit,
+            agent_tools=agent_tools,
+            refold_min_new_tokens=refold_min_new_tokens,
         )
         self.core = MemoryCore(
             policy,
@@ -249,6 +260,10 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         self.view_key = view_key
         self.overwrite_messages = overwrite_messages
         self.name = type(self).__name__
+        self.memory_tools = (
+            memory_tools(self.core, messages_key=messages_key) if self.policy.agent_tools else []
+        )
+        """``agent_tools``: search_history and compact_context, for the graph's ``ToolNode``."""
 
     def _record(self, state: object) -> list[BaseMessage]:
         raw = state_get(state, self.messages_key)

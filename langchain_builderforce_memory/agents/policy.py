@@ -18,6 +18,7 @@ from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,
+    TAIL_SHARE,
     FoldPolicy,
 )
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
@@ -76,9 +77,11 @@ class MemoryPolicy:
     handoff_summarize: bool = False
     timeout: float | None = None
     code_map_limit: int = CODE_MAP_LIMIT
+    agent_tools: bool = False
+    refold_min_new_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for flag in ("working_memory", "fit_to_model", "handoff_summarize"):
+        for flag in ("working_memory", "fit_to_model", "handoff_summarize", "agent_tools"):
             if not isinstance(getattr(self, flag), bool):
                 msg = (
                     f"{flag} must be True or False; got {getattr(self, flag)!r}. "
@@ -90,6 +93,8 @@ class MemoryPolicy:
         _check_int("code_map_limit", self.code_map_limit, CODE_MAP_LIMIT)
         if self.reserve_output_tokens is not None:
             _check_int("reserve_output_tokens", self.reserve_output_tokens, None, minimum=0)
+        if self.refold_min_new_tokens is not None:
+            _check_int("refold_min_new_tokens", self.refold_min_new_tokens, None, minimum=0)
         if self.fold_budget < 1:
             msg = (
                 f"max_tokens ({self.max_tokens}) must exceed tail_reserve_tokens "
@@ -104,6 +109,13 @@ class MemoryPolicy:
     def reserve(self) -> int:
         """Tokens held for the volatile tail (0 without working memory)."""
         return self.tail_reserve_tokens if self.working_memory else 0
+
+    @property
+    def refold_after(self) -> int:
+        """Tokens of new work between two requested folds (``refold_min_new_tokens``)."""
+        if self.refold_min_new_tokens is not None:
+            return self.refold_min_new_tokens
+        return int(self.fold_budget * (1 - TAIL_SHARE))
 
     @property
     def fold_budget(self) -> int:

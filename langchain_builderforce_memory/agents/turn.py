@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from typing_extensions import TypedDict
 
 from langchain_builderforce_memory.agents.state import RunMemoryState
+from langchain_builderforce_memory.agents.toolstate import CompactRequest
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -74,6 +75,8 @@ class TurnPlan:
     """The code-map scope (``None`` without a store)."""
     cached: WorkingTranscript | None
     """This very turn's fold, when the model call is being retried."""
+    compact: CompactRequest | None = None
+    """A fold the model asked for (``compact_context``), made this turn."""
 
 
 class PackOptions(TypedDict):

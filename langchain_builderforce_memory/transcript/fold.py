@@ -74,6 +74,7 @@ from langchain_builderforce_memory.transcript.summary import (
     Summarizer,
     SummarizerLike,
     asummarize_transcript,
+    focused_prompt,
     resolve_summarizer,
     summarize_transcript,
 )
@@ -170,6 +171,8 @@ class FoldPlan:
     """Where the verbatim tail will begin: the new note's ``covered_end``."""
     fold_input: tuple[BaseMessage, ...] = ()
     """What the summarizer is given: the held note, then ``convo[fold_from:fold_to]``."""
+    focus: str | None = None
+    """For a fold the agent asked for (``compact_context``): what the note must keep."""
 
 
 def _held_memo(
@@ -225,8 +228,13 @@ def plan_working_transcript(
     policy: FoldPolicy | None = None,
     token_counter: TokenCounterLike = None,
     can_summarize: bool = True,
+    requested: bool = False,
+    focus: str | None = None,
 ) -> FoldPlan:
     """Decide this turn's view (pure; the seed's algorithm, see the module docstring).
+
+    ``requested``: the agent asked for a fold (``compact_context``): fold now, whatever
+    the budget, down to the minimum tail, with ``focus`` in the summarizer prompt.
 
     Whole record fits -> verbatim (memo reset). A held memo whose verbatim remainder
     still fits -> reuse it. Otherwise fold the held note plus exactly the messages since
@@ -245,6 +253,10 @@ def plan_working_transcript(
     plan = FoldPlan("verbatim", system, convo, None, policy, counter)
     sums = prefix_sums(convo, counter)
     system_tokens = sum(counter.count_message(m) for m in system)
+    if requested and can_summarize:
+        asked = _requested_fold(plan, _held_memo(memo, convo), focus)
+        if asked is not None:
+            return asked
     if len(convo) <= policy.max_messages and system_tokens + sums[-1] <= policy.max_tokens:
         return plan
     held = _held_memo(memo, convo)
@@ -310,6 +322,38 @@ def plan_working_transcript(
     )
 
 
+def _requested_fold(plan: FoldPlan, held: CompactMemo | None, focus: str | None) -> FoldPlan | None:
+    """The fold the agent asked for: everything but the minimum tail, into the note.
+
+    With nothing new to fold the held note is rewritten around ``focus``; ``None`` when
+    there is neither a note nor anything to fold (the record is the minimum tail).
+    """
+    convo, policy = plan.convo, plan.policy
+    start = held.covered_end if held is not None else 0
+    to = max(
+        start,
+        compact_tail_start_for_budget(
+            convo,
+            0,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.tail_message_cap,
+            token_counter=plan.counter,
+        ),
+    )
+    if to <= 0:
+        return None
+    held_note = (AIMessage(held.note),) if held is not None else ()
+    return replace(
+        plan,
+        mode="fold",
+        memo=held,
+        fold_from=start,
+        fold_to=to,
+        fold_input=(*held_note, *convo[start:to]),
+        focus=focus,
+    )
+
+
 def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
     fixed, repairs = repair_request(view)
     log_repairs(repairs, "build_working_transcript")
@@ -367,7 +411,9 @@ def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscrip
     """
     if plan.mode != "fold" or summarizer is None:
         return finish_working_transcript(plan, None)
-    summary = summarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
+    summary = summarize_transcript(
+        summarizer, plan.fold_input, timeout=plan.policy.timeout, prompt=focused_prompt(plan.focus)
+    )
     return finish_working_transcript(plan, summary, summarizer_calls=1)
 
 
@@ -375,7 +421,9 @@ async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTr
     """Async twin of :func:`fold_turn` (the summarizer is awaited)."""
     if plan.mode != "fold" or summarizer is None:
         return finish_working_transcript(plan, None)
-    summary = await asummarize_transcript(summarizer, plan.fold_input, timeout=plan.policy.timeout)
+    summary = await asummarize_transcript(
+        summarizer, plan.fold_input, timeout=plan.policy.timeout, prompt=focused_prompt(plan.focus)
+    )
     return finish_working_transcript(plan, summary, summarizer_calls=1)
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "Summarizer",
     "SummarizerLike",
     "asummarize_transcript",
+    "focused_prompt",
     "render_for_summary",
     "resolve_summarizer",
     "summarize_transcript",
@@ -55,6 +56,31 @@ TRANSCRIPT_SUMMARY_PROMPT = (
     "read again. Be dense and factual. No preamble, no pleasantries, no closing remarks."
 )
 """The summarizer's instructions (our words, the seed's intent)."""
+
+FOCUS_MAX_CHARS = 500
+"""A requested fold's focus is cut to this many characters: it steers the note, it is not one."""
+
+
+def focused_prompt(focus: str | None) -> str | None:
+    """The summarizer prompt for a fold the agent asked for, keeping ``focus`` above all.
+
+    ``None`` (the standard prompt) for no focus.
+
+    Example:
+        >>> focused_prompt("the parser").endswith("keep above all: the parser")
+        True
+        >>> focused_prompt("  ") is None
+        True
+    """
+    text = (focus or "").strip()
+    if not text:
+        return None
+    return (
+        f"{TRANSCRIPT_SUMMARY_PROMPT}\n"
+        "The agent asked for this compaction itself and said what the note must "
+        f"keep above all: {text[:FOCUS_MAX_CHARS]}"
+    )
+
 
 TRANSCRIPT_SUMMARY_MAX_TOKENS = 2_500
 """The note's ceiling. The note is the agent's only record of every file it folds (paths,

@@ -95,9 +95,8 @@ class WorkingTranscriptKeys(TypedDict, total=False):
         >>> from langgraph.graph import MessagesState
         >>> class State(MessagesState, WorkingTranscriptKeys):
         ...     pass
-        >>> sorted(k for k in State.__annotations__ if k.startswith("builderforce"))
-        ['builderforce_compact', 'builderforce_memo', 'builderforce_view',
-         'builderforce_working_memory']
+        >>> print(*sorted(k for k in State.__annotations__ if k.startswith("builderforce")))
+        builderforce_compact builderforce_memo builderforce_view builderforce_working_memory
     """
 
     llm_input_messages: list[AnyMessage]

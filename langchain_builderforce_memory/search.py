@@ -43,6 +43,7 @@ from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token
 __all__ = [
     "DEFAULT_ANSWER_TOKENS",
     "MAX_SEARCH_LIMIT",
+    "DroppedRecall",
     "RecordIndex",
     "RecordIndexes",
     "SearchHit",
@@ -534,3 +535,22 @@ def recall_dropped(
         blocks.append(block)
         left -= len(block) + 2
     return "\n\n".join(blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedRecall:
+    """The hand-off packer's default ``recall``: :func:`recall_dropped` over its dropped part.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> recall = DroppedRecall((ToolMessage("E42 in lexer.py", tool_call_id="c"),))
+        >>> recall("fix E42", 200).splitlines()[1]
+        'E42 in lexer.py'
+    """
+
+    dropped: tuple[BaseMessage, ...]
+    """The messages the packer's note stands in for."""
+
+    def __call__(self, query: str, budget_chars: int) -> str:
+        """The dropped messages matching ``query``, best first, within ``budget_chars``."""
+        return recall_dropped(self.dropped, query, budget_chars)

@@ -684,10 +684,12 @@ async def test_packs_a_200_message_tool_loop_for_an_8k_model_with_a_summary_note
     assert_valid(pack)
 
 
-async def test_packs_a_200_message_tool_loop_for_an_8k_model_with_the_marker_if_summarizing_fails(
-    mode: str,
+@pytest.mark.parametrize("directive", ["Port the tokenizer to Rust.", "Write the changelog."])
+async def test_packs_a_200_message_loop_for_8k_with_recall_or_the_marker_if_summarizing_fails(
+    mode: str, directive: str
 ) -> None:
     messages = tool_loop()
+    messages[1] = HumanMessage(directive)
     budget = handoff_budget_for_model(EIGHT_K)
     pack = await run_pack(
         mode,
@@ -698,7 +700,15 @@ async def test_packs_a_200_message_tool_loop_for_an_8k_model_with_the_marker_if_
     assert pack.fits
     assert pack.estimated_tokens <= budget
     assert not pack.summarized
-    assert f"[{pack.dropped} earlier messages omitted.]" in the_note(pack)
+    # The default recall: the dropped reads of token() match "tokenizer" (BM25, stemmed);
+    # nothing dropped mentions a changelog, so that note is the marker.
+    assert pack.recalled == ("tokenizer" in directive)
+    if pack.recalled:
+        note = the_note(pack)
+        assert "Memory recalled for the current request:\ntool" in note
+        assert "fn token() {}" in note
+    else:
+        assert f"[{pack.dropped} earlier messages omitted.]" in the_note(pack)
     assert_valid(pack)
 
 

@@ -5,7 +5,9 @@ Whatever room the verbatim tail leaves is the note's. It is, in order of prefere
 1. the SUMMARY of the dropped messages (the shared summarizer prompt,
    :func:`~langchain_builderforce_memory.transcript.summary.summarize_transcript`);
 2. else the RECALL block for the latest directive (``recall(query, budget_chars)``, a
-   host's memory search);
+   host's memory search; by default :class:`~langchain_builderforce_memory.search.
+   DroppedRecall`, the dropped messages that match the directive, best first: the same
+   search the model's ``search_history`` tool runs);
 3. else the ELISION MARKER, which says how many messages were left out.
 
 Every note opens with a one-line header naming the hand-off (``from -> to``), so the next
@@ -34,6 +36,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import stamp
+from langchain_builderforce_memory.search import DroppedRecall
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.summary import (
     Summarizer,
@@ -219,9 +222,14 @@ def recall_budget_chars(request: NoteRequest, counter: TokenCounter) -> int:
 def _recall_ask(
     request: NoteRequest, counter: TokenCounter, recall: Recall | None
 ) -> tuple[Recall, str, int] | None:
-    """``(recall, query, budget_chars)`` when recall is worth asking, else ``None``."""
-    if recall is None or not request.directive_text:
+    """``(recall, query, budget_chars)`` when recall is worth asking, else ``None``.
+
+    Without a ``recall`` of the caller's, the dropped messages themselves are searched.
+    """
+    if not request.directive_text or (recall is None and not request.dropped):
         return None
+    if recall is None:
+        recall = DroppedRecall(tuple(request.dropped))
     chars = recall_budget_chars(request, counter)
     return (recall, request.directive_text, chars) if chars > 0 else None
 

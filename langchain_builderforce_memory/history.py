@@ -74,6 +74,7 @@ from langchain_builderforce_memory.messages import (
     tool_call_units,
 )
 from langchain_builderforce_memory.options import keyword_options
+from langchain_builderforce_memory.search import RecordIndex, SearchResult, search_outside_view
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -242,6 +243,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self.token_counter: TokenCounter = resolve_token_counter(token_counter)
         self._lock = threading.Lock()
         self._alock = asyncio.Lock()
+        self._index = RecordIndex()  # search(): extended with each new message
 
     # ------------------------------------------------------------------ reads
 
@@ -289,6 +291,23 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             can_summarize=False,
         )
         return finish_working_transcript(plan, None).messages
+
+    def search(self, query: str, limit: int = 5) -> SearchResult:
+        """The stored messages matching ``query`` that the working view no longer shows.
+
+        Exact text first, then BM25 on the words (:mod:`~langchain_builderforce_memory.
+        search`); never calls the summarizer. Render it for a model with ``render_search``.
+        """
+        record = self.backing.messages
+        return search_outside_view(self._index, record, self.view_of(record), query, limit=limit)
+
+    async def asearch(self, query: str, limit: int = 5) -> SearchResult:
+        """Async twin of :meth:`search` (the index is searched in a worker thread)."""
+        record = await self.backing.aget_messages()
+        view = self.view_of(record)
+        return await asyncio.to_thread(
+            search_outside_view, self._index, record, view, query, limit=limit
+        )
 
     # ------------------------------------------------------------------ writes
 

@@ -37,7 +37,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.messages import Role, message_id, role_of
+from langchain_builderforce_memory.messages import Role, is_stamped, message_id, role_of
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "message_search_text",
     "recall_dropped",
     "render_search",
+    "search_outside_view",
     "search_record",
 ]
 
@@ -448,6 +449,30 @@ def search_record(
     finally:
         if own:
             used.close()
+
+
+def search_outside_view(
+    index: RecordIndex,
+    record: Sequence[BaseMessage],
+    view: Sequence[BaseMessage],
+    query: str,
+    *,
+    limit: int = 5,
+) -> SearchResult:
+    """Search ``record`` for what ``view`` does not show verbatim (its unstamped messages).
+
+    A view step that changes a message (a note, a placeholder, an elided copy) stamps
+    what it sends, so only the record's own messages count as shown.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> record = [HumanMessage("old E42", id="a"), HumanMessage("new E42", id="b")]
+        >>> found = search_outside_view(RecordIndex(), record, record[1:], "E42")
+        >>> [h.message_id for h in found.hits]
+        ['a']
+    """
+    shown = [message_id(m) for m in view if not is_stamped(m)]
+    return index.search(record, query, limit=limit, hidden_ids=shown)
 
 
 def _hit_lines(hit: SearchHit, *, position: bool = True) -> str:

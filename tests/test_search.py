@@ -217,3 +217,33 @@ def test_property_hits_are_honest(texts: list[str], data: st.DataObject) -> None
     }
     exact = {h.message_id for h in result.hits if h.exact}
     assert exact == holders
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_history_search_finds_what_its_view_folded_away(mode: str) -> None:
+    import asyncio
+
+    from langchain_builderforce_memory.history import CompactingChatMessageHistory
+
+    history = CompactingChatMessageHistory(
+        summarizer=lambda prompt: "they talked", max_tokens=8_000, tail_tokens=4_000
+    )
+    for i in range(40):
+        extra = " ValueError: bad magic 0xDEADBEEF" if i == 3 else ""
+        history.add_messages(
+            [HumanMessage(f"q{i}"), AIMessage(f"answer {i}{extra} " + "y" * 1_500)]
+        )
+    view_ids = {m.id for m in history.messages}
+    result = (
+        history.search("0xDEADBEEF")
+        if mode == "sync"
+        else asyncio.run(history.asearch("0xDEADBEEF"))
+    )
+    (hit,) = result.hits
+    assert hit.exact
+    assert hit.message_id not in view_ids
+    assert "bad magic" in hit.snippet
+    # What the view shows verbatim is not searched: the latest answer is in it.
+    assert not any(h.exact for h in history.search("answer 39").hits)
+    assert any(h.exact for h in history.search("answer 3 ").hits)
+    assert result.searched < len(history.full_messages)

@@ -351,6 +351,46 @@ def coding_transcript(
     return record
 
 
+def _tool_step_at(script: Sequence[AIMessage], start: int) -> int:
+    """The first step at or after ``start`` that calls a tool (not a directive's answer)."""
+    for i in range(max(0, start), len(script)):
+        if script[i].tool_calls:
+            return i
+    msg = f"no tool-calling step at or after {start} in a script of {len(script)} steps."
+    raise ValueError(msg)
+
+
+def with_memory_tool_calls(
+    script: Sequence[AIMessage], *, search_at: int, query: str, compact_at: int, focus: str
+) -> list[AIMessage]:
+    """``script`` with one ``search_history`` and one ``compact_context`` call in it.
+
+    The tool-calling steps at (or first after) ``search_at`` and ``compact_at`` (0-based)
+    are replaced, so the run keeps its length and its directives' answers.
+
+    Example:
+        >>> run = coding_agent_script(turns=10, directives=1)
+        >>> script = with_memory_tool_calls(run.script, search_at=5, query="x", compact_at=6,
+        ...                                 focus="the tests")
+        >>> [c["name"] for m in script[5:7] for c in m.tool_calls]
+        ['search_history', 'compact_context']
+    """
+    out = list(script)
+    first = _tool_step_at(out, search_at)
+    out[first] = AIMessage(
+        "Looking up what I read earlier.",
+        tool_calls=[{"name": "search_history", "args": {"query": query}, "id": f"search_{first}"}],
+    )
+    second = _tool_step_at(out, max(compact_at, first + 1))
+    out[second] = AIMessage(
+        "Freeing room before the next step.",
+        tool_calls=[
+            {"name": "compact_context", "args": {"focus": focus}, "id": f"compact_{second}"}
+        ],
+    )
+    return out
+
+
 def iter_requests(model: ScriptedChatModel) -> Iterator[list[BaseMessage]]:
     """The model's recorded requests (a snapshot, safe to iterate while it runs)."""
     return iter(list(model.requests))

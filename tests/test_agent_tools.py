@@ -8,6 +8,7 @@ it asks for a compaction focused on "the parser".
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -271,3 +272,31 @@ def test_tools_work_after_a_resume_in_a_new_process(tmp_path: Path) -> None:
     assert second["answers"]["k1"].startswith("Compaction requested")
     assert any(e.get("reason") == "requested" for e in second["events"])
     assert any(FOCUS_LINE in p for p in second["prompts"])
+
+
+def test_the_demo_with_agent_tools_searches_once_and_compacts_once() -> None:
+    import io
+
+    from langchain_builderforce_memory.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        [
+            "demo",
+            "--turns",
+            "60",
+            "--directives",
+            "2",
+            "--budget",
+            "8000",
+            "--agent-tools",
+            "--no-progress",
+        ],
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 0, err.getvalue()
+    text = " ".join(re.sub(r"[│┃┌┐└┘─├┤┬┴┼╭╮╰╯]", " ", out.getvalue()).split())
+    assert "search_history at call 37: Found " in text
+    assert "compact_context at call 40: Compaction requested" in text
+    assert "folds the model asked for 1 (reason='requested')" in text

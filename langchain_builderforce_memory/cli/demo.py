@@ -50,6 +50,7 @@ from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
     coding_agent_script,
     coding_tools,
+    with_memory_tool_calls,
 )
 from langchain_builderforce_memory.tokens import TokenCounter, count_tokens, resolve_token_counter
 from langchain_builderforce_memory.transcript.plan import COMPACT_TAIL_TOKEN_BUDGET
@@ -278,6 +279,7 @@ def run_demo(
     progress: bool = False,
     progress_file: TextIO | None = None,
     seed: int = 0,
+    agent_tools: bool = False,
 ) -> DemoResult:
     """Run the offline coding agent through the middleware and measure every request.
 
@@ -292,6 +294,9 @@ def run_demo(
         progress: Show a rich progress bar on ``progress_file``.
         progress_file: Where the bar goes (default stderr).
         seed: The script's and the tools' seed.
+        agent_tools: Give the model ``search_history`` and ``compact_context``: the script
+            searches once (for the first file it read) and compacts once, at about 60%
+            of the run.
 
     Returns:
         The :class:`DemoResult`.
@@ -315,12 +320,26 @@ def run_demo(
     run = coding_agent_script(turns=turns, directives=directives, seed=seed)
     largest = max(8, min(4_000, budget // 16))
     tools = coding_tools(min_tokens=max(4, largest // 8), max_tokens=largest, seed=seed)
-    model = ScriptedChatModel(script=list(run.script), model_name="scripted-coder")
+    script = list(run.script)
+    if agent_tools:
+        first_read = next(
+            c["args"]["path"] for m in script for c in m.tool_calls if "path" in c["args"]
+        )
+        at = turns * 3 // 5
+        script = with_memory_tool_calls(
+            script,
+            search_at=at,
+            query=first_read,
+            compact_at=at + 3,
+            focus="the files still to edit",
+        )
+    model = ScriptedChatModel(script=script, model_name="scripted-coder")
     summarizer = ScriptedChatModel(script=[_note_writer] * turns, model_name="scripted-summarizer")
     middleware = BuilderforceMemoryMiddleware(
         summarizer,
         max_tokens=budget,
         tail_tokens=max(1, min(COMPACT_TAIL_TOKEN_BUDGET, budget - _TAIL_RESERVE)),
+        agent_tools=agent_tools,
     )
     path = Path(db) if db is not None else _default_db()
     path.parent.mkdir(parents=True, exist_ok=True)

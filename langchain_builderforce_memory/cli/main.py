@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "json"), default="table", help="output (default table)"
     )
     demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    demo.add_argument(
+        "--agent-tools",
+        action="store_true",
+        help="give the model search_history and compact_context (it searches once, compacts once)",
+    )
 
     inspect = sub.add_parser(
         "inspect",
@@ -215,6 +220,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             db=args.db,
             progress=not args.no_progress and args.format == "table",
             progress_file=err,
+            agent_tools=args.agent_tools,
         )
         if args.plot is not None:
             write_plot(result, args.plot)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.handoff.volatile import (
     VOLATILE_TAIL_CLOSE,
@@ -34,6 +34,7 @@ __all__ = [
     "brief_of",
     "fold_turns",
     "full_tokens_per_call",
+    "memory_tool_answers",
     "missing",
     "prefix_reused",
     "render_demo_json",
@@ -190,7 +191,39 @@ def _summary_rows(result: DemoResult) -> list[tuple[str, str]]:
             f"{result.memo_covered_end if result.memo_covered_end is not None else 0} messages)",
         ),
         ("wall time", f"{result.seconds:.1f} s"),
+        *_memory_tool_rows(result),
     ]
+
+
+_MEMORY_TOOLS = ("search_history", "compact_context")
+
+
+def memory_tool_answers(result: DemoResult) -> list[tuple[str, int, str]]:
+    """``(tool, call, answer's first line)`` for each search_history / compact_context call.
+
+    Read from what the model was sent: the answer is the tool result that opens the next
+    request's new part.
+    """
+    out: list[tuple[str, int, str]] = []
+    seen: set[str] = set()
+    for i, request in enumerate(result.model.requests):
+        for m in request:
+            if (
+                isinstance(m, ToolMessage)
+                and m.name in _MEMORY_TOOLS
+                and m.tool_call_id not in seen
+            ):
+                seen.add(m.tool_call_id)
+                out.append((str(m.name), i, m.text.splitlines()[0] if m.text else ""))
+    return out
+
+
+def _memory_tool_rows(result: DemoResult) -> list[tuple[str, str]]:
+    rows = [(name, f"at call {call}: {line}") for name, call, line in memory_tool_answers(result)]
+    requested = [e for e in result.events if e.get("reason") == "requested"]
+    if requested:
+        rows.append(("folds the model asked for", f"{len(requested)} (reason='requested')"))
+    return rows
 
 
 def _calls(calls: list[int], limit: int = 12) -> str:

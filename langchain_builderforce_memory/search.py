@@ -394,13 +394,17 @@ class RecordIndex:
 class RecordIndexes:
     """One :class:`RecordIndex` per thread, the least recently used dropped past ``size``.
 
+    An index holds its record's text plus two FTS5 indexes in memory (the trigram one is
+    the larger: a few times the text), so only the threads in use are kept; a dropped
+    thread is indexed again on its next search.
+
     Example:
         >>> indexes = RecordIndexes(size=2)
         >>> indexes.get("thread-1") is indexes.get("thread-1")
         True
     """
 
-    def __init__(self, size: int = 32) -> None:
+    def __init__(self, size: int = 8) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             msg = f"size must be an int >= 1 (indexes kept); got {size!r}."
             raise ValueError(msg)

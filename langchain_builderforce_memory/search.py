@@ -536,12 +536,18 @@ def render_search(
 
 
 def recall_dropped(
-    dropped: Sequence[BaseMessage], query: str, budget_chars: int, *, limit: int = 5
+    dropped: Sequence[BaseMessage],
+    query: str,
+    budget_chars: int,
+    *,
+    limit: int = 5,
+    index: RecordIndex | None = None,
 ) -> str:
     """The hand-off packer's default recall: dropped messages that match ``query``.
 
     ``query`` is the latest directive; the hits are rendered best first within
     ``budget_chars`` (the note's room). ``""`` when nothing matches or nothing fits.
+    ``index``: the one kept for this dropped part (it grows at the end turn by turn).
 
     Example:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
@@ -552,7 +558,7 @@ def recall_dropped(
     """
     if budget_chars <= 0 or not dropped:
         return ""
-    result = search_record(dropped, query, limit=limit)
+    result = search_record(dropped, query, limit=limit, index=index)
     blocks: list[str] = []
     left = budget_chars
     for hit in result.hits:
@@ -582,4 +588,13 @@ class DroppedRecall:
 
     def __call__(self, query: str, budget_chars: int) -> str:
         """The dropped messages matching ``query``, best first, within ``budget_chars``."""
-        return recall_dropped(self.dropped, query, budget_chars)
+        if not self.dropped:
+            return ""
+        # Turn after turn the packer drops the same front of a growing run, and more of
+        # it: the index kept for that front is extended, not rebuilt.
+        index = _DROPPED_INDEXES.get(message_id(self.dropped[0]))
+        return recall_dropped(self.dropped, query, budget_chars, index=index)
+
+
+_DROPPED_INDEXES: Final = RecordIndexes(size=4)
+"""The packer's recall indexes, by the first dropped message."""

@@ -203,7 +203,9 @@ class RecordIndex:
         [1]
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, skip_tools: Collection[str] = ()) -> None:
+        self._skip_tools = frozenset(skip_tools)
+        """Tool results of these tools are not searched (a search answer quotes others)."""
         self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         for statement in _SCHEMA:
             self._db.execute(statement)
@@ -259,7 +261,8 @@ class RecordIndex:
                         self._calls[str(c["id"])] = (c["name"], args)
             self._meta.append(_Meta(role_of(m), mid, call_id))
             self._positions.setdefault(mid, []).append(pos)
-            rows.append((pos + 1, message_search_text(m)))  # rowid = position + 1
+            skip = isinstance(m, ToolMessage) and m.name in self._skip_tools
+            rows.append((pos + 1, "" if skip else message_search_text(m)))  # rowid = pos + 1
         if not rows:
             return
         self._db.execute("BEGIN")
@@ -404,11 +407,12 @@ class RecordIndexes:
         True
     """
 
-    def __init__(self, size: int = 8) -> None:
+    def __init__(self, size: int = 8, *, skip_tools: Collection[str] = ()) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             msg = f"size must be an int >= 1 (indexes kept); got {size!r}."
             raise ValueError(msg)
         self._size = size
+        self._skip_tools = frozenset(skip_tools)
         self._indexes: OrderedDict[str, RecordIndex] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -417,7 +421,7 @@ class RecordIndexes:
         with self._lock:
             index = self._indexes.get(key)
             if index is None:
-                index = self._indexes[key] = RecordIndex()
+                index = self._indexes[key] = RecordIndex(skip_tools=self._skip_tools)
             self._indexes.move_to_end(key)
             while len(self._indexes) > self._size:
                 _, old = self._indexes.popitem(last=False)

@@ -247,3 +247,14 @@ def test_history_search_finds_what_its_view_folded_away(mode: str) -> None:
     assert not any(h.exact for h in history.search("answer 39").hits)
     assert any(h.exact for h in history.search("answer 3 ").hits)
     assert result.searched < len(history.full_messages)
+
+
+def test_skipped_tools_answers_are_not_searched() -> None:
+    record = [
+        HumanMessage("go", id="h"),
+        ToolMessage("E42 in lexer.py", tool_call_id="c1", name="read_file", id="t1"),
+        ToolMessage("Found 1: E42 in lexer.py", tool_call_id="c2", name="search_history", id="t2"),
+    ]
+    assert sorted(h.message_id for h in RecordIndex().search(record, "E42").hits) == ["t1", "t2"]
+    index = RecordIndex(skip_tools={"search_history"})
+    assert [h.message_id for h in index.search(record, "E42").hits] == ["t1"]

@@ -136,6 +136,10 @@ def _limit(raw: object) -> int | str:
     return max(1, min(value, MAX_SEARCH_LIMIT))
 
 
+def _thread_indexes() -> RecordIndexes:
+    return RecordIndexes(skip_tools=(SEARCH_HISTORY, COMPACT_CONTEXT))
+
+
 class SearchHistoryTool(BaseTool):
     """``search_history(query, limit=5)``: find what the view no longer shows.
 
@@ -157,8 +161,9 @@ class SearchHistoryTool(BaseTool):
     """Where the record is in the state."""
     answer_tokens: int = DEFAULT_ANSWER_TOKENS
     """The answer's ceiling in tokens."""
-    indexes: RecordIndexes = Field(default_factory=RecordIndexes)
-    """One full-text index per thread, extended with each new message."""
+    indexes: RecordIndexes = Field(default_factory=_thread_indexes)
+    """One full-text index per thread, extended with each new message. Its own earlier
+    answers are not searched: they quote other messages, which would then match twice."""
 
     def _run(
         self, query: object, limit: object = 5, runtime: ToolRuntime | None = None, **_: Any

@@ -220,3 +220,26 @@ def test_max_tokens_bounds_the_history_not_the_request() -> None:
     text = " ".join(README.read_text(encoding="utf-8").split())
     assert f"never exceeded {largest_history:,} tokens" in text
     assert f"the largest request was {largest_request:,}" in text
+
+
+def test_the_demo_caption_states_what_bfmem_demo_measures(tmp_path: Path) -> None:
+    """The numbers under the README's figure are ``bfmem demo --turns 300``'s, today's."""
+    from langchain_builderforce_memory.cli.demo import run_demo
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    caption = re.search(
+        r"(\d+) model calls, the record grows to (\d+)k tokens; every request stays under "
+        r"the (\d+)k budget, (\d+) folds, (\d+)% of requests reuse the previous request's "
+        r"prefix, (\d+)% of the full record's tokens sent",
+        text,
+    )
+    assert caption is not None, "the caption under the figure changed shape: update this test"
+    calls, record_k, budget_k, folds, reuse, sent = map(int, caption.groups())
+    result = run_demo(turns=calls, budget=budget_k * 1_000, db=tmp_path / "demo.sqlite")
+    regenerate = "run `bfmem demo --turns 300 --plot docs/tokens_per_request.png`"
+    assert len(result.requests) == calls
+    assert round(result.record_tokens / 1_000) == record_k, regenerate
+    assert result.max_sent_tokens <= budget_k * 1_000
+    assert result.folds == folds, regenerate
+    assert round(result.prefix_reuse_share * 100) == reuse, regenerate
+    assert round(result.sent_tokens / result.full_tokens * 100) == sent, regenerate

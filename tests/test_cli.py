@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import io
 import itertools
 import json
 import logging
+import re
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from contextlib import closing
 from pathlib import Path
 
@@ -16,6 +20,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+import langchain_builderforce_memory
+from langchain_builderforce_memory.cli import demo as demo_module
 from langchain_builderforce_memory.cli import main
 from langchain_builderforce_memory.cli.demo import DEMO_SYSTEM_PROMPT, DemoResult, run_demo
 from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
@@ -26,6 +32,8 @@ from langchain_builderforce_memory.transcript.window import windowed
 
 from .helpers import load_transcript, transcript_files
 
+# The module (``cli.main`` the attribute is the function the package re-exports).
+cli_main = importlib.import_module("langchain_builderforce_memory.cli.main")
 DATA = Path(__file__).parent / "data"
 HANDMADE = ["openai_chat.json", "openai_chat.jsonl", "langchain_messages.json"]
 SMALL = ["--budget", "700", "--target-model-tokens", "1200"]
@@ -322,12 +330,14 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
         f"{demo.max_sent_tokens:,}",
         f"{demo.prefix_reuse_share:.0%}",
         "the brief sent with the last request",
+        f"plot written to {plot.resolve()}",
     ):
         assert text in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    code, out, _ = run_cli(*args, "--format", "json")
-    data = json.loads(out)
+    code, out, err = run_cli(*args, "--format", "json", "--plot", str(plot))
+    data = json.loads(out)  # the plot's path goes to stderr: stdout stays JSON
     assert code == 0
+    assert f"plot written to {plot.resolve()}" in err
     assert (data["full_tokens"], data["sent_tokens"], data["folds"], data["fold_calls"]) == (
         demo.full_tokens,
         demo.sent_tokens,
@@ -339,15 +349,38 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--turns", "3", "--directives", "4"], "turns must be at least 2 per directive"),
-        (["--budget", "2000"], "max_tokens (2000)"),
+        (
+            ["--turns", "3", "--directives", "4"],
+            "argument --turns: must be at least 2 per directive (8 for --directives 4); got 3",
+        ),
+        (["--turns", "5"], "(8 for --directives 4); got 5"),
+        (["--turns", "0"], "argument --turns: must be at least 1; got 0"),
+        (["--turns", "lots"], "argument --turns: expected a whole number >= 1; got 'lots'"),
+        (["--directives", "0"], "argument --directives: must be at least 1; got 0"),
+        (
+            ["--budget", "100"],
+            "argument --budget: must be at least 3,001 (the brief alone is given 3,000); got 100",
+        ),
+        (["--budget", "3000"], "argument --budget: must be at least 3,001"),
+        (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG"),
+        (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
     ],
 )
-def test_a_demo_that_cannot_run_says_why(args: list[str], expected: str) -> None:
-    code, _, err = run_cli("demo", "--no-progress", *args)
-    assert code == 2
+def test_a_demo_that_cannot_run_says_why_in_flag_terms_before_running(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], expected: str
+) -> None:
+    def must_not_run(**_: object) -> None:
+        raise AssertionError("the demo ran with flags that were bound to fail")
+
+    monkeypatch.setattr(demo_module, "run_demo", must_not_run)
+    code, out, err = run_cli("demo", "--no-progress", *args)
+    assert (code, out) == (2, "")
+    assert "bfmem demo: error: argument --" in err
     assert expected in err
     assert "Traceback" not in err
+    # Flag names, never the library's keyword names.
+    assert "max_tokens" not in err
+    assert "turns must" not in err
 
 
 def test_importing_the_package_and_the_cli_needs_neither_rich_nor_matplotlib() -> None:
@@ -379,3 +412,247 @@ def test_inspect_reads_every_recorded_run_and_agrees_with_the_window(path: Path)
     assert [r["window"] for r in report["rows"]] == _by_identity(record, view)
     handoff = next(v for v in report["views"] if v["view"] == "handoff")
     assert handoff["fits"]
+
+
+# --------------------------------------------------------------------------- flags and help
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    expected = importlib.metadata.version("langchain-builderforce-memory")
+    assert langchain_builderforce_memory.__version__ == expected
+    for flag in ("--version", "-V"):
+        code, out, err = run_cli(flag)
+        assert (code, out, err) == (0, f"bfmem (langchain-builderforce-memory) {expected}\n", "")
+
+
+def test_the_module_entry_point_prints_the_version() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_builderforce_memory", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.split()[-1] == langchain_builderforce_memory.__version__
+
+
+HEAVY = ("langchain_core", "langgraph", "langchain", "tiktoken", "pydantic", "rich", "matplotlib")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["inspect", "--help"]])
+def test_help_imports_nothing_heavy(argv: list[str]) -> None:
+    # What makes `bfmem --help` slow is importing langchain-core / langgraph, not argparse:
+    # check the modules, not a timing (benchmarks/cli_help.py times it).
+    code = (
+        "import io, json, sys\n"
+        "from langchain_builderforce_memory.cli.main import main\n"
+        f"code = main({argv!r}, stdout=io.StringIO())\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules})]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    exit_code, roots = json.loads(done.stdout)
+    assert exit_code == 0
+    assert sorted(set(roots) & set(HEAVY)) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        (
+            "demo",
+            ["--turns", "--budget", "--directives", "--db", "--plot", "--brief", "--no-brief"],
+        ),
+        (
+            "inspect",
+            ["--budget", "--max-messages", "--tail-tokens", "--target-model-tokens", "--limit"],
+        ),
+    ],
+)
+def test_the_help_names_every_flag_and_what_the_demo_keeps(command: str, flags: list[str]) -> None:
+    code, out, _ = run_cli(command, "--help")
+    assert code == 0
+    for flag in flags:
+        assert flag in out
+    if command == "demo":
+        text = " ".join(out.split())
+        assert "a temporary file, deleted when the demo ends" in text
+        assert "cache directory" not in text
+
+
+def _library_defaults() -> list[tuple[str, int, int]]:
+    from langchain_builderforce_memory.agents.policy import MemoryPolicy
+    from langchain_builderforce_memory.cli import inspect as inspect_module
+    from langchain_builderforce_memory.transcript import fold, window
+
+    return [
+        ("HISTORY_TOKEN_BUDGET", cli_main.HISTORY_TOKEN_BUDGET, window.HISTORY_TOKEN_BUDGET),
+        ("HISTORY_WINDOW", cli_main.HISTORY_WINDOW, window.HISTORY_WINDOW),
+        (
+            "COMPACT_TAIL_TOKEN_BUDGET",
+            cli_main.COMPACT_TAIL_TOKEN_BUDGET,
+            fold.COMPACT_TAIL_TOKEN_BUDGET,
+        ),
+        (
+            "DEFAULT_TARGET_MODEL_TOKENS",
+            cli_main.DEFAULT_TARGET_MODEL_TOKENS,
+            inspect_module.DEFAULT_TARGET_MODEL_TOKENS,
+        ),
+        (
+            "TAIL_RESERVE_TOKENS",
+            cli_main.TAIL_RESERVE_TOKENS,
+            MemoryPolicy().tail_reserve_tokens,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("name", [d[0] for d in _library_defaults()])
+def test_the_help_shows_the_library_defaults(name: str) -> None:
+    _, shown, actual = next(d for d in _library_defaults() if d[0] == name)
+    assert shown == actual
+
+
+def test_the_smallest_demo_budget_is_the_one_the_middleware_accepts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_tokens"):
+        run_demo(turns=2, directives=1, budget=cli_main.MIN_DEMO_BUDGET - 1)
+    result = run_demo(turns=2, directives=1, budget=cli_main.MIN_DEMO_BUDGET)
+    assert result.max_sent_tokens <= cli_main.MIN_DEMO_BUDGET
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--reserve-output-tokens", "9000"],
+            "argument --reserve-output-tokens: must be less than --target-model-tokens (8,192); "
+            "got 9,000",
+        ),
+        (
+            ["--target-model-tokens", "1000", "--reserve-output-tokens", "1000"],
+            "must be less than --target-model-tokens (1,000); got 1,000",
+        ),
+        (["--limit", "-1"], "argument --limit: must be at least 0; got -1"),
+        (["--budget", "0"], "argument --budget: must be at least 1; got 0"),
+        (["--max-messages", "x"], "argument --max-messages: expected a whole number >= 1"),
+    ],
+)
+def test_a_bad_inspect_flag_is_named(args: list[str], expected: str) -> None:
+    code, out, err = run_cli("inspect", str(DATA / "openai_chat.json"), *args)
+    assert (code, out) == (2, "")
+    assert "bfmem inspect: error: argument --" in err
+    assert expected in err
+
+
+# --------------------------------------------------------------------------- demo output
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["temporary", "--db"])
+def test_the_demo_deletes_its_checkpoints_unless_db_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, keep: bool
+) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where TemporaryDirectory goes
+    db = tmp_path / "kept" / "demo.sqlite"
+    args = ["demo", "--turns", "8", "--budget", "8000", "--format", "json"]
+    code, out, err = run_cli(*args, *(["--db", str(db)] if keep else []))
+    assert code == 0, err
+    data = json.loads(out)
+    assert list(temp.iterdir()) == []
+    if keep:
+        assert data["db_path"] == str(db)
+        assert db.stat().st_size > 0
+    else:
+        assert data["db_path"] is None
+        assert not db.parent.exists()
+        assert data["memo_covered_end"] is not None or data["record_messages"] > 0
+
+
+@pytest.mark.parametrize(
+    ("flag", "shown"), [(None, True), ("--brief", True), ("--no-brief", False)]
+)
+def test_the_brief_comes_first_or_not_at_all(
+    demo: DemoResult, flag: str | None, shown: bool
+) -> None:
+    out = io.StringIO()
+    args = ["demo", "--turns", "12", "--directives", "2", "--budget", "8000", "--no-progress"]
+    assert main([*args, *([flag] if flag else [])], stdout=out, stderr=io.StringIO()) == 0
+    text = out.getvalue()
+    summary = text.index("bfmem demo: what the model was sent")
+    if shown:
+        # Before the tables: the summary is what stays on screen.
+        assert -1 < text.find("the brief sent with the last request") < summary
+    else:
+        assert "the brief sent with the last request" not in text
+    assert "a temporary file, deleted after the run" in text
+
+
+# --------------------------------------------------------------------------- inspect --limit
+
+
+def _long_transcript(path: Path, turns: int) -> Path:
+    lines = [{"role": "system", "content": "You are terse."}]
+    for t in range(turns):
+        lines.append({"role": "user", "content": f"question {t}"})
+        lines.append({"role": "assistant", "content": f"answer {t}"})
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    return path
+
+
+_ROW = re.compile(r"^│ (\d+) +│", re.MULTILINE)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 4, 7, 41, 1000])
+def test_inspect_limit_shows_the_first_and_last_rows_and_says_what_it_left_out(
+    tmp_path: Path, limit: int
+) -> None:
+    path = _long_transcript(tmp_path / "long.jsonl", 20)  # 41 messages
+    code, out, _ = run_cli("inspect", str(path), "--limit", str(limit))
+    assert code == 0
+    shown = [int(i) for i in _ROW.findall(out)]
+    head = (min(limit, 41) + 1) // 2
+    expected = list(range(41)) if limit >= 41 else [*range(head), *range(41 - (limit - head), 41)]
+    assert shown == expected
+    if limit >= 41:
+        assert "left out" not in out
+    else:
+        assert f"{41 - limit} of 41 message rows left out (--limit {limit})" in out
+        assert f"{41 - limit} rows left out" in out
+    assert "what each view sends" in out
+    # JSON is for programs: every row, whatever the limit.
+    code, out, _ = run_cli("inspect", str(path), "--limit", str(limit), "--format", "json")
+    assert len(json.loads(out)["rows"]) == 41
+
+
+# --------------------------------------------------------------------------- whole errors
+
+
+WHOLE = [
+    (
+        "unterminated.json",
+        '[{"role": "user", "content": "hi}]',
+        "Unterminated string starting at this position",
+    ),
+    (
+        "control.jsonl",
+        '{"role": "user", "content": "a\tb"}\n',
+        "Invalid control character at this position",
+    ),
+    ("expecting.json", '[{"role": "user" "content": "hi"}]', "Expecting ',' delimiter)"),
+    (
+        "pydantic.json",
+        '[{"type": "human", "data": {"content": 42}}]',
+        "content.str: Input should be a valid string; content.list",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), WHOLE, ids=[w[0] for w in WHOLE])
+def test_an_error_is_one_whole_line(tmp_path: Path, name: str, text: str, expected: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, _, err = run_cli("inspect", str(path))
+    assert code == 2
+    assert expected in err
+    assert err.count("\n") == 1
+    assert not err.rstrip().endswith((" at", " at)"))

@@ -16,6 +16,9 @@ the SQLite saver stores the whole state each time, and a 300-call run re-seriali
 growing record ~600 times (~800 MB, most of the run's time). Once per ``invoke`` is what
 resuming a thread needs: the memo and the working memory are in the final state of each.
 
+Without ``db`` the checkpoint file lives in a temporary folder that is deleted when the
+run ends (it reaches several MB on a 300-call run); pass ``db`` to keep it.
+
 rich (progress, tables) and matplotlib (``--plot``) are imported inside the functions
 that use them; langchain and the SQLite checkpointer inside :func:`run_demo`.
 """
@@ -29,7 +32,7 @@ import tempfile
 import time
 import uuid
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -46,6 +49,7 @@ from langchain_builderforce_memory.cli.report import (
     prefix_reused,
     reused_prefix_tokens,
 )
+from langchain_builderforce_memory.cli.result import DemoRequest, DemoResult
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
     coding_agent_script,
@@ -72,129 +76,6 @@ _TAIL_RESERVE = 3_000
 
 _FILE = re.compile(r"src/app/\w+\.py")
 _TASK = re.compile(r"(?:user|Task): (.+)")
-
-
-@dataclass(frozen=True, slots=True)
-class DemoRequest:
-    """One model call of the demo run."""
-
-    call: int
-    """1-based model call number."""
-    directive: int
-    """0-based index of the user directive this call served."""
-    full_tokens: int
-    """What sending the whole record (and the system prompt) would have cost."""
-    sent_tokens: int
-    """What the model was actually sent."""
-    sent_messages: int
-    """Messages in the request."""
-    prefix_tokens: int
-    """Leading tokens identical to the previous request's: what a prefix cache can serve."""
-    prefix_reused: bool
-    """The request starts with ALL of the previous request's history (its volatile tail
-    aside): a provider prefix cache can serve everything sent before."""
-    folded: bool
-    """The memory note changed right before this call: a fold."""
-
-
-@dataclass(frozen=True, slots=True)
-class DemoResult:
-    """What :func:`run_demo` measured, and the scripted models, for checking."""
-
-    turns: int
-    """Model calls made."""
-    budget: int
-    """The middleware's ``max_tokens``."""
-    directives: list[str]
-    """The user directives, in order."""
-    requests: list[DemoRequest]
-    """Per model call."""
-    folds: int
-    """Folds the middleware reported (its ``stream_mode="custom"`` events)."""
-    events: list[dict[str, object]]
-    """Every custom event the middleware wrote."""
-    summarizer_calls: int
-    """Requests the summarizer model received."""
-    brief: str | None
-    """The working-memory brief sent with the last request (``None``: none was sent)."""
-    record_messages: int
-    """Messages in the checkpointed record at the end."""
-    record_tokens: int
-    """Their tokens."""
-    memo_covered_end: int | None
-    """How many record messages the memo read back from the checkpoint covers."""
-    db_path: str
-    """The SQLite checkpoint file."""
-    thread_id: str
-    """The checkpointed thread."""
-    seconds: float
-    """Wall time of the run."""
-    model: ScriptedChatModel = field(repr=False)
-    """The agent's model (``model.requests`` is what it was sent)."""
-    summarizer: ScriptedChatModel = field(repr=False)
-    """The summarizer model (``summarizer.requests``)."""
-
-    @property
-    def full_tokens(self) -> int:
-        """Sum over requests of what the full record would have cost."""
-        return sum(r.full_tokens for r in self.requests)
-
-    @property
-    def sent_tokens(self) -> int:
-        """Sum over requests of what was sent."""
-        return sum(r.sent_tokens for r in self.requests)
-
-    @property
-    def max_sent_tokens(self) -> int:
-        """The largest request."""
-        return max((r.sent_tokens for r in self.requests), default=0)
-
-    @property
-    def fold_calls(self) -> list[int]:
-        """The model calls (1-based) right after a fold."""
-        return [r.call for r in self.requests if r.folded]
-
-    @property
-    def prefix_reuse_share(self) -> float:
-        """Share of requests (after the first) that reused the previous request whole."""
-        later = self.requests[1:]
-        return sum(r.prefix_reused for r in later) / len(later) if later else 0.0
-
-    def to_dict(self) -> dict[str, object]:
-        """The result as plain JSON data (the models left out)."""
-        return {
-            "turns": self.turns,
-            "budget": self.budget,
-            "directives": self.directives,
-            "full_tokens": self.full_tokens,
-            "sent_tokens": self.sent_tokens,
-            "max_sent_tokens": self.max_sent_tokens,
-            "folds": self.folds,
-            "fold_calls": self.fold_calls,
-            "summarizer_calls": self.summarizer_calls,
-            "prefix_reuse_share": round(self.prefix_reuse_share, 4),
-            "brief": self.brief,
-            "record_messages": self.record_messages,
-            "record_tokens": self.record_tokens,
-            "memo_covered_end": self.memo_covered_end,
-            "db_path": self.db_path,
-            "thread_id": self.thread_id,
-            "seconds": round(self.seconds, 3),
-            "events": self.events,
-            "requests": [
-                {
-                    "call": r.call,
-                    "directive": r.directive,
-                    "full_tokens": r.full_tokens,
-                    "sent_tokens": r.sent_tokens,
-                    "sent_messages": r.sent_messages,
-                    "prefix_tokens": r.prefix_tokens,
-                    "prefix_reused": r.prefix_reused,
-                    "folded": r.folded,
-                }
-                for r in self.requests
-            ],
-        }
 
 
 # --------------------------------------------------------------------------- running
@@ -266,10 +147,6 @@ class _ProgressBar:
             self._bar.stop()
 
 
-def _default_db() -> Path:
-    return Path(tempfile.mkdtemp(prefix="bfmem-demo-")) / "checkpoints.sqlite"
-
-
 def run_demo(
     *,
     turns: int = 300,
@@ -290,7 +167,9 @@ def run_demo(
             realistically; the fold's tail is 40k tokens, less the volatile-tail reserve
             when the budget is smaller.
         directives: User directives (one ``invoke`` each, on one thread).
-        db: The SQLite checkpoint file (default: a fresh temporary file).
+        db: The SQLite checkpoint file, kept after the run (an existing file gets a new
+            thread). ``None``: a file in a temporary folder, deleted when the run ends
+            (the result's ``db_path`` is then ``None``).
         progress: Show a rich progress bar on ``progress_file``.
         progress_file: Where the bar goes (default stderr).
         seed: The script's and the tools' seed.
@@ -310,6 +189,45 @@ def run_demo(
         >>> result.turns, len(result.model.requests)
         (12, 12)
     """
+    options = _RunOptions(
+        turns=turns,
+        budget=budget,
+        directives=directives,
+        progress=progress,
+        progress_file=progress_file or sys.stderr,
+        seed=seed,
+        agent_tools=agent_tools,
+    )
+    if db is not None:
+        path = Path(db)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return _run(path, options)
+    with tempfile.TemporaryDirectory(prefix="bfmem-demo-") as folder:
+        return replace(_run(Path(folder) / "checkpoints.sqlite", options), db_path=None)
+
+
+@dataclass(frozen=True, slots=True)
+class _RunOptions:
+    """:func:`run_demo`'s arguments, once the checkpoint file is chosen."""
+
+    turns: int
+    """Model calls."""
+    budget: int
+    """The middleware's ``max_tokens``."""
+    directives: int
+    """User directives."""
+    progress: bool
+    """Show the progress bar."""
+    progress_file: TextIO
+    """Where the bar goes."""
+    seed: int
+    """The script's and the tools' seed."""
+    agent_tools: bool
+    """Give the model ``search_history`` and ``compact_context``."""
+
+
+def _run(path: Path, options: _RunOptions) -> DemoResult:
+    """Run the agent with its checkpoints in ``path``, and measure it."""
     try:
         from langchain.agents import create_agent
         from langgraph.checkpoint.sqlite import SqliteSaver
@@ -317,11 +235,12 @@ def run_demo(
         from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
     except ImportError as exc:
         raise missing("langchain and langgraph-checkpoint-sqlite", exc) from exc
-    run = coding_agent_script(turns=turns, directives=directives, seed=seed)
+    turns, budget, seed = options.turns, options.budget, options.seed
+    run = coding_agent_script(turns=turns, directives=options.directives, seed=seed)
     largest = max(8, min(4_000, budget // 16))
     tools = coding_tools(min_tokens=max(4, largest // 8), max_tokens=largest, seed=seed)
     script = list(run.script)
-    if agent_tools:
+    if options.agent_tools:
         first_read = next(
             c["args"]["path"] for m in script for c in m.tool_calls if "path" in c["args"]
         )
@@ -339,10 +258,8 @@ def run_demo(
         summarizer,
         max_tokens=budget,
         tail_tokens=max(1, min(COMPACT_TAIL_TOKEN_BUDGET, budget - _TAIL_RESERVE)),
-        agent_tools=agent_tools,
+        agent_tools=options.agent_tools,
     )
-    path = Path(db) if db is not None else _default_db()
-    path.parent.mkdir(parents=True, exist_ok=True)
     thread_id = f"demo-{uuid.uuid4().hex[:8]}"
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
     events: list[dict[str, object]] = []
@@ -352,7 +269,7 @@ def run_demo(
     started = time.perf_counter()
     with (
         closing(sqlite3.connect(path, check_same_thread=False)) as conn,
-        _ProgressBar(turns, enabled=progress, out=progress_file or sys.stderr) as bar,
+        _ProgressBar(turns, enabled=options.progress, out=options.progress_file) as bar,
     ):
         agent = create_agent(
             model,

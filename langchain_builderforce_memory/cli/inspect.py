@@ -436,12 +436,43 @@ def _plain(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
-def render_table(report: InspectReport, out: TextIO) -> None:
-    """Write ``report`` as tables (rich when installed, plain text otherwise)."""
-    message_rows = [
-        [str(r.index), r.role, f"{r.tokens:,}", r.window, r.fold, r.handoff, r.preview]
-        for r in report.rows
-    ]
+_GAP = "…"
+
+
+def _shown_rows(rows: Sequence[list[str]], limit: int | None) -> tuple[list[list[str]], str]:
+    """At most ``limit`` rows and a gap row; a line on what was left out (or "").
+
+    Shown are the first rows and the last ones: the first are the system prompt and the
+    task, the last the tail every view keeps; the middle is where a long run's 1,000 rows
+    read the same.
+    """
+    if limit is None or len(rows) <= limit:
+        return list(rows), ""
+    head, left_out = (limit + 1) // 2, len(rows) - limit
+    gap = [_GAP, "", "", "", "", "", f"{left_out:,} rows left out"]
+    note = (
+        f"{left_out:,} of {len(rows):,} message rows left out (--limit {limit}): "
+        f"showing the first {head:,} and the last {limit - head:,}"
+    )
+    return [*rows[:head], gap, *rows[head + left_out :]], note
+
+
+def render_table(report: InspectReport, out: TextIO, *, limit: int | None = None) -> None:
+    """Write ``report`` as tables (rich when installed, plain text otherwise).
+
+    Args:
+        report: What :func:`inspect_messages` found.
+        out: Where to write.
+        limit: Show at most this many per-message rows (the first and the last ones) and
+            say how many were left out; ``None``: every row.
+    """
+    message_rows, note = _shown_rows(
+        [
+            [str(r.index), r.role, f"{r.tokens:,}", r.window, r.fold, r.handoff, r.preview]
+            for r in report.rows
+        ],
+        limit,
+    )
     try:
         from rich.console import Console
         from rich.table import Table
@@ -450,6 +481,7 @@ def render_table(report: InspectReport, out: TextIO) -> None:
             *_header_lines(report),
             "",
             *_plain(_ROW_HEADERS, message_rows),
+            *([note] if note else []),
             "",
             *_plain(_VIEW_HEADERS, _view_rows(report)),
         ]
@@ -461,11 +493,13 @@ def render_table(report: InspectReport, out: TextIO) -> None:
     table = Table(*_ROW_HEADERS, title="per message", title_justify="left")
     for cells in message_rows:
         styled = [
-            f"[{_STYLES[c]}]{c}[/]" if k in (3, 4, 5) else c.replace("[", r"\[")
-            for k, c in enumerate(cells)
+            f"[{_STYLES[c]}]{c}[/]" if j in (3, 4, 5) and c else c.replace("[", r"\[")
+            for j, c in enumerate(cells)
         ]
-        table.add_row(*styled)
+        table.add_row(*styled, style="dim" if cells[0] == _GAP else None)
     console.print(table)
+    if note:
+        console.print(note, markup=False)
     totals = Table(*_VIEW_HEADERS, title="what each view sends", title_justify="left")
     for cells in _view_rows(report):
         totals.add_row(*(c.replace("[", r"\[") for c in cells))

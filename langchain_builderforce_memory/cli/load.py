@@ -66,6 +66,27 @@ def _fail(where: str, problem: str) -> TranscriptFileError:
     return TranscriptFileError(f"{where}: {problem}")
 
 
+def _invalid_json(exc: json.JSONDecodeError, line: int | None = None) -> TranscriptFileError:
+    """The decoder's whole message, where it is.
+
+    ``exc.msg`` alone is cut mid-sentence for the messages that end in a position
+    (``Unterminated string starting at``): they are completed with "this position".
+    """
+    text = f"{exc.msg} this position" if exc.msg.endswith(" at") else exc.msg
+    where = f"line {exc.lineno if line is None else line}, column {exc.colno}"
+    return TranscriptFileError(f"{where}: invalid JSON ({text})")
+
+
+def _detail(exc: Exception) -> str:
+    """An exception's whole message on one line (pydantic's: each field and its problem)."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'value'}: {e['msg']}"
+            for e in exc.errors()
+        )
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def _content(item: Mapping[str, object], where: str) -> str | list[str | dict[str, object]]:
     value = item.get("content")
     if value is None:
@@ -178,9 +199,8 @@ def parse_message(item: object, where: str) -> tuple[BaseMessage, str]:
         try:
             return messages_from_dict([item])[0], "langchain"
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise _fail(
-                where, f"not a valid LangChain message dict (type {item['type']!r}): {detail}"
+                where, f"not a valid LangChain message dict (type {item['type']!r}): {_detail(exc)}"
             ) from exc
     if "role" in item:
         return _openai_message(item, where), "openai"
@@ -222,8 +242,7 @@ def _from_lines(text: str) -> tuple[list[BaseMessage], set[str]]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            msg = f"line {number}, column {exc.colno}: invalid JSON ({exc.msg})"
-            raise TranscriptFileError(msg) from exc
+            raise _invalid_json(exc, number) from exc
         message, shape = parse_message(item, f"line {number}")
         messages.append(message)
         shapes.add(shape)
@@ -269,8 +288,7 @@ def load_transcript_file(path: str | Path) -> LoadedTranscript:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
-                msg = f"line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})"
-                raise TranscriptFileError(msg) from exc
+                raise _invalid_json(exc) from exc
             # Several JSON values one after the other: JSONL under another name.
             messages, shapes = _from_lines(text)
             file_format = "jsonl"

@@ -10,8 +10,10 @@ would send for a saved transcript.
 Exit codes: 0 success; 2 a bad argument or an unreadable transcript (a one-line error,
 never a traceback); 1 an optional dependency is missing.
 
-rich and matplotlib (the ``demo`` extra) are imported inside the commands, so importing
-the package never needs them.
+This module imports the standard library only (argparse and what it needs): ``bfmem
+--help`` must not pay for langchain-core, langgraph or tiktoken, which take over a second
+to import. Each sub-command imports its modules when it runs; the defaults shown in the
+help are copies of the library's, pinned to their sources by ``tests/test_cli.py``.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import TextIO
-
-from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 
 __all__ = ["build_parser", "main"]
 
@@ -31,72 +32,155 @@ EXIT_OK = 0
 EXIT_MISSING_DEPENDENCY = 1
 EXIT_USAGE = 2
 
+# Copies of library defaults (importing their modules would import langchain-core).
+HISTORY_TOKEN_BUDGET = 64_000
+"""``transcript.window.HISTORY_TOKEN_BUDGET``."""
+HISTORY_WINDOW = 80
+"""``transcript.window.HISTORY_WINDOW``."""
+COMPACT_TAIL_TOKEN_BUDGET = 40_000
+"""``transcript.fold.COMPACT_TAIL_TOKEN_BUDGET``."""
+DEFAULT_TARGET_MODEL_TOKENS = 8_192
+"""``cli.inspect.DEFAULT_TARGET_MODEL_TOKENS``."""
+TAIL_RESERVE_TOKENS = 3_000
+"""``MemoryPolicy.tail_reserve_tokens``: the room the middleware gives the brief."""
+MIN_DEMO_BUDGET = TAIL_RESERVE_TOKENS + 1
+"""The demo's smallest ``--budget``: the middleware needs more than the brief's room."""
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        msg = f"expected a whole number, got {text!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-    if value < 1:
-        msg = f"expected a number >= 1, got {value}"
+
+class _WholeNumber:
+    """An argparse ``type=``: a whole number ``>= minimum`` (``_`` and ``,`` allowed)."""
+
+    __slots__ = ("minimum", "reason")
+
+    def __init__(self, minimum: int, reason: str = "") -> None:
+        self.minimum = minimum
+        self.reason = reason
+
+    def __call__(self, text: str) -> int:
+        why = f" ({self.reason})" if self.reason else ""
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            msg = f"expected a whole number >= {self.minimum:,}{why}; got {text!r}"
+            raise argparse.ArgumentTypeError(msg) from None
+        if value < self.minimum:
+            msg = f"must be at least {self.minimum:,}{why}; got {value:,}"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+
+_POSITIVE = _WholeNumber(1)
+_NON_NEGATIVE = _WholeNumber(0)
+
+
+def _png_path(text: str) -> Path:
+    path = Path(text)
+    if path.suffix.lower() != ".png":
+        msg = f"the plot is a PNG: give a path ending in .png; got {text!r}"
         raise argparse.ArgumentTypeError(msg)
-    return value
+    return path
 
 
-def _non_negative_int(text: str) -> int:
-    if text.strip() == "0":
-        return 0
-    return _positive_int(text)
+class _VersionAction(argparse.Action):
+    """``--version``: reads the installed version only when asked (stdlib metadata)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from langchain_builderforce_memory._version import DISTRIBUTION, __version__
+
+        sys.stdout.write(f"bfmem ({DISTRIBUTION}) {__version__}\n")
+        parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``bfmem`` argument parser (``demo`` and ``inspect``)."""
-    parser = argparse.ArgumentParser(
-        prog="bfmem",
-        description="See what a LangChain / LangGraph agent's model is sent, turn by turn.",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="show the package's warnings (repairs, ...)"
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,inspect}")
-
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo",
         help="run an offline scripted coding agent with the middleware and show the numbers",
         description=(
-            "Run an offline scripted coding agent (no API key) through create_agent + "
-            "BuilderforceMemoryMiddleware with a SQLite checkpointer, then show what the "
-            "full record would have cost against what the model was sent."
+            "Run an offline scripted coding agent (no API key, no network) through "
+            "create_agent + BuilderforceMemoryMiddleware with a SQLite checkpointer, then show "
+            "what the full record would have cost against what the model was sent: tokens, "
+            "folds, summarizer calls, prefix reuse and the working-memory brief."
         ),
     )
-    demo.add_argument("--turns", type=_positive_int, default=300, help="model calls (default 300)")
     demo.add_argument(
-        "--budget",
-        type=_positive_int,
-        default=HISTORY_TOKEN_BUDGET,
-        help=f"tokens the model may be sent per request (default {HISTORY_TOKEN_BUDGET:,})",
+        "--turns",
+        type=_POSITIVE,
+        default=300,
+        help="model calls the scripted agent makes (default 300; at least 2 per directive)",
     )
     demo.add_argument(
-        "--directives", type=_positive_int, default=4, help="user directives (default 4)"
+        "--budget",
+        type=_WholeNumber(MIN_DEMO_BUDGET, f"the brief alone is given {TAIL_RESERVE_TOKENS:,}"),
+        default=HISTORY_TOKEN_BUDGET,
+        help=(
+            "the middleware's max_tokens: the most the model is sent per request, brief "
+            f"included (default {HISTORY_TOKEN_BUDGET:,}; at least {MIN_DEMO_BUDGET:,}); tool "
+            "outputs scale with it, so a small budget still folds"
+        ),
+    )
+    demo.add_argument(
+        "--directives",
+        type=_POSITIVE,
+        default=4,
+        help="user messages the run is split into, one invoke each on one thread (default 4)",
     )
     demo.add_argument(
         "--db",
         type=Path,
         default=None,
-        help="SQLite checkpoint file (default: a fresh file in the user cache directory)",
+        metavar="PATH",
+        help=(
+            "write the SQLite checkpoints to PATH and keep it (an existing file gets a new "
+            "thread); default: a temporary file, deleted when the demo ends"
+        ),
     )
-    demo.add_argument("--plot", type=Path, default=None, help="write a PNG of tokens per request")
+    demo.add_argument(
+        "--plot",
+        type=_png_path,
+        default=None,
+        metavar="PATH.png",
+        help="also write a PNG of tokens per request (full record vs sent, folds marked), "
+        "and print where",
+    )
+    demo.add_argument(
+        "--brief",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=(
+            "print the working-memory brief sent with the last request (default: yes; it is "
+            "printed before the tables, so the summary stays on screen; --format json always "
+            "has it)"
+        ),
+    )
     demo.add_argument(
         "--format", choices=("table", "json"), default="table", help="output (default table)"
     )
-    demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    demo.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="draw a progress bar on stderr while the agent runs (default: yes, table output only)",
+    )
     demo.add_argument(
         "--agent-tools",
         action="store_true",
         help="give the model search_history and compact_context (it searches once, compacts once)",
     )
+    return demo
 
+
+def _add_inspect(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     inspect = sub.add_parser(
         "inspect",
         help="show what the window, the fold and the hand-off packer would send for a file",
@@ -109,33 +193,35 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("file", type=Path, help="the transcript (.json or .jsonl)")
     inspect.add_argument(
         "--budget",
-        type=_positive_int,
+        type=_POSITIVE,
         default=HISTORY_TOKEN_BUDGET,
         help=f"the view's token budget (default {HISTORY_TOKEN_BUDGET:,})",
     )
     inspect.add_argument(
         "--max-messages",
-        type=_positive_int,
+        type=_POSITIVE,
         default=HISTORY_WINDOW,
         help=f"the window's message ceiling (default {HISTORY_WINDOW})",
     )
     inspect.add_argument(
         "--tail-tokens",
-        type=_positive_int,
+        type=_POSITIVE,
         default=None,
-        help="tokens the fold keeps verbatim at most (default 40,000; capped at 5/8 of the room)",
+        help=f"tokens the fold keeps verbatim at most (default {COMPACT_TAIL_TOKEN_BUDGET:,}; "
+        "the fold caps it at 5/8 of the room the budget leaves)",
     )
     inspect.add_argument(
         "--target-model-tokens",
-        type=_positive_int,
-        default=None,
-        help="the hand-off target's context window (default 8,192)",
+        type=_POSITIVE,
+        default=DEFAULT_TARGET_MODEL_TOKENS,
+        help=f"the hand-off target's context window (default {DEFAULT_TARGET_MODEL_TOKENS:,})",
     )
     inspect.add_argument(
         "--reserve-output-tokens",
-        type=_non_negative_int,
+        type=_NON_NEGATIVE,
         default=None,
-        help="held back for the target's reply (default a quarter of its window)",
+        help="held back for the target's reply, less than --target-model-tokens "
+        "(default a quarter of it)",
     )
     inspect.add_argument(
         "--encoding",
@@ -144,18 +230,88 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the approximate estimate",
     )
     inspect.add_argument(
+        "--limit",
+        type=_NON_NEGATIVE,
+        default=None,
+        metavar="N",
+        help="show at most N rows of the per-message table, the first and the last ones, and "
+        "say how many were left out (default: every row; 0: totals only; --format json "
+        "always lists every row)",
+    )
+    inspect.add_argument(
         "--format", choices=("table", "json"), default="table", help="output (default table)"
     )
-    return parser
+    return inspect
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog="bfmem",
+        description="See what a LangChain / LangGraph agent's model is sent, turn by turn.",
+    )
+    parser.add_argument("-V", "--version", action=_VersionAction, help="print the version")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also log the package's warnings (input repairs, summarizer failures) to stderr",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,inspect}")
+    return parser, {"demo": _add_demo(sub), "inspect": _add_inspect(sub)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``bfmem`` argument parser (``demo`` and ``inspect``).
+
+    Example:
+        >>> build_parser().parse_args(["demo", "--turns", "40"]).turns
+        40
+    """
+    return _parsers()[0]
+
+
+def _cross_check(args: argparse.Namespace) -> tuple[str, str] | None:
+    """A rule between two flags that ``args`` breaks: (flag, message), else ``None``."""
+    if args.command == "demo" and args.turns < 2 * args.directives:
+        return "--turns", (
+            f"must be at least 2 per directive ({2 * args.directives:,} for --directives "
+            f"{args.directives}); got {args.turns:,}"
+        )
+    if (
+        args.command == "inspect"
+        and args.reserve_output_tokens is not None
+        and args.reserve_output_tokens >= args.target_model_tokens
+    ):
+        return "--reserve-output-tokens", (
+            f"must be less than --target-model-tokens ({args.target_model_tokens:,}); "
+            f"got {args.reserve_output_tokens:,}"
+        )
+    return None
+
+
+def _parse(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> argparse.Namespace | int:
+    """Parse and check ``argv``: the namespace, or the exit code once argparse has spoken."""
+    parser, commands = _parsers()
+    # argparse prints help, --version and usage errors to sys.stdout / sys.stderr; send
+    # them to the streams main() was given (tests and notebooks pass their own).
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            args = parser.parse_args(argv)
+            broken = _cross_check(args)
+            if broken is not None:
+                commands[args.command].error(f"argument {broken[0]}: {broken[1]}")
+        except SystemExit as exc:
+            return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    return args
 
 
 def _error(err: TextIO, message: str) -> None:
-    err.write(f"bfmem: error: {message}\n")
+    """One line, whole: a multi-line message (pydantic's, say) is joined, never cut."""
+    err.write(f"bfmem: error: {' '.join(message.split())}\n")
 
 
 def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from langchain_builderforce_memory.cli.inspect import (
-        DEFAULT_TARGET_MODEL_TOKENS,
         inspect_messages,
         render_json,
         render_table,
@@ -181,7 +337,7 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             budget=args.budget,
             max_messages=args.max_messages,
             tail_tokens=args.tail_tokens,
-            target_model_tokens=args.target_model_tokens or DEFAULT_TARGET_MODEL_TOKENS,
+            target_model_tokens=args.target_model_tokens,
             reserve_output_tokens=args.reserve_output_tokens,
             token_counter=counter,
             source=str(args.file),
@@ -192,7 +348,7 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.format == "json":
         render_json(report, out)
     else:
-        render_table(report, out)
+        render_table(report, out, limit=args.limit)
     return EXIT_OK
 
 
@@ -218,22 +374,24 @@ def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             budget=args.budget,
             directives=args.directives,
             db=args.db,
-            progress=not args.no_progress and args.format == "table",
+            progress=args.progress and args.format == "table",
             progress_file=err,
             agent_tools=args.agent_tools,
         )
-        if args.plot is not None:
-            write_plot(result, args.plot)
+        plot = write_plot(result, args.plot) if args.plot is not None else None
     except DemoDependencyError as exc:
         _error(err, str(exc))
         return EXIT_MISSING_DEPENDENCY
-    except ValueError as exc:
+    except ValueError as exc:  # the flags are checked up front; this is a library rule
         _error(err, str(exc))
         return EXIT_USAGE
     if args.format == "json":
         render_demo_json(result, out)
     else:
-        render_demo_table(result, out)
+        render_demo_table(result, out, brief=args.brief)
+    if plot is not None:
+        # stdout stays pure JSON with --format json: the path goes to stderr there.
+        (err if args.format == "json" else out).write(f"plot written to {plot.resolve()}\n")
     return EXIT_OK
 
 
@@ -254,11 +412,9 @@ def main(
     """
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse has printed its usage error already
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    args = _parse(argv, out, err)
+    if isinstance(args, int):
+        return args
     # The views repair invalid input and log it; the report already lists those problems,
     # so the log lines are noise unless asked for. Restored afterwards: main() is also
     # called in-process (tests, notebooks), where the caller's logging must stay as it was.

@@ -3,7 +3,7 @@
 The measurements are pure functions over the requests a model recorded (what it was
 actually SENT), so the demo, its tests and the notebooks read the same numbers the same
 way: prefix reuse, where the folds were, the brief, and what the full record would have
-cost at each call. The renderers print a :class:`~langchain_builderforce_memory.cli.demo.
+cost at each call. The renderers print a :class:`~langchain_builderforce_memory.cli.result.
 DemoResult` as tables (rich), JSON, or a PNG (matplotlib); both libraries are imported
 inside the functions that use them.
 """
@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from langchain_builderforce_memory.cli.result import DemoResult
 from langchain_builderforce_memory.handoff.volatile import (
     VOLATILE_TAIL_CLOSE,
     VOLATILE_TAIL_TAG,
@@ -25,9 +26,6 @@ from langchain_builderforce_memory.handoff.volatile import (
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import TokenCounter, resolve_token_counter
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
-
-if TYPE_CHECKING:
-    from langchain_builderforce_memory.cli.demo import DemoResult
 
 __all__ = [
     "DemoDependencyError",
@@ -187,7 +185,8 @@ def _summary_rows(result: DemoResult) -> list[tuple[str, str]]:
         ),
         (
             "checkpoint",
-            f"{result.db_path} (thread {result.thread_id}; memo covers "
+            f"{result.db_path or 'a temporary file, deleted after the run (--db PATH keeps it)'}"
+            f" (thread {result.thread_id}; memo covers "
             f"{result.memo_covered_end if result.memo_covered_end is not None else 0} messages)",
         ),
         ("wall time", f"{result.seconds:.1f} s"),
@@ -233,8 +232,12 @@ def _calls(calls: list[int], limit: int = 12) -> str:
     return shown + (f", … {len(calls) - limit} more" if len(calls) > limit else "")
 
 
-def render_demo_table(result: DemoResult, out: TextIO) -> None:
-    """Print the summary table, a per-directive table and the final brief (rich)."""
+def render_demo_table(result: DemoResult, out: TextIO, *, brief: bool = True) -> None:
+    """Print the final brief (unless ``brief=False``), then the summary and per-directive tables.
+
+    The brief comes first: it runs to dozens of lines, and printed last it scrolled the
+    summary, the point of the demo, off the screen.
+    """
     try:
         from rich.console import Console
         from rich.panel import Panel
@@ -242,6 +245,15 @@ def render_demo_table(result: DemoResult, out: TextIO) -> None:
     except ImportError as exc:
         raise missing("rich", exc) from exc
     console = Console(file=out, width=max(100, Console(file=out).width), highlight=False)
+    if brief:
+        console.print(
+            Panel(
+                result.brief or "(no brief: the run was too short)",
+                title="the brief sent with the last request",
+                title_align="left",
+            ),
+            markup=False,
+        )
     table = Table(
         title="bfmem demo: what the model was sent", title_justify="left", show_header=False
     )
@@ -261,14 +273,6 @@ def render_demo_table(result: DemoResult, out: TextIO) -> None:
             str(sum(r.folded for r in rows)),
         )
     console.print(per)
-    console.print(
-        Panel(
-            result.brief or "(no brief: the run was too short)",
-            title="the brief sent with the last request",
-            title_align="left",
-        ),
-        markup=False,
-    )
 
 
 def render_demo_json(result: DemoResult, out: TextIO) -> None:

@@ -362,7 +362,10 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
             "argument --budget: must be at least 3,001 (the brief alone is given 3,000); got 100",
         ),
         (["--budget", "3000"], "argument --budget: must be at least 3,001"),
-        (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG"),
+        (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG file"),
+        (["--plot", "."], "argument --plot: the plot is a PNG file"),
+        (["--db", "."], "argument --db: '.' is a folder: give a file path"),
+        (["--db", str(DATA / "openai_chat.json")], "is not a SQLite file: give a new path"),
         (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
     ],
 )
@@ -566,6 +569,28 @@ def test_the_demo_deletes_its_checkpoints_unless_db_is_given(
         assert data["db_path"] is None
         assert not db.parent.exists()
         assert data["memo_covered_end"] is not None or data["record_messages"] > 0
+
+
+@pytest.mark.parametrize("flag", ["--db", "--plot"])
+def test_a_path_the_demo_cannot_write_is_named(tmp_path: Path, flag: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    target = blocker / ("demo.sqlite" if flag == "--db" else "tokens.png")  # under a file
+    code, _, err = run_cli(
+        "demo",
+        "--turns",
+        "2",
+        "--directives",
+        "1",
+        "--budget",
+        "8000",
+        "--no-progress",
+        flag,
+        str(target),
+    )
+    assert code == 2
+    assert err.startswith(f"bfmem: error: {flag} {target}: cannot ")
+    assert err.count("\n") == 1
 
 
 @pytest.mark.parametrize(

@@ -75,9 +75,28 @@ _NON_NEGATIVE = _WholeNumber(0)
 
 def _png_path(text: str) -> Path:
     path = Path(text)
-    if path.suffix.lower() != ".png":
-        msg = f"the plot is a PNG: give a path ending in .png; got {text!r}"
+    if path.suffix.lower() != ".png" or path.is_dir():
+        msg = f"the plot is a PNG file: give a file path ending in .png; got {text!r}"
         raise argparse.ArgumentTypeError(msg)
+    return path
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _db_path(text: str) -> Path:
+    path = Path(text)
+    if path.is_dir():
+        msg = f"{text!r} is a folder: give a file path (the file is created if missing)"
+        raise argparse.ArgumentTypeError(msg)
+    if path.is_file() and path.stat().st_size > 0:
+        with path.open("rb") as f:
+            if f.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                msg = (
+                    f"{text!r} is not a SQLite file: give a new path, or a file an earlier "
+                    "--db wrote"
+                )
+                raise argparse.ArgumentTypeError(msg)
     return path
 
 
@@ -135,7 +154,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
     )
     demo.add_argument(
         "--db",
-        type=Path,
+        type=_db_path,
         default=None,
         metavar="PATH",
         help=(
@@ -368,6 +387,8 @@ def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"'langchain-builderforce-memory[demo]' ({exc})",
         )
         return EXIT_MISSING_DEPENDENCY
+    import sqlite3
+
     try:
         result = run_demo(
             turns=args.turns,
@@ -378,18 +399,30 @@ def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress_file=err,
             agent_tools=args.agent_tools,
         )
-        plot = write_plot(result, args.plot) if args.plot is not None else None
     except DemoDependencyError as exc:
         _error(err, str(exc))
         return EXIT_MISSING_DEPENDENCY
     except ValueError as exc:  # the flags are checked up front; this is a library rule
         _error(err, str(exc))
         return EXIT_USAGE
+    except (OSError, sqlite3.DatabaseError) as exc:
+        if args.db is None:  # our own temporary file: a bug, not a usage error
+            raise
+        _error(err, f"--db {args.db}: cannot use it for the checkpoints ({exc})")
+        return EXIT_USAGE
     if args.format == "json":
         render_demo_json(result, out)
     else:
         render_demo_table(result, out, brief=args.brief)
-    if plot is not None:
+    if args.plot is not None:
+        try:
+            plot = write_plot(result, args.plot)
+        except DemoDependencyError as exc:
+            _error(err, str(exc))
+            return EXIT_MISSING_DEPENDENCY
+        except OSError as exc:
+            _error(err, f"--plot {args.plot}: cannot write it ({exc.strerror or exc})")
+            return EXIT_USAGE
         # stdout stays pure JSON with --format json: the path goes to stderr there.
         (err if args.format == "json" else out).write(f"plot written to {plot.resolve()}\n")
     return EXIT_OK

@@ -15,9 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from langchain_builderforce_memory._version import __version__ as __version__
-
 if TYPE_CHECKING:
+    from langchain_builderforce_memory._version import __version__ as __version__
     from langchain_builderforce_memory.agents.middleware import (
         BuilderforceMemoryMiddleware,
         BuilderforceMemoryState,
@@ -64,6 +63,8 @@ if TYPE_CHECKING:
 _PACKAGE = "langchain_builderforce_memory"
 
 _MODULES: dict[str, tuple[str, ...]] = {
+    # importlib.metadata costs more than the rest of `bfmem --help`: read on first use.
+    "_version": ("__version__",),
     # The create_agent middleware needs `langchain` (the [agents] extra); everything else
     # runs on langchain-core and langgraph.
     "agents.middleware": ("BuilderforceMemoryMiddleware", "BuilderforceMemoryState"),

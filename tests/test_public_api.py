@@ -99,9 +99,7 @@ def test_importing_the_package_imports_no_langchain_package() -> None:
         "import langchain_builderforce_memory\n"
         "print(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph'))))\n"
     )
-    assert _run(code).strip() == "['langchain_builderforce_memory', " + (
-        "'langchain_builderforce_memory._version']"
-    )
+    assert _run(code).strip() == "['langchain_builderforce_memory']"
 
 
 def test_importing_the_cli_imports_neither_langchain_nor_langgraph() -> None:

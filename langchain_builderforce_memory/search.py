@@ -73,6 +73,11 @@ _ARGS_CHARS: Final = 240
 _MAX_QUERY_WORDS: Final = 32
 """Words of a long query (a pasted directive) that are searched at most."""
 
+MAX_EXACT_CHARS: Final = 160
+"""Longer queries (a pasted directive, the packer's recall) are searched by their words
+only: a trigram phrase of hundreds of characters is no identifier, and over repetitive
+text (a run of one character) FTS5's phrase matching costs its length times the text's."""
+
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 
 _MEDIA: Final = frozenset({"image", "image_url", "audio", "input_audio", "file", "video"})
@@ -347,24 +352,27 @@ class RecordIndex:
     def _query(
         self, text: str, limit: int, stop: int, snippet_chars: int
     ) -> tuple[list[SearchHit], int]:
-        sub_sql, sub_ids, sub_arg = self._substring_sql(text)
         keep = "rowid <= ? AND rowid NOT IN (SELECT pos FROM hidden)"
-        exact_rows = self._db.execute(
-            f"SELECT rowid FROM ({sub_sql}) WHERE {keep} ORDER BY rank, rowid DESC LIMIT ?",
-            (sub_arg, stop, limit),
-        ).fetchall()
-        hits = [self._substring_hit(row[0], text, snippet_chars) for row in exact_rows]
+        hits: list[SearchHit] = []
+        matched: list[tuple[str, str]] = []  # (rowid query, its argument) per tier
+        if len(text) <= MAX_EXACT_CHARS:
+            sub_sql, sub_ids, sub_arg = self._substring_sql(text)
+            exact_rows = self._db.execute(
+                f"SELECT rowid FROM ({sub_sql}) WHERE {keep} ORDER BY rank, rowid DESC LIMIT ?",
+                (sub_arg, stop, limit),
+            ).fetchall()
+            hits = [self._substring_hit(row[0], text, snippet_chars) for row in exact_rows]
+            matched.append((sub_ids, sub_arg))
         words = self._distinctive(text)
-        if words is None:
-            (total,) = self._db.execute(
-                f"SELECT count(*) FROM ({sub_ids}) WHERE {keep}", (sub_arg, stop)
-            ).fetchone()
-            return hits, max(int(total), len(hits))
-        union = f"{sub_ids} UNION SELECT rowid FROM words WHERE words MATCH ?"
+        if words is not None:
+            matched.append(("SELECT rowid FROM words WHERE words MATCH ?", words))
+        if not matched:
+            return hits, 0
+        union = " UNION ".join(sql for sql, _ in matched)
         (total,) = self._db.execute(
-            f"SELECT count(*) FROM ({union}) WHERE {keep}", (sub_arg, words, stop)
+            f"SELECT count(*) FROM ({union}) WHERE {keep}", (*(a for _, a in matched), stop)
         ).fetchone()
-        if len(hits) < limit:
+        if words is not None and len(hits) < limit:
             seen = {h.position + 1 for h in hits}
             rows = self._db.execute(
                 "SELECT rowid, snippet(words, 0, '', '', '…', ?) FROM words "

@@ -258,3 +258,10 @@ def test_skipped_tools_answers_are_not_searched() -> None:
     assert sorted(h.message_id for h in RecordIndex().search(record, "E42").hits) == ["t1", "t2"]
     index = RecordIndex(skip_tools={"search_history"})
     assert [h.message_id for h in index.search(record, "E42").hits] == ["t1"]
+
+
+def test_a_long_query_is_searched_by_its_words_and_stays_fast() -> None:
+    record = [HumanMessage("go"), AIMessage("a" * 40_000), AIMessage("the parser fails")]
+    query = "a" * 2_000 + " parser"
+    result = search_record(record, query)
+    assert [(h.position, h.exact) for h in result.hits] == [(2, False)]

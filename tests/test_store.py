@@ -1,12 +1,14 @@
 """Code maps in a LangGraph store: the seed's write rule across runs, scope isolation,
-relevance, recall, and persistence in an embedded SQLite file."""
+relevance, recall, and persistence in an embedded SQLite file and on a PostgreSQL server
+(the ``postgres`` cases: ``scripts/with-postgres.sh pytest -m postgres``)."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -39,20 +41,44 @@ def entries(content: str) -> list[str]:
     return [line for line in content.split("\n") if line.startswith("- ")]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
+
+
+def opener(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Callable[[], AbstractContextManager[BaseStore]]:
+    """Opens (again) one persistent store: an SQLite file, or a PostgreSQL database."""
+    if backend == "postgres":
+        from langgraph.store.postgres import PostgresStore
+
+        url = request.getfixturevalue("postgres_url")
+        return lambda: PostgresStore.from_conn_string(url)
+    path = str(tmp_path / "maps.db")
+    return lambda: SqliteStore.from_conn_string(path)
+
+
+@pytest.fixture(params=["memory", "sqlite", POSTGRES])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
     if request.param == "memory":
         yield InMemoryStore()
         return
-    with SqliteStore.from_conn_string(str(tmp_path / "maps.db")) as sqlite:
-        sqlite.setup()
-        yield sqlite
+    with opener(request.param, request, tmp_path)() as persistent:
+        persistent.setup()
+        yield persistent
 
 
-@pytest.fixture(params=["memory", "aiosqlite"])
+@pytest.fixture(params=["memory", "aiosqlite", POSTGRES])
 async def astore(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BaseStore]:
     if request.param == "memory":
         yield InMemoryStore()
+        return
+    if request.param == "postgres":
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+
+        url = request.getfixturevalue("postgres_url")
+        async with AsyncPostgresStore.from_conn_string(url) as postgres:
+            await postgres.setup()
+            yield postgres
         return
     async with AsyncSqliteStore.from_conn_string(str(tmp_path / "maps.db")) as sqlite:
         await sqlite.setup()
@@ -122,17 +148,20 @@ def test_one_scope_never_reads_another_scopes_maps(store: BaseStore) -> None:
     assert maps.recall_for("carol")("web", 10_000) == ""
 
 
-def test_the_store_survives_reopening_the_sqlite_file(tmp_path: Path) -> None:
-    path = str(tmp_path / "maps.db")
-    with SqliteStore.from_conn_string(path) as first:
+@pytest.mark.parametrize("backend", ["sqlite", POSTGRES])
+def test_the_store_survives_reopening(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    reopen = opener(backend, request, tmp_path)
+    with reopen() as first:
         first.setup()
         CodeMapStore(first).save(first_run(), scope=SCOPE, at=AT)
-    with SqliteStore.from_conn_string(path) as second:
+    with reopen() as second:
         maps = CodeMapStore(second, min_files=1)
         found = maps.maps_for(["w/s/b.ts"], scope=SCOPE)
         assert [m.key for m in found] == ["codemap:w/s"]
         maps.save(run(Observation.edited("w/s/d.ts")), scope=SCOPE, at=AT)
-    with SqliteStore.from_conn_string(path) as third:
+    with reopen() as third:
         (again,) = CodeMapStore(third).maps_for("w/s/d.ts", scope=SCOPE)
         assert entries(again.content)[:2] == [
             "- w/s/d.ts (changed)",

@@ -1,0 +1,97 @@
+"""PostgreSQL for the tests marked ``postgres``, and the CI check that none of them skipped.
+
+``BFMEM_TEST_POSTGRES_URL`` names a server the tests may create databases on
+(``scripts/with-postgres.sh`` starts a throwaway one and sets it). Each test gets a fresh
+database, dropped afterwards. Without the variable the tests skip, saying how to run them.
+
+With ``BFMEM_REQUIRE_POSTGRES=1`` (``.ci/run`` sets it) a run in which any ``postgres``
+test skipped, or none ran, fails; every run that collected one prints how many ran.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+POSTGRES_URL_VAR = "BFMEM_TEST_POSTGRES_URL"
+HOW_TO_RUN = (
+    f"needs PostgreSQL: set {POSTGRES_URL_VAR}, or run "
+    "`scripts/with-postgres.sh pytest -m postgres` (starts a throwaway server)"
+)
+
+
+def _with_database(url: str, name: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(url)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A conninfo string for a fresh, empty database (dropped after the test)."""
+    server = os.environ.get(POSTGRES_URL_VAR)
+    if not server:
+        pytest.skip(HOW_TO_RUN)
+    import psycopg
+
+    name = f"bfmem_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _with_database(server, name)
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# ------------------------------------------------------------- counting the postgres tests
+
+_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "postgres" not in report.keywords:
+        return
+    if report.skipped:
+        _outcomes[report.nodeid] = "skipped"
+    elif report.failed:
+        _outcomes[report.nodeid] = "failed"
+    elif report.when == "call":
+        _outcomes.setdefault(report.nodeid, "passed")
+
+
+def _counts() -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for outcome in _outcomes.values():
+        counts[outcome] += 1
+    return counts
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("BFMEM_REQUIRE_POSTGRES") != "1":
+        return
+    counts = _counts()
+    if counts["skipped"] or not _outcomes:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _outcomes:
+        if os.environ.get("BFMEM_REQUIRE_POSTGRES") == "1":
+            terminalreporter.write_line("FAILED: no postgres test ran (BFMEM_REQUIRE_POSTGRES=1)")
+        return
+    counts = _counts()
+    ran = counts["passed"] + counts["failed"]
+    terminalreporter.write_line(
+        f"postgres tests run: {ran} (passed {counts['passed']}, failed {counts['failed']}, "
+        f"skipped {counts['skipped']})"
+    )
+    if counts["skipped"] and os.environ.get("BFMEM_REQUIRE_POSTGRES") == "1":
+        terminalreporter.write_line(
+            "FAILED: postgres tests skipped although BFMEM_REQUIRE_POSTGRES=1"
+        )

@@ -33,18 +33,30 @@ tool calls that is the same in every process, on both the writing and the readin
 Two identical id-less messages share that hash; a marker then keeps from the FIRST of
 them, which is conservative (a span covered twice, never lost).
 
-Concurrency: writes through one wrapper are serialised (an ``asyncio.Lock`` for the async
-twins, a ``threading.Lock`` for the sync ones), so concurrent ``aadd_messages`` calls on
-one session lose no message even over a backing that reads, modifies and writes its
-whole list, and fold at most once. Writers in SEVERAL processes get the backing store's
-own append guarantees: since nothing stored is ever rewritten and an auto marker keeps
-everything from its ``keep_from_id`` on, two processes folding at once cost a duplicate
-summarizer call and one superseded marker, never a lost message. A backing that rewrites
-its whole list on every append (a JSON file) can lose concurrent writes by itself: use a
-database-backed history for multi-process writers. The locks belong to the wrapper:
-keep one wrapper per session (cache it in ``get_session_history``) when one process
-writes a session concurrently; sync and async writers on one wrapper are serialised
-separately and behave like two processes.
+Concurrency (one lock that binds to no event loop): a wrapper may be shared by threads,
+by event loops running in different threads (a sync web server calling async code), and by
+asyncio tasks, in any mix of the sync and async methods. Its writers (append, fold, manual
+consolidation, clear) are serialised by one ``aiologic.Lock``, which sync code takes like a
+``threading.Lock`` and async code awaits without blocking its loop, whichever loop that is
+(an ``asyncio.Lock`` is bound to the first loop that waits on it). A second lock of the
+same kind serialises every single call into the backing store, reads included, so a
+backing over ONE connection (langchain-postgres's ``PostgresChatMessageHistory`` with one
+``psycopg`` connection) is never used by two callers at once; reads do not wait for a
+summarizer call in progress. Concurrent appends on one session lose no message, even over
+a backing that reads, modifies and writes its whole list, and fold at most once. Do not
+call the sync methods inside a running event loop whose own tasks use the async ones: the
+sync call blocks that loop's thread until the lock is free.
+
+Writers in SEVERAL processes get the backing store's own append guarantees: nothing stored
+is ever rewritten and an auto marker keeps everything from its ``keep_from_id`` on, so no
+message is lost. To also keep two processes from folding the same session at once (a
+duplicate summarizer call and a superseded marker), pass a ``fold_guard``
+(:class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`, an advisory lock in the
+database): the writer that holds it re-reads the record and folds, the others skip their
+fold until the next append, so at most one marker wins a race. A backing that rewrites its
+whole list on every append (a JSON file) can lose concurrent writes by itself: use a
+database-backed history for multi-process writers. Keep one wrapper per session (cache it
+in ``get_session_history``) when one process writes a session concurrently.
 
 Deprecation: langchain-core marks ``BaseChatMessageHistory`` and
 ``RunnableWithMessageHistory`` deprecated (removal in 2.0). This wrapper serves the apps
@@ -59,15 +71,17 @@ a LangGraph graph, with a checkpointer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TypeVar
 
+import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.guards import FoldGuard
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
@@ -194,6 +208,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         token_counter: How to count (default: the approximate estimate).
         timeout: Seconds a summarizer call may take before the fold gives up (the view
             stays windowed); ``None`` waits.
+        fold_guard: Keeps writers in other processes from folding this session at the
+            same time (e.g. :class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`);
+            ``None``: this wrapper's own lock only.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -218,6 +235,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         token_counter: TokenCounterLike = None,
         timeout: float | None = None,
+        fold_guard: FoldGuard | None = None,
     ) -> None:
         super().__init__()
         candidate: object = backing
@@ -241,8 +259,18 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         )
         self.summarizer: Summarizer | None = resolve_summarizer(summarizer)
         self.token_counter: TokenCounter = resolve_token_counter(token_counter)
-        self._lock = threading.Lock()
-        self._alock = asyncio.Lock()
+        guard: object = fold_guard
+        if guard is not None and not isinstance(guard, FoldGuard):
+            msg = (
+                f"fold_guard: expected a FoldGuard (e.g. PostgresFoldGuard(url, key=session_id))"
+                f" or None; got {type(guard).__name__}."
+            )
+            raise TypeError(msg)
+        self.fold_guard: FoldGuard | None = fold_guard
+        # Bound to no thread and no event loop (see the module docstring): _lock serialises
+        # writers, _io serialises each call into the backing store (reads included).
+        self._lock = aiologic.Lock()
+        self._io = aiologic.Lock()
         self._index = RecordIndex()  # search(): extended with each new message
 
     # ------------------------------------------------------------------ reads
@@ -250,7 +278,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:
         """The working view of the stored record (see the class docstring)."""
-        return self.view_of(self.backing.messages)
+        return self.view_of(self._read())
 
     @messages.setter
     def messages(self, value: list[BaseMessage]) -> None:
@@ -263,16 +291,16 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages` (reads the backing store asynchronously)."""
-        return self.view_of(await self.backing.aget_messages())
+        return self.view_of(await self._aread())
 
     @property
     def full_messages(self) -> list[BaseMessage]:
         """The whole stored record, markers included, oldest first (a new list)."""
-        return list(self.backing.messages)
+        return self._read()
 
     async def aget_full_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`full_messages`."""
-        return list(await self.backing.aget_messages())
+        return await self._aread()
 
     def view_of(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The working view of ``record``: pure, and never calls the summarizer.
@@ -298,12 +326,12 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         Exact text first, then BM25 on the words (:mod:`~langchain_builderforce_memory.
         search`); never calls the summarizer. Render it for a model with ``render_search``.
         """
-        record = self.backing.messages
+        record = self._read()
         return search_outside_view(self._index, record, self.view_of(record), query, limit=limit)
 
     async def asearch(self, query: str, limit: int = 5) -> SearchResult:
         """Async twin of :meth:`search` (the index is searched in a worker thread)."""
-        record = await self.backing.aget_messages()
+        record = await self._aread()
         view = self.view_of(record)
         return await asyncio.to_thread(
             search_outside_view, self._index, record, view, query, limit=limit
@@ -319,18 +347,20 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         new = with_ids(messages)
         with self._lock:
-            self.backing.add_messages(new)
-            if self.summarizer is None:
+            self._append(new)
+            if self.summarizer is None or self._fold_plan(self._read()) is None:
                 return
-            plan = self._fold_plan(self.backing.messages)
-            if plan is None:
-                return
-            summary = summarize_transcript(
-                self.summarizer, plan.fold_input, timeout=self.policy.timeout
-            )
-            marker = self._fold_marker(plan, summary)
-            if marker is not None:
-                self.backing.add_messages([marker])
+            with self._guard() as held:
+                # Another process may have folded since: plan on what is stored now.
+                plan = self._fold_plan(self._read()) if held else None
+                if plan is None:
+                    return
+                summary = summarize_transcript(
+                    self.summarizer, plan.fold_input, timeout=self.policy.timeout
+                )
+                marker = self._fold_marker(plan, summary)
+                if marker is not None:
+                    self._append([marker])
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages`.
@@ -339,19 +369,20 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         runs in a worker thread.
         """
         new = with_ids(messages)
-        async with self._alock:
-            await self.backing.aadd_messages(new)
-            if self.summarizer is None:
+        async with self._lock:
+            await self._aappend(new)
+            if self.summarizer is None or self._fold_plan(await self._aread()) is None:
                 return
-            plan = self._fold_plan(await self.backing.aget_messages())
-            if plan is None:
-                return
-            summary = await asummarize_transcript(
-                self.summarizer, plan.fold_input, timeout=self.policy.timeout
-            )
-            marker = self._fold_marker(plan, summary)
-            if marker is not None:
-                await self.backing.aadd_messages([marker])
+            async with self._aguard() as held:
+                plan = self._fold_plan(await self._aread()) if held else None
+                if plan is None:
+                    return
+                summary = await asummarize_transcript(
+                    self.summarizer, plan.fold_input, timeout=self.policy.timeout
+                )
+                marker = self._fold_marker(plan, summary)
+                if marker is not None:
+                    await self._aappend([marker])
 
     def consolidate(self) -> AIMessage | None:
         """Summarise everything so far into a MANUAL marker and append it.
@@ -364,38 +395,66 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             ValueError: when the history has no summarizer.
         """
         summarizer = self._require_summarizer("consolidate")
-        with self._lock:
-            convo = _consolidation_input(self.backing.messages)
+        with self._lock, self._guard() as held:
+            convo = _consolidation_input(self._read()) if held else None
             if convo is None:
                 return None
             note = summarize_transcript(summarizer, convo, timeout=self.policy.timeout)
             marker = _manual_marker(note)
             if marker is not None:
-                self.backing.add_messages([marker])
+                self._append([marker])
             return marker
 
     async def aconsolidate(self) -> AIMessage | None:
         """Async twin of :meth:`consolidate`."""
         summarizer = self._require_summarizer("aconsolidate")
-        async with self._alock:
-            convo = _consolidation_input(await self.backing.aget_messages())
+        async with self._lock, self._aguard() as held:
+            convo = _consolidation_input(await self._aread()) if held else None
             if convo is None:
                 return None
             note = await asummarize_transcript(summarizer, convo, timeout=self.policy.timeout)
             marker = _manual_marker(note)
             if marker is not None:
-                await self.backing.aadd_messages([marker])
+                await self._aappend([marker])
             return marker
 
     def clear(self) -> None:
         """Empty the backing store (passes through, after a write in progress)."""
-        with self._lock:
+        with self._lock, self._io:
             self.backing.clear()
 
     async def aclear(self) -> None:
         """Async twin of :meth:`clear`."""
-        async with self._alock:
+        async with self._lock, self._io:
             await self.backing.aclear()
+
+    # ------------------------------------------------------------------ the backing store
+
+    def _read(self) -> list[BaseMessage]:
+        with self._io:
+            return list(self.backing.messages)
+
+    async def _aread(self) -> list[BaseMessage]:
+        async with self._io:
+            return list(await self.backing.aget_messages())
+
+    def _append(self, messages: Sequence[BaseMessage]) -> None:
+        with self._io:
+            self.backing.add_messages(messages)
+
+    async def _aappend(self, messages: Sequence[BaseMessage]) -> None:
+        async with self._io:
+            await self.backing.aadd_messages(messages)
+
+    def _guard(self) -> contextlib.AbstractContextManager[bool]:
+        if self.fold_guard is None:
+            return contextlib.nullcontext(True)
+        return _logged_loss(self.fold_guard.hold())
+
+    def _aguard(self) -> contextlib.AbstractAsyncContextManager[bool]:
+        if self.fold_guard is None:
+            return contextlib.nullcontext(True)
+        return _alogged_loss(self.fold_guard.ahold())
 
     # ------------------------------------------------------------------ planning (pure)
 
@@ -451,6 +510,22 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             )
             raise ValueError(msg)
         return self.summarizer
+
+
+@contextlib.contextmanager
+def _logged_loss(guard: contextlib.AbstractContextManager[bool]) -> Iterator[bool]:
+    with guard as held:
+        if not held:
+            logger.info("another writer is folding this session; this fold is skipped")
+        yield held
+
+
+@contextlib.asynccontextmanager
+async def _alogged_loss(guard: contextlib.AbstractAsyncContextManager[bool]) -> AsyncIterator[bool]:
+    async with guard as held:
+        if not held:
+            logger.info("another writer is folding this session; this fold is skipped")
+        yield held
 
 
 def _consolidation_input(record: Sequence[BaseMessage]) -> list[BaseMessage] | None:

@@ -52,10 +52,15 @@ def postgres_url() -> Iterator[str]:
 # ------------------------------------------------------------- counting the postgres tests
 
 _outcomes: dict[str, str] = {}
+_marked: set[str] = set()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _marked.update(item.nodeid for item in items if item.get_closest_marker("postgres"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if "postgres" not in report.keywords:
+    if report.nodeid not in _marked:
         return
     if report.skipped:
         _outcomes[report.nodeid] = "skipped"

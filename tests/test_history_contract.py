@@ -285,3 +285,69 @@ class TestSqliteAsync(CompactingHistoryContract):
         yield open_session
         for h in opened:
             await h.async_engine.dispose()
+
+
+# ------------------------------------------------------------------ PostgreSQL (langchain-postgres)
+
+PG_TABLE = "chat_history"
+
+
+def pg_session(name: str) -> str:
+    """langchain-postgres wants UUID session ids: one per test session name."""
+    import uuid
+
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"bfmem-test/{name}"))
+
+
+@pytest.mark.postgres
+class TestPostgres(CompactingHistoryContract):
+    """langchain-postgres's PostgresChatMessageHistory, a new connection per opening."""
+
+    io_modes = ("sync",)
+
+    @pytest.fixture
+    def open_backing(self, postgres_url: str) -> Iterator[OpenBacking]:
+        import psycopg
+        from langchain_postgres import PostgresChatMessageHistory
+
+        connections: list[psycopg.Connection[object]] = []
+        with psycopg.connect(postgres_url) as setup:
+            PostgresChatMessageHistory.create_tables(setup, PG_TABLE)
+
+        def open_session(session_id: str) -> BaseChatMessageHistory:
+            connections.append(psycopg.connect(postgres_url))
+            return PostgresChatMessageHistory(
+                PG_TABLE, pg_session(session_id), sync_connection=connections[-1]
+            )
+
+        yield open_session
+        for conn in connections:
+            conn.close()
+
+
+@pytest.mark.postgres
+class TestPostgresAsync(CompactingHistoryContract):
+    """The same store through psycopg's async connection."""
+
+    io_modes = ("async",)
+
+    @pytest.fixture
+    async def open_backing(self, postgres_url: str) -> AsyncIterator[OpenBacking]:
+        import psycopg
+        from langchain_postgres import PostgresChatMessageHistory
+
+        connections: list[psycopg.AsyncConnection[object]] = []
+        async with await psycopg.AsyncConnection.connect(postgres_url) as setup:
+            await PostgresChatMessageHistory.acreate_tables(setup, PG_TABLE)
+        # Opened ahead: open_session is sync, an async connection is opened by awaiting.
+        pool = [await psycopg.AsyncConnection.connect(postgres_url) for _ in range(3)]
+
+        def open_session(session_id: str) -> BaseChatMessageHistory:
+            connections.append(pool.pop())
+            return PostgresChatMessageHistory(
+                PG_TABLE, pg_session(session_id), async_connection=connections[-1]
+            )
+
+        yield open_session
+        for conn in connections + pool:
+            await conn.close()

@@ -17,6 +17,7 @@ unguarded control writes two).
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import uuid
 from collections import Counter
@@ -30,8 +31,9 @@ import pytest
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.guards import PostgresFoldGuard
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import request_problems
+from langchain_builderforce_memory.messages import message_id, request_problems
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.markers import (
     CONSOLIDATION_MARKER_PREFIX,
@@ -86,8 +88,7 @@ def marker_problems(record: list[BaseMessage]) -> list[str]:
     seen_ids: set[str] = set()
     for j, m in enumerate(record):
         if not is_consolidation_marker(m):
-            if m.id:
-                seen_ids.add(m.id)
+            seen_ids.add(message_id(m))  # the id, or for an id-less message its hash
             continue
         meta = consolidation_marker_of(m)
         if meta is None or not meta.auto:
@@ -326,3 +327,180 @@ def test_eight_writers_lose_duplicate_and_reorder_nothing(
             writers = list(range(WRITERS)) if sessions == "one-session" else [w]
             assert_record_whole(record, writers, ADDS)
             assert view_problems(view) == [], f"round {r}"
+
+
+# ------------------------------------------------------------------ two processes (PostgreSQL)
+
+SPAWN = multiprocessing.get_context("spawn")  # no fork: the test process runs threads
+PREFILL = 60
+"""Messages stored before a race (~3,300 tokens): the next append must fold."""
+
+
+def pg_history(url: str, conn: Any, session: str) -> BaseChatMessageHistory:
+    from langchain_postgres import PostgresChatMessageHistory
+
+    return PostgresChatMessageHistory(PG_TABLE, session_uuid(session), sync_connection=conn)
+
+
+def append_in_process(url: str, sessions: list[str], writer: int, barrier: Any) -> None:
+    """A process's writer: ADDS appends to each session, starting with the other process."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        for session in sessions:
+            h = folding(
+                pg_history(url, conn, session),
+                ScriptedSummarizer(f"notes of writer {writer}"),
+                fold_guard=PostgresFoldGuard(url, key=session),
+            )
+            problems: list[str] = []
+            barrier.wait(JOIN_SECONDS)
+            write_sync(h, writer, problems)
+            assert problems == [], problems
+
+
+class BlockingSummarizer:
+    """Announces that its fold started, then answers only once told to (or after 60 s)."""
+
+    def __init__(self, started: Any, release: Any) -> None:
+        self.started = started
+        self.release = release
+
+    def __call__(self, prompt: list[BaseMessage]) -> str:
+        self.started.set()
+        self.release.wait(60)
+        return "the slow writer's note"
+
+
+def fold_slowly_in_process(
+    url: str, sessions: list[str], guarded: bool, started: list[Any], release: list[Any]
+) -> None:
+    """Appends one message to each session; its fold blocks until the racer is done."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        for r, session in enumerate(sessions):
+            guard = PostgresFoldGuard(url, key=session) if guarded else None
+            summarizer = BlockingSummarizer(started[r], release[r])
+            h = folding(pg_history(url, conn, session), summarizer, fold_guard=guard)
+            h.add_messages([message(0, PREFILL)])
+
+
+def race_in_process(
+    url: str,
+    sessions: list[str],
+    guarded: bool,
+    started: list[Any],
+    release: list[Any],
+    results: Any,
+) -> None:
+    """While the slow writer folds, appends one message (and would fold too)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        for r, session in enumerate(sessions):
+            assert started[r].wait(JOIN_SECONDS), "the slow writer never folded"
+            guard = PostgresFoldGuard(url, key=session) if guarded else None
+            summarizer = ScriptedSummarizer("the racer's note")
+            h = folding(pg_history(url, conn, session), summarizer, fold_guard=guard)
+            h.add_messages([message(1, 0)])
+            results.put((r, len(summarizer.calls), view_problems(h.messages)))
+            release[r].set()
+
+
+def join_all(processes: list[Any]) -> None:
+    for p in processes:
+        p.join(JOIN_SECONDS * 2)
+    hung = [p for p in processes if p.is_alive()]
+    for p in hung:
+        p.kill()
+    assert not hung, "a writer process hung"
+    assert [p.exitcode for p in processes] == [0] * len(processes)
+
+
+def stored(url: str, session: str) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """The session's record and the view a fresh wrapper (no summarizer) reads."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        h = CompactingChatMessageHistory(
+            pg_history(url, conn, session), max_tokens=MAX_TOKENS, tail_tokens=TAIL_TOKENS
+        )
+        return h.full_messages, h.messages
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_two_processes_appending_to_one_session_lose_nothing(postgres_url: str) -> None:
+    postgres_backings(postgres_url)  # creates the table
+    sessions = [f"two-processes-{r}" for r in range(ROUNDS)]
+    barrier = SPAWN.Barrier(2)
+    processes = [
+        SPAWN.Process(target=append_in_process, args=(postgres_url, sessions, w, barrier))
+        for w in range(2)
+    ]
+    for p in processes:
+        p.start()
+    join_all(processes)
+    for session in sessions:
+        record, view = stored(postgres_url, session)
+        assert_record_whole(record, [0, 1], ADDS)
+        assert any(is_consolidation_marker(m) for m in record), "nothing folded"
+        assert view_problems(view) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("guarded", [True, False], ids=["advisory-lock", "unguarded-control"])
+def test_when_two_folds_race_at_most_one_marker_wins(postgres_url: str, guarded: bool) -> None:
+    import psycopg
+
+    postgres_backings(postgres_url)  # creates the table
+    sessions = [f"race-{r}" for r in range(ROUNDS)]
+    with psycopg.connect(postgres_url) as conn:
+        for session in sessions:
+            pg_history(postgres_url, conn, session).add_messages(
+                [message(0, i) for i in range(PREFILL)]
+            )
+    started = [SPAWN.Event() for _ in sessions]
+    release = [SPAWN.Event() for _ in sessions]
+    results = SPAWN.Queue()
+    processes = [
+        SPAWN.Process(
+            target=fold_slowly_in_process,
+            args=(postgres_url, sessions, guarded, started, release),
+        ),
+        SPAWN.Process(
+            target=race_in_process,
+            args=(postgres_url, sessions, guarded, started, release, results),
+        ),
+    ]
+    for p in processes:
+        p.start()
+    racer = sorted(results.get(timeout=JOIN_SECONDS * 2) for _ in sessions)
+    join_all(processes)
+
+    for r, session in enumerate(sessions):
+        record, view = stored(postgres_url, session)
+        markers = [m for m in record if is_consolidation_marker(m)]
+        assert marker_problems(record) == []
+        assert view_problems(view) == []
+        assert_record_whole(
+            [m for m in record if tag_of_or_none(m) != (1, 0)], [0], PREFILL + 1
+        )
+        assert sum(tag_of_or_none(m) == (1, 0) for m in record) == 1
+        _, racer_folds, racer_view_problems = racer[r]
+        assert racer_view_problems == []  # the loser's view is valid
+        if guarded:
+            assert len(markers) == 1, f"round {r}: {len(markers)} markers"
+            assert "slow writer" in str(markers[0].content)
+            assert racer_folds == 0  # it skipped its fold: no duplicate summarizer call
+        else:
+            assert len(markers) == 2  # the race the guard closes
+            assert racer_folds == 1
+
+
+def tag_of_or_none(m: BaseMessage) -> tuple[int, int] | None:
+    return None if is_consolidation_marker(m) else tag_of(m)

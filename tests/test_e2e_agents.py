@@ -8,6 +8,10 @@ several user directives, 2k-20k-token tool results, parallel tool calls.
 
 from __future__ import annotations
 
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,19 +121,80 @@ def test_a_300_turn_tool_loop_sends_only_valid_requests_within_budget(kind: str,
     assert is_volatile_tail(requests[-1][-1])
 
 
+@dataclass(frozen=True)
+class ResumeCase:
+    """One resume scenario: how often the run checkpoints, how long, how big its results."""
+
+    durability: str
+    turns: int
+    sizes: tuple[int, int]
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return {"max_tokens": 12_000} if self.durability == "sync" else {}
+
+
+POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
+
+RESUME_CASES = {
+    # The 300-call loop, checkpointed once per directive: a per-step checkpoint would
+    # re-save its whole 2k-20k-token record every step (see benchmarks/checkpoint_bytes.py).
+    "300-calls-checkpoint-per-directive": ResumeCase("exit", 300, (2_000, 20_000)),
+    "checkpoint-per-step": ResumeCase("sync", 40, (1_000, 2_000)),
+}
+
+
+@contextmanager
+def open_saver(backend: str, where: str) -> Iterator[Any]:
+    """The checkpointer at ``where``: an SQLite file, or a PostgreSQL conninfo."""
+    if backend == "postgres":
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(where) as saver:
+            saver.setup()
+            yield saver
+        return
+    with SqliteSaver.from_conn_string(where) as saver:
+        yield saver
+
+
+@dataclass(frozen=True)
+class ResumedRun:
+    """What the second process saw (plain data: it crosses a process boundary)."""
+
+    requests: list[list[tuple[str, object]]]
+    summarizer_calls: int
+    first_brief: str | None
+
+
+def resume_in_new_process(
+    kind: str, case: ResumeCase, backend: str, where: str, split: int
+) -> ResumedRun:
+    """The run's second half, on a graph built in this (new) process over the stored thread."""
+    run = coding_agent_script(turns=case.turns, directives=4)
+    tools = coding_tools(min_tokens=case.sizes[0], max_tokens=case.sizes[1])
+    second = ScriptedChatModel(script=run.script[split:])
+    summarizer = ScriptedSummarizer("notes")
+    with open_saver(backend, where) as saver:
+        agent = build_agent(
+            kind, second, tools, summarizer=summarizer, checkpointer=saver, **case.options
+        )
+        run_directives(agent, run.directives[2:], durability=case.durability)
+    tails = volatile_tails(second.requests[0])
+    return ResumedRun(
+        _shape(second.requests), len(summarizer.calls), str(tails[0].content) if tails else None
+    )
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("durability", "turns", "sizes"),
-    [("exit", 160, (2_000, 20_000)), ("sync", 40, (1_000, 2_000))],
-    ids=["checkpoint-per-directive", "checkpoint-per-step"],
-)
+@pytest.mark.parametrize("backend", ["sqlite", POSTGRES])
+@pytest.mark.parametrize("case", list(RESUME_CASES.values()), ids=list(RESUME_CASES))
 @pytest.mark.parametrize("kind", AGENT_KINDS)
-def test_a_thread_resumed_on_a_new_graph_continues_with_no_extra_summarizer_calls(
-    kind: str, durability: str, turns: int, sizes: tuple[int, int], tmp_path: Any
+def test_a_thread_resumed_in_a_new_process_continues_with_no_extra_summarizer_calls(
+    kind: str, case: ResumeCase, backend: str, request: pytest.FixtureRequest, tmp_path: Any
 ) -> None:
-    run = coding_agent_script(turns=turns, directives=4)
-    tools = coding_tools(min_tokens=sizes[0], max_tokens=sizes[1])
-    options: dict[str, Any] = {"max_tokens": 12_000} if durability == "sync" else {}
+    run = coding_agent_script(turns=case.turns, directives=4)
+    tools = coding_tools(min_tokens=case.sizes[0], max_tokens=case.sizes[1])
     reference = ScriptedChatModel(script=run.script)
     reference_summarizer = ScriptedSummarizer("notes")
     run_directives(
@@ -139,38 +204,40 @@ def test_a_thread_resumed_on_a_new_graph_continues_with_no_extra_summarizer_call
             tools,
             summarizer=reference_summarizer,
             checkpointer=InMemorySaver(),
-            **options,
+            **case.options,
         ),
         run.directives,
     )
 
+    where = (
+        request.getfixturevalue("postgres_url")
+        if backend == "postgres"
+        else str(tmp_path / "checkpoints.sqlite")
+    )
     split = sum(run.calls_per_directive[:2])
-    path = str(tmp_path / "checkpoints.sqlite")
     first = ScriptedChatModel(script=run.script[:split])
-    second = ScriptedChatModel(script=run.script[split:])
-    first_summarizer, second_summarizer = ScriptedSummarizer("notes"), ScriptedSummarizer("notes")
-    with SqliteSaver.from_conn_string(path) as saver:
+    first_summarizer = ScriptedSummarizer("notes")
+    with open_saver(backend, where) as saver:
         agent = build_agent(
-            kind, first, tools, summarizer=first_summarizer, checkpointer=saver, **options
+            kind, first, tools, summarizer=first_summarizer, checkpointer=saver, **case.options
         )
-        run_directives(agent, run.directives[:2], durability=durability)
+        run_directives(agent, run.directives[:2], durability=case.durability)
         held = agent.get_state(THREAD).values
     assert held[MEMO_KEY] is not None  # the run folded before the restart
     assert held[WORKING_MEMORY_KEY]["snapshot"]["read"]
-    with SqliteSaver.from_conn_string(path) as saver:
-        agent = build_agent(
-            kind, second, tools, summarizer=second_summarizer, checkpointer=saver, **options
+    # A new process: nothing survives but what the checkpointer stored.
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        resumed = pool.submit(resume_in_new_process, kind, case, backend, where, split).result(
+            timeout=600
         )
-        run_directives(agent, run.directives[2:], durability=durability)
 
-    assert len(first_summarizer.calls) + len(second_summarizer.calls) == len(
+    assert len(first_summarizer.calls) + resumed.summarizer_calls == len(
         reference_summarizer.calls
     )
-    assert _shape(first.requests + second.requests) == _shape(reference.requests)
+    assert _shape(first.requests) + resumed.requests == _shape(reference.requests)
     # Same brief across the restart: no tool ran in between.
-    assert volatile_tails(second.requests[0])[0].content == (
-        volatile_tails(first.requests[-1])[0].content
-    )
+    assert resumed.first_brief == volatile_tails(first.requests[-1])[0].content
 
 
 @pytest.mark.slow

@@ -276,10 +276,8 @@ def run_writers(mode: str, wrappers: list[CompactingChatMessageHistory]) -> list
     else:
 
         async def tasks() -> None:
-            async with asyncio.timeout(JOIN_SECONDS):
-                await asyncio.gather(
-                    *(write_async(wrappers[w], w, problems) for w in range(WRITERS))
-                )
+            writers = (write_async(wrappers[w], w, problems) for w in range(WRITERS))
+            await asyncio.wait_for(asyncio.gather(*writers), JOIN_SECONDS)
 
         asyncio.run(tasks())
     return problems

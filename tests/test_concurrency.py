@@ -52,6 +52,10 @@ ROUNDS = int(os.environ.get("BFMEM_CONCURRENCY_ROUNDS", "2"))
 """Each concurrency case runs this many times in a row. The acceptance run is 20:
 ``BFMEM_CONCURRENCY_ROUNDS=20 scripts/with-postgres.sh pytest tests/test_concurrency.py``
 (minutes: every append reads the whole record back, 400 of them per round)."""
+TEST_TIMEOUT = 120 + 150 * ROUNDS
+"""A whole test's limit (pytest-timeout): a round takes seconds alone, up to ~40 s on a
+shared 2-core machine. A single round that hangs is caught sooner: each waits at most
+``JOIN_SECONDS`` for its writers."""
 WRITERS = 8
 ADDS = 50
 MAX_TOKENS = 2_000
@@ -300,7 +304,7 @@ def read_back(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize("sessions", ["one-session", "eight-sessions"])
 @pytest.mark.parametrize("mode", ["threads", "loops", "tasks"])
 def test_eight_writers_lose_duplicate_and_reorder_nothing(
@@ -429,7 +433,7 @@ def stored(url: str, session: str) -> tuple[list[BaseMessage], list[BaseMessage]
 
 @pytest.mark.postgres
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_two_processes_appending_to_one_session_lose_nothing(postgres_url: str) -> None:
     postgres_backings(postgres_url)  # creates the table
     sessions = [f"two-processes-{r}" for r in range(ROUNDS)]
@@ -450,7 +454,7 @@ def test_two_processes_appending_to_one_session_lose_nothing(postgres_url: str) 
 
 @pytest.mark.postgres
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize("guarded", [True, False], ids=["advisory-lock", "unguarded-control"])
 def test_when_two_folds_race_at_most_one_marker_wins(postgres_url: str, guarded: bool) -> None:
     import psycopg

@@ -24,7 +24,7 @@ from langchain_builderforce_memory.messages import is_stamped, request_problems
 from langchain_builderforce_memory.testing import ScriptedChatModel, coding_tools
 
 from .helpers import build_agent
-from .test_concurrency import ROUNDS, run_in_threads
+from .test_concurrency import ROUNDS, TEST_TIMEOUT, run_in_threads
 
 THREADS = 8
 CALLS = 24
@@ -93,7 +93,7 @@ def open_checkpointer(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_eight_threads_on_one_checkpointer_never_share_memo_or_working_memory(
     open_checkpointer: Callable[[], AbstractContextManager[Any]],
 ) -> None:

@@ -194,6 +194,13 @@ class _Meta:
     tool_call_id: str | None
 
 
+def _open_index_db() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    for statement in _SCHEMA:
+        db.execute(statement)
+    return db
+
+
 class RecordIndex:
     """An incrementally built full-text index over one append-only record.
 
@@ -211,9 +218,8 @@ class RecordIndex:
     def __init__(self, *, skip_tools: Collection[str] = ()) -> None:
         self._skip_tools = frozenset(skip_tools)
         """Tool results of these tools are not searched (a search answer quotes others)."""
-        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        for statement in _SCHEMA:
-            self._db.execute(statement)
+        self._db = _open_index_db()
+        self._closed = False
         self._lock = threading.Lock()
         self._meta: list[_Meta] = []
         self._positions: dict[str, list[int]] = {}
@@ -225,8 +231,15 @@ class RecordIndex:
         return len(self._meta)
 
     def close(self) -> None:
-        """Free the database (the index is unusable afterwards)."""
-        self._db.close()
+        """Free the database; a later use indexes its record again, from scratch.
+
+        Takes the lock: an LRU eviction (:class:`RecordIndexes`) may close an index that
+        another thread is searching, and closing an SQLite connection under a running
+        query crashes the process.
+        """
+        with self._lock:
+            self._db.close()
+            self._closed = True
 
     # ----------------------------------------------------------------- indexing
 
@@ -282,6 +295,12 @@ class RecordIndex:
             self._sync(record)
 
     def _sync(self, record: Sequence[BaseMessage]) -> None:
+        if self._closed:  # evicted while a caller still held it: start over
+            self._db = _open_index_db()
+            self._closed = False
+            self._meta.clear()
+            self._positions.clear()
+            self._calls.clear()
         if not self._matches(record):
             self._reset()
         self._add(record, len(self._meta))

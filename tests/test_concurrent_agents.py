@@ -132,3 +132,18 @@ def test_eight_threads_on_one_checkpointer_never_share_memo_or_working_memory(
                 assert all(p.startswith(f"{area}/") for p in read), f"round {r}: {read}"
                 assert memory.get("task") == f"Work in {area}"
                 assert values["messages"][-1].content == f"done with {area}"
+
+
+def test_a_search_index_evicted_while_held_reopens_instead_of_failing() -> None:
+    """What crashed the 8-thread run: the packer's recall keeps 4 indexes (LRU); a 5th
+    thread evicted, and closed, one that another thread was still searching."""
+    from langchain_core.messages import ToolMessage
+
+    from langchain_builderforce_memory.search import RecordIndexes
+
+    indexes = RecordIndexes(size=1)
+    held = indexes.get("thread-a")
+    record = [HumanMessage("fix it"), ToolMessage("E42 in lexer.py", tool_call_id="c")]
+    assert [h.position for h in held.search(record, "lexer.py").hits] == [1]
+    indexes.get("thread-b")  # evicts and closes thread-a's index
+    assert [h.position for h in held.search(record, "lexer.py").hits] == [1]

@@ -10,6 +10,13 @@ Accepted shapes, detected per message:
 A file is either one JSON document (a list of messages, or an object whose
 ``"messages"`` is that list) or JSONL (one message per line; blank lines skipped).
 
+Hostile input gets the same one-line error, in bounded time and memory: only regular files
+are read (a FIFO with no writer would block forever, ``/dev/zero`` never ends), at most
+:data:`MAX_FILE_BYTES` of them; JSON nested deeper than :data:`MAX_JSON_DEPTH` (a tool's
+arguments included, even inside an ``arguments`` string) and integers past Python's
+4,300-digit conversion limit are refused, instead of a ``RecursionError`` or
+``ValueError`` traceback from deep inside the parser.
+
 Every error names where it is (``messages[3].tool_calls[0].function.arguments``, or
 ``line 7: ...`` in JSONL) and what was expected, because whoever runs the command is
 looking at the file, not at our code: a traceback from deep inside a converter tells
@@ -19,6 +26,8 @@ them nothing they can fix.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +47,15 @@ from pydantic import ValidationError
 __all__ = ["LoadedTranscript", "TranscriptFileError", "load_transcript_file", "parse_message"]
 
 FileFormat = Literal["json", "jsonl"]
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+"""The largest transcript ``bfmem inspect`` reads (256 MiB): a recorded run is a few MB;
+anything past this is a wrong path or a hostile file, and reading it would hold it all in
+memory."""
+
+MAX_JSON_DEPTH = 200
+"""How deeply a transcript's JSON may nest (a message is 3-4 levels, a tool's arguments a
+few more). Deeper input is refused before anything recursive walks it."""
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _USER_ROLES = frozenset({"user", "human"})
@@ -85,6 +103,48 @@ def _detail(exc: Exception) -> str:
             for e in exc.errors()
         )
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _too_deep(where: str) -> TranscriptFileError:
+    return _fail(
+        where,
+        f"JSON nested deeper than {MAX_JSON_DEPTH} levels; a transcript needs a handful, "
+        "so this is not one (flatten the deep value or remove it)",
+    )
+
+
+def _json_loads(text: str, where: str) -> object:
+    """``json.loads`` with every parser failure as a one-line :class:`TranscriptFileError`.
+
+    ``where`` is the location prefix; JSON syntax errors add their line and column.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError as exc:
+        raise _too_deep(where) from exc
+    except ValueError as exc:  # int too long for the conversion limit (CVE-2020-10735)
+        detail = str(exc).splitlines()[0]
+        raise _fail(
+            where,
+            f"a number has too many digits ({detail}); store huge ids as strings",
+        ) from exc
+    _check_depth(value, where)
+    return value
+
+
+def _check_depth(value: object, where: str) -> None:
+    """Refuse ``value`` when it nests deeper than :data:`MAX_JSON_DEPTH` (iteratively)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise _too_deep(where)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
 
 
 def _content(item: Mapping[str, object], where: str) -> str | list[str | dict[str, object]]:
@@ -148,7 +208,9 @@ def _tool_call(raw: object, where: str) -> ToolCall:
     arguments = function.get("arguments", "{}")
     if isinstance(arguments, str):
         try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
+            parsed = (
+                _json_loads(arguments, f"{where}.function.arguments") if arguments.strip() else {}
+            )
         except json.JSONDecodeError as exc:
             raise _fail(f"{where}.function.arguments", f"is not valid JSON ({exc.msg})") from exc
     else:
@@ -240,13 +302,58 @@ def _from_lines(text: str) -> tuple[list[BaseMessage], set[str]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = _json_loads(line, f"line {number}")
         except json.JSONDecodeError as exc:
             raise _invalid_json(exc, number) from exc
         message, shape = parse_message(item, f"line {number}")
         messages.append(message)
         shapes.add(shape)
     return messages, shapes
+
+
+def _read_regular_file(p: Path) -> str:
+    """The file's text: a regular file only, at most :data:`MAX_FILE_BYTES`, UTF-8."""
+    try:
+        info = p.stat()  # stat, not open: opening a FIFO with no writer blocks
+    except FileNotFoundError as exc:
+        msg = f"{p}: no such file"
+        raise TranscriptFileError(msg) from exc
+    except OSError as exc:
+        msg = f"{p}: cannot read it ({exc.strerror or exc})"
+        raise TranscriptFileError(msg) from exc
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a pipe, device or socket"
+        msg = f"{p}: not a regular file ({kind}); pass a saved .json or .jsonl transcript"
+        raise TranscriptFileError(msg)
+    if info.st_size > MAX_FILE_BYTES:
+        msg = _size_message(p, info.st_size)
+        raise TranscriptFileError(msg)
+    try:
+        # O_NONBLOCK: if the path was swapped for a FIFO since the stat, do not hang on it.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                msg = f"{p}: not a regular file; pass a saved .json or .jsonl transcript"
+                raise TranscriptFileError(msg)
+            data = handle.read(MAX_FILE_BYTES + 1)  # a file still growing stops here
+    except OSError as exc:
+        msg = f"{p}: cannot read it ({exc.strerror or exc})"
+        raise TranscriptFileError(msg) from exc
+    if len(data) > MAX_FILE_BYTES:
+        msg = _size_message(p, len(data))
+        raise TranscriptFileError(msg)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"{p}: not UTF-8 text (byte {exc.start}); expected a JSON or JSONL transcript"
+        raise TranscriptFileError(msg) from exc
+
+
+def _size_message(p: Path, size: int) -> str:
+    return (
+        f"{p}: {size:,} bytes is over the {MAX_FILE_BYTES:,} bytes bfmem inspect reads; "
+        "inspect a shorter excerpt of the transcript (split a JSONL file by lines)"
+    )
 
 
 def load_transcript_file(path: str | Path) -> LoadedTranscript:
@@ -265,17 +372,7 @@ def load_transcript_file(path: str | Path) -> LoadedTranscript:
         ['human', 'ai']
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        msg = f"{p}: no such file"
-        raise TranscriptFileError(msg) from exc
-    except UnicodeDecodeError as exc:
-        msg = f"{p}: not UTF-8 text (byte {exc.start}); expected a JSON or JSONL transcript"
-        raise TranscriptFileError(msg) from exc
-    except OSError as exc:
-        msg = f"{p}: cannot read it ({exc.strerror or exc})"
-        raise TranscriptFileError(msg) from exc
+    text = _read_regular_file(p)
     if not text.strip():
         msg = f"{p}: the file is empty; expected a JSON list of messages or JSONL"
         raise TranscriptFileError(msg)
@@ -285,7 +382,7 @@ def load_transcript_file(path: str | Path) -> LoadedTranscript:
         file_format = "jsonl"
     else:
         try:
-            document = json.loads(text)
+            document = _json_loads(text, "top level")
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise _invalid_json(exc) from exc

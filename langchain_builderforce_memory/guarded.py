@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -22,7 +24,32 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="bfmem-guarded")
+
+def _run_into(future: concurrent.futures.Future[T], call: Callable[[], T]) -> None:
+    """Run ``call`` and settle ``future`` with its result or exception (a thread's body)."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(call())
+    # The thread's boundary: whatever the call raises is handed to the waiting caller.
+    except BaseException as exc:  # noqa: BLE001
+        future.set_exception(exc)
+
+
+def _start_daemon(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """``call()`` in a new daemon thread of its own, as a future.
+
+    Not a shared fixed-size pool: a call abandoned at its timeout keeps running, and with
+    a pool of four, four hung calls left every later call (any thread's, any graph's)
+    waiting behind them forever. A thread per call costs ~50 µs, next to a model call's
+    seconds; a hung one holds only itself, and being a daemon it never blocks exit.
+    """
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    thread = threading.Thread(
+        target=_run_into, args=(future, call), name="bfmem-guarded", daemon=True
+    )
+    thread.start()
+    return future
 
 
 def log_no_answer(what: str, reason: str, exc: BaseException | None = None) -> None:
@@ -33,9 +60,9 @@ def log_no_answer(what: str, reason: str, exc: BaseException | None = None) -> N
 def call_guarded(call: Callable[[], T], *, what: str, timeout: float | None) -> T | None:
     """``call()``, or ``None`` (logged) when it raises or outlives ``timeout`` seconds.
 
-    With a timeout the call runs in a worker thread, in a copy of the caller's context (so
-    it stays a child of the caller's run for tracing and tags), and is abandoned, not
-    killed, when it outlives it.
+    With a timeout the call runs in a daemon thread of its own (never a shared pool a hung
+    call could fill), in a copy of the caller's context (so it stays a child of the
+    caller's run for tracing and tags), and is abandoned, not killed, when it outlives it.
 
     Example:
         >>> call_guarded(lambda: 1 / 0, what="demo", timeout=None) is None
@@ -44,8 +71,8 @@ def call_guarded(call: Callable[[], T], *, what: str, timeout: float | None) -> 
     try:
         if timeout is None:
             return call()
-        run = contextvars.copy_context().run
-        return _POOL.submit(run, call).result(timeout=timeout)
+        context = contextvars.copy_context()
+        return _start_daemon(functools.partial(context.run, call)).result(timeout=timeout)
     except concurrent.futures.TimeoutError:
         log_no_answer(what, f"timed out after {timeout}s")
         return None

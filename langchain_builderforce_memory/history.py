@@ -75,6 +75,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 import aiologic
@@ -85,17 +86,17 @@ from langchain_builderforce_memory.guards import FoldGuard
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
-    tool_call_units,
 )
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.search import RecordIndex, SearchResult, search_outside_view
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
-    count_tokens,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold import (
+    CompactMemo,
     FoldPlan,
     FoldPolicy,
     finish_working_transcript,
@@ -103,15 +104,15 @@ from langchain_builderforce_memory.transcript.fold import (
 )
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
-    fold_keep_from_id,
+    consolidation_marker_of,
     is_consolidation_marker,
     scope_to_consolidation,
 )
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_TOKEN_BUDGET,
-    latest_user_index,
 )
 from langchain_builderforce_memory.transcript.summary import (
+    DEFAULT_SUMMARIZER_TIMEOUT,
     Summarizer,
     SummarizerLike,
     asummarize_transcript,
@@ -122,6 +123,7 @@ from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
 __all__ = [
     "CompactingChatMessageHistory",
+    "record_memo",
     "scoped_record",
     "with_ids",
 ]
@@ -165,17 +167,48 @@ def scoped_record(record: Sequence[BaseMessage]) -> list[BaseMessage]:
     return [*record[:lead], *scope_to_consolidation(record[lead:])]
 
 
-def _unit_start(convo: Sequence[BaseMessage], cut: int) -> int:
-    """The start of the tool-call unit holding ``convo[cut]``.
+def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
+    """A stored record as the fold sees it: its messages without markers, and its memo.
 
-    A kept part must not begin on a tool result whose call is in the note (the view would
-    drop it as an orphan). Walking back is the conservative direction: a span covered
-    twice, never lost.
+    The last consolidation marker becomes the memo: its note covers the stored messages
+    before its ``keep_from_id`` (an auto marker) or before itself (a manual one). Markers
+    are left out of the messages: the memo stands for them.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> record = [HumanMessage("a", id="a"), AIMessage("b", id="b"),
+        ...           AIMessage("c", id="c"), consolidation_marker("sum", keep_from_id="c")]
+        >>> messages, memo = record_memo(record)
+        >>> [m.id for m in messages], memo.covered_end, memo.last_covered_id
+        (['a', 'b', 'c'], 2, 'b')
     """
-    for unit in tool_call_units(convo):
-        if unit.start <= cut < unit.end:
-            return unit.start
-    return cut
+    messages: list[BaseMessage] = []
+    marker: BaseMessage | None = None
+    marker_at = 0
+    for m in record:
+        if is_consolidation_marker(m):
+            marker, marker_at = m, len(messages)
+        else:
+            messages.append(m)
+    if marker is None:
+        return messages, None
+    meta = consolidation_marker_of(marker)
+    covered_end = marker_at
+    keep = meta.keep_from_id if meta is not None else None
+    if keep is not None:
+        lead = leading_system_count(messages)
+        found = next(
+            (i for i in range(lead, marker_at) if message_id(messages[i]) == keep), -1
+        )
+        covered_end = found if found >= 0 else marker_at
+    lead = leading_system_count(messages)
+    covered = covered_end - lead  # the memo indexes the conversation after the system
+    note = marker.text if isinstance(marker.content, str | list) else str(marker.content)
+    if covered < 1 or not note.strip():
+        return messages, None
+    return messages, CompactMemo(
+        note=note, covered_end=covered, last_covered_id=message_id(messages[covered_end - 1])
+    )
 
 
 @keyword_options
@@ -234,7 +267,8 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         max_messages: int = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         token_counter: TokenCounterLike = None,
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
+        backoff_tokens: int | None = None,
         fold_guard: FoldGuard | None = None,
     ) -> None:
         super().__init__()
@@ -251,6 +285,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             max_messages=max_messages,
             tail_tokens=tail_tokens,
             timeout=timeout,
+            backoff_tokens=backoff_tokens,
         )
         # Created here, inside this package, so langchain-core's deprecation of the class
         # is not reported against the user's code for a default they did not choose.
@@ -272,6 +307,13 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self._lock = aiologic.Lock()
         self._io = aiologic.Lock()
         self._index = RecordIndex()  # search(): extended with each new message
+        # This process's last fold and summarizer backoff: the backoff is per wrapper (a
+        # history has no state to checkpoint it in), the memo a fallback for stores
+        # that drop the marker's stamp.
+        self._memo: CompactMemo | None = None
+        self._backoff: SummarizerBackoff | None = None
+        # Whether the backing keeps a marker's stamp (None: not known until the first).
+        self._markers_kept: bool | None = None
 
     # ------------------------------------------------------------------ reads
 
@@ -305,19 +347,31 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     def view_of(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The working view of ``record``: pure, and never calls the summarizer.
 
-        Two wrappers with the same policy over the same stored record return equal views,
-        which is what lets a new process start from a stored marker for free. A record
-        with no conversation yet (empty, or only system messages) reads as it is: the
-        request's own input supplies the user turn.
+        The same view policy as the agent adapters: the last consolidation marker is the
+        held memo (its note covers the stored messages before its ``keep_from_id``), so
+        the view is ``[system, note, directive?, ...verbatim tail]`` with the latest user
+        turn restated when the note covered it, the tail shortened within budget when it
+        outgrew it, or the window when nothing is folded. Two wrappers with the same
+        policy over the same stored record return equal views, which is what lets a new
+        process start from a stored marker for free. A record with no conversation yet
+        (empty, or only system messages) reads as it is: the request's own input
+        supplies the user turn.
         """
         if leading_system_count(record) == len(record):
             return list(record)
+        messages, memo = self._held(record)
         plan = plan_working_transcript(
-            scoped_record(record),
+            messages,
+            memo=memo,
             policy=self.policy,
             token_counter=self.token_counter,
             can_summarize=False,
+            keep_memo=True,
         )
+        if self.summarizer is not None and plan.mode != "verbatim":
+            # A folding history's reads stay within budget: between folds (a backoff, a
+            # fold held back as futile) the oldest tail units wait for the next fold.
+            plan = replace(plan, backed_off=True)
         return finish_working_transcript(plan, None).messages
 
     def search(self, query: str, limit: int = 5) -> SearchResult:
@@ -336,6 +390,14 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(
             search_outside_view, self._index, record, view, query, limit=limit
         )
+    def _held(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
+        """The record without its markers, and the memo its last marker (or fold) holds."""
+        messages, memo = record_memo(record)
+        if memo is None and self._memo is not None:
+            # A store that keeps no stamps (role and content only) loses the marker's
+            # metadata; this process's own last fold still holds (validated by id).
+            memo = self._memo
+        return messages, memo
 
     # ------------------------------------------------------------------ writes
 
@@ -356,11 +418,16 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 if plan is None:
                     return
                 summary = summarize_transcript(
-                    self.summarizer, plan.fold_input, timeout=self.policy.timeout
+                    self.summarizer,
+                    plan.fold_input,
+                    timeout=self.policy.timeout,
+                    token_counter=self.token_counter,
                 )
-                marker = self._fold_marker(plan, summary)
+                marker = self._after_fold(plan, summary)
                 if marker is not None:
                     self._append([marker])
+                    if self._markers_kept is None:
+                        self._note_marker_kept(self._read())
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages`.
@@ -378,11 +445,16 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 if plan is None:
                     return
                 summary = await asummarize_transcript(
-                    self.summarizer, plan.fold_input, timeout=self.policy.timeout
+                    self.summarizer,
+                    plan.fold_input,
+                    timeout=self.policy.timeout,
+                    token_counter=self.token_counter,
                 )
-                marker = self._fold_marker(plan, summary)
+                marker = self._after_fold(plan, summary)
                 if marker is not None:
                     await self._aappend([marker])
+                    if self._markers_kept is None:
+                        self._note_marker_kept(await self._aread())
 
     def consolidate(self) -> AIMessage | None:
         """Summarise everything so far into a MANUAL marker and append it.
@@ -459,48 +531,61 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     # ------------------------------------------------------------------ planning (pure)
 
     def _fold_plan(self, record: Sequence[BaseMessage]) -> FoldPlan | None:
-        """The fold the record needs now, or ``None`` when its view fits (or cannot fold)."""
+        """The fold the record needs now, or ``None`` when its view fits (or cannot fold).
+
+        The middleware's cadence: the held note is reused while its verbatim tail fits,
+        a fold leaves headroom for new work, and after a failed call the summarizer is
+        backed off for a span of new work.
+        """
+        messages, memo = self._held(record)
         plan = plan_working_transcript(
-            scoped_record(record), policy=self.policy, token_counter=self.token_counter
+            messages,
+            memo=memo,
+            policy=self.policy,
+            token_counter=self.token_counter,
+            backoff=self._backoff,
+            keep_memo=True,
         )
         return plan if plan.mode == "fold" else None
 
-    def _fold_marker(self, plan: FoldPlan, summary: str | None) -> AIMessage | None:
-        """The auto marker that persists ``plan``'s fold, or ``None`` without a summary.
+    def _after_fold(self, plan: FoldPlan, summary: str | None) -> AIMessage | None:
+        """Keep the fold's memo and backoff; the auto marker to store, or ``None``.
 
-        ``keep_from_id`` is the first stored message the note does not cover: the plan's
-        cut, walked back to the start of its tool-call unit, or back to the latest user
-        turn when the note covered it and keeping it verbatim still fits (within a run the
-        fold re-injects that directive; in a store it must stay in the kept part to
-        survive a reload).
+        ``keep_from_id`` is the first message the note does not cover: the plan's cut
+        (never a tool result: the tail starts off them), by its stored id.
         """
-        if summary is None:
-            return None  # summarize_transcript logged why; the view stays windowed
+        done = finish_working_transcript(plan, summary, summarizer_calls=1)
+        self._backoff = done.backoff
+        if summary is None or done.memo is None:
+            return None  # logged where it failed; the view stays the held note or window
+        self._memo = done.memo
+        if self._markers_kept is False:
+            return None  # the store would keep it as a plain message: the memo holds it
         convo = plan.convo
-        cut = _unit_start(convo, plan.fold_to)
-        cut = self._keep_directive(plan, cut, summary)
-        anchors = [
-            (i, message_id(m)) for i, m in enumerate(convo) if not is_consolidation_marker(m)
-        ]
-        keep = fold_keep_from_id(anchors, cut)
-        folded = sum(1 for m in convo[:cut] if not is_consolidation_marker(m))
-        if keep is None or folded == 0:
-            logger.debug("the fold covered no stored message; no marker written")
+        cut = plan.fold_to
+        keep = message_id(convo[cut]) if cut < len(convo) else None
+        if keep is None:
+            logger.debug("the fold covered the whole record; no marker written")
             return None
-        logger.info("folded %d stored message(s) into a consolidation marker", folded)
-        return with_ids([consolidation_marker(summary, keep_from_id=keep, folded=folded)])[0]
+        logger.info("folded %d stored message(s) into a consolidation marker", cut - plan.fold_from)
+        return with_ids(
+            [consolidation_marker(summary, keep_from_id=keep, folded=cut - plan.fold_from)]
+        )[0]
 
-    def _keep_directive(self, plan: FoldPlan, cut: int, summary: str) -> int:
-        convo = plan.convo
-        user = latest_user_index(convo)
-        if user < 0 or user >= cut:
-            return cut
-        kept = [*plan.system, consolidation_marker(summary), *convo[user:]]
-        fits = (
-            count_tokens(kept, self.token_counter) <= self.policy.max_tokens
-            and len(convo) - user + 1 <= self.policy.max_messages
-        )
-        return user if fits else cut
+    def _note_marker_kept(self, stored: Sequence[BaseMessage]) -> None:
+        """After the first marker: did the store keep its stamp? If not, write no more.
+
+        A store that keeps only role and content turns a marker into a plain assistant
+        message holding a 2.5k-token note, which would then sit in the verbatim tail and
+        be folded again; this wrapper's own memo carries the fold instead (per process).
+        """
+        self._markers_kept = bool(stored) and is_consolidation_marker(stored[-1])
+        if not self._markers_kept:
+            logger.warning(
+                "the backing history does not keep message metadata (additional_kwargs): "
+                "consolidation markers cannot be stored, so folds are kept in this wrapper "
+                "only and a new process starts from the whole record"
+            )
 
     def _require_summarizer(self, where: str) -> Summarizer:
         if self.summarizer is None:

@@ -74,7 +74,14 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "timeout": (
             "Seconds a summarizer (or recall) call may take before it counts as failed and "
-            "the view falls back to the window; ``None`` waits."
+            "the view falls back (default 120: a slow model writes a 2.5k-token note in "
+            "60-90 s); ``None`` waits. A failed or timed-out call backs the summarizer off "
+            "for ``backoff_tokens`` of new work."
+        ),
+        "backoff_tokens": (
+            "Tokens of new work to wait after a failed summarizer call before the next one, "
+            "doubling while it keeps failing and reset by a success; the view degrades "
+            "within budget meanwhile. ``None``: half of ``max_tokens``."
         ),
         "code_map_limit": "Code maps recalled into the brief at most.",
         "agent_tools": (

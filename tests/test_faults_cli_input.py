@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_builderforce_memory.cli import main
 from langchain_builderforce_memory.cli import load as load_module
+from langchain_builderforce_memory.cli import main
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
@@ -98,10 +98,10 @@ def test_a_fifo_with_no_writer_is_refused_without_blocking(tmp_path: Path) -> No
     worker.join(timeout=10)
     if worker.is_alive():
         # Unblock the reader so the test process can exit, then fail.
-        with open(path, "w"):  # noqa: PTH123
+        with open(path, "w"):
             pass
         pytest.fail("bfmem inspect blocked on a FIFO with no writer")
-    code, out, err = result[0]
+    code, _, err = result[0]
     assert code == 2
     assert "not a regular file" in err
     assert err.count("\n") == 1

@@ -319,10 +319,13 @@ async def test_a_failing_summarizer_keeps_the_held_note_else_the_window_and_neve
         release.set()
     assert (kept.mode, kept.memo, kept.fold, kept.summarizer_calls) == ("memo", held, None, 1)
     assert kept.messages[0] == memory_note(held.note, held.covered_end)
-    assert fold_coverage_gaps(grown, kept.messages) == []
     assert (fresh.mode, fresh.memo, fresh.fold, fresh.summarizer_calls) == ("window", None, None, 1)
     for out in (kept, fresh):
+        # Degraded within budget (issue 16): the oldest tail units wait for the next fold.
         assert request_problems(out.messages) == []
+        assert count_tokens(out.messages) <= 20_000
+        assert out.backoff is not None
+        assert out.backoff.failures == 1
     assert "summarizer gave no answer" in caplog.text
 
 

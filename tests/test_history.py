@@ -31,7 +31,7 @@ from langchain_builderforce_memory.history import (
     scoped_record,
     with_ids,
 )
-from langchain_builderforce_memory.messages import message_id, request_problems
+from langchain_builderforce_memory.messages import is_stamped, message_id, request_problems
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.markers import (
@@ -110,7 +110,7 @@ def test_the_view_after_a_fold_is_the_note_then_every_message_it_does_not_cover(
     keep = [message_id(m) for m in record].index(str(meta.keep_from_id))
     view = h.messages
     assert view[0].type == "human"
-    assert view[0].id == record[last].id
+    assert is_stamped(view[0], "memory_note")  # the marker's note, as the middleware shows it
     assert view[0].content == record[last].content
     kept = conversation_of(record[keep:])
     assert [m.id for m in view[1:]] == [m.id for m in kept]

@@ -61,6 +61,7 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.transcript.backoff import memo_state, parse_backoff
 from langchain_builderforce_memory.transcript.fold import (
     FoldPlan,
     WorkingTranscript,
@@ -228,6 +229,7 @@ class MemoryCore:
             can_summarize=self.summarizer is not None,
             requested=plan.compact is not None,
             focus=plan.compact.focus if plan.compact is not None else None,
+            backoff=parse_backoff(plan.memo_raw),
         )
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
@@ -347,8 +349,10 @@ class MemoryCore:
         if plan.system is not None and sent and role_of(sent[0]) == "system":
             sent = sent[1:]
         update: dict[str, Any] = {}
-        new_memo = transcript.memo.to_dict() if transcript.memo is not None else None
-        old_memo = plan.memo.to_dict() if plan.memo is not None else None
+        # The memo and the summarizer's backoff travel together, so a checkpointed thread
+        # keeps both (transcript.backoff is the plan's when nothing changed).
+        new_memo = memo_state(transcript.memo, transcript.backoff)
+        old_memo = memo_state(plan.memo, parse_backoff(plan.memo_raw))
         if new_memo != old_memo or (new_memo is None and plan.memo_raw is not None):
             update[MEMO_KEY] = new_memo
         if plan.run is not None and plan.run_changed:

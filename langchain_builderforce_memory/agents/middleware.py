@@ -94,7 +94,10 @@ from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,
 )
-from langchain_builderforce_memory.transcript.summary import SummarizerLike
+from langchain_builderforce_memory.transcript.summary import (
+    DEFAULT_SUMMARIZER_TIMEOUT,
+    SummarizerLike,
+)
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
@@ -185,7 +188,8 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         fit_to_model: bool = True,
         reserve_output_tokens: int | None = None,
         handoff_summarize: bool = False,
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
+        backoff_tokens: int | None = None,
         code_map_limit: int = CODE_MAP_LIMIT,
         agent_tools: bool = False,
         refold_min_new_tokens: int | None = None,
@@ -207,6 +211,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             reserve_output_tokens=reserve_output_tokens,
             handoff_summarize=handoff_summarize,
             timeout=timeout,
+            backoff_tokens=backoff_tokens,
             code_map_limit=code_map_limit,
             agent_tools=agent_tools,
             refold_min_new_tokens=refold_min_new_tokens,

@@ -21,6 +21,7 @@ from langchain_builderforce_memory.transcript.plan import (
     TAIL_SHARE,
     FoldPolicy,
 )
+from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_TIMEOUT
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 
 __all__ = ["CODE_MAP_LIMIT", "TAIL_RESERVE_TOKENS", "CodeMapScope", "MemoryPolicy"]
@@ -75,7 +76,8 @@ class MemoryPolicy:
     fit_to_model: bool = True
     reserve_output_tokens: int | None = None
     handoff_summarize: bool = False
-    timeout: float | None = None
+    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT
+    backoff_tokens: int | None = None
     code_map_limit: int = CODE_MAP_LIMIT
     agent_tools: bool = False
     refold_min_new_tokens: int | None = None
@@ -132,4 +134,5 @@ class MemoryPolicy:
             min_tail_messages=self.min_tail_messages,
             max_tail_messages=self.max_tail_messages,
             timeout=self.timeout,
+            backoff_tokens=self.backoff_tokens,
         )

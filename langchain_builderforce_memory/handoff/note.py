@@ -293,7 +293,9 @@ def build_note(
     (:func:`_recall_ask`) and how its answer becomes a note (:func:`fit_note`) is shared.
     """
     if summarize is not None and request.dropped:
-        body = summarize_transcript(summarize, request.dropped, timeout=timeout)
+        body = summarize_transcript(
+            summarize, request.dropped, timeout=timeout, token_counter=counter
+        )
         note = fit_note(request, "summary", body, counter)
         if note is not None:
             return note
@@ -315,7 +317,9 @@ async def abuild_note(
 ) -> HandoffNote | None:
     """Async twin of :func:`build_note`."""
     if summarize is not None and request.dropped:
-        body = await asummarize_transcript(summarize, request.dropped, timeout=timeout)
+        body = await asummarize_transcript(
+            summarize, request.dropped, timeout=timeout, token_counter=counter
+        )
         note = fit_note(request, "summary", body, counter)
         if note is not None:
             return note

@@ -63,6 +63,7 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.summary import (
+    DEFAULT_SUMMARIZER_TIMEOUT,
     Summarizer,
     SummarizerLike,
     resolve_summarizer,
@@ -158,7 +159,7 @@ def pack_handoff(
     to_model: str | None = None,
     summarizer: SummarizerLike | None = None,
     recall: Recall | None = None,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
     pinned_ids: Iterable[str] = (),
     token_counter: TokenCounterLike = None,
     summarize: SummarizerLike | None = None,
@@ -239,7 +240,7 @@ async def apack_handoff(
     to_model: str | None = None,
     summarizer: SummarizerLike | None = None,
     recall: Recall | None = None,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
     pinned_ids: Iterable[str] = (),
     token_counter: TokenCounterLike = None,
     summarize: SummarizerLike | None = None,

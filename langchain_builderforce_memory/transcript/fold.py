@@ -51,6 +51,11 @@ from langchain_builderforce_memory.tokens import (
     prefix_sums,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.transcript.backoff import (
+    SUMMARIZER_BACKOFF_KEY,
+    SummarizerBackoff,
+    parse_backoff,
+)
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
@@ -68,9 +73,11 @@ from langchain_builderforce_memory.transcript.plan import (
     pinned_directive_index,
     present_leading_marker,
     system_messages,
+    trim_compacted_tail,
     verbatim_start,
 )
 from langchain_builderforce_memory.transcript.summary import (
+    DEFAULT_SUMMARIZER_TIMEOUT,
     Summarizer,
     SummarizerLike,
     asummarize_transcript,
@@ -143,6 +150,9 @@ class WorkingTranscript:
     """How the view was made."""
     summarizer_calls: int
     """Summarizer calls this turn made (0 or 1; a failed call counts)."""
+    backoff: SummarizerBackoff | None = None
+    """Set while the summarizer is backed off after a failure (keep it with the memo:
+    :func:`~langchain_builderforce_memory.transcript.plan.memo_state`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +183,12 @@ class FoldPlan:
     """What the summarizer is given: the held note, then ``convo[fold_from:fold_to]``."""
     focus: str | None = None
     """For a fold the agent asked for (``compact_context``): what the note must keep."""
+    backoff: SummarizerBackoff | None = None
+    """The backoff held after a failed summarizer call (``None``: calls allowed)."""
+    total_tokens: int = 0
+    """The conversation's token total: where a backoff is measured from."""
+    backed_off: bool = False
+    """A fold was due but the summarizer is backed off (the view degrades within budget)."""
 
 
 def _held_memo(
@@ -185,6 +201,8 @@ def _held_memo(
     if isinstance(candidate, CompactMemo):
         parsed = candidate
     elif isinstance(candidate, Mapping):
+        if "note" not in candidate and SUMMARIZER_BACKOFF_KEY in candidate:
+            return None  # only a backoff is held, no note yet
         try:
             parsed = CompactMemo.from_dict(candidate)
         except ValueError as exc:
@@ -230,6 +248,8 @@ def plan_working_transcript(
     can_summarize: bool = True,
     requested: bool = False,
     focus: str | None = None,
+    backoff: SummarizerBackoff | None = None,
+    keep_memo: bool = False,
 ) -> FoldPlan:
     """Decide this turn's view (pure; the seed's algorithm, see the module docstring).
 
@@ -242,33 +262,45 @@ def plan_working_transcript(
     already holds everything the note does not) or no summarizer, the held note, else
     the window. When even a fold could not bring the view within budget (its minimum tail
     alone is over), the held note is refolded once per the usual headroom of new work,
-    not on every turn. Costs O(new messages) plus the tail: totals come from cached
-    prefix sums.
+    not on every turn. While ``backoff`` (after a failed call; default: the one a
+    mapping ``memo`` carries) waits for more work, no fold is planned. ``keep_memo``
+    shows a held note even when the whole record would fit (a stored consolidation
+    marker is the record's new base context). Costs O(new
+    messages) plus the tail: totals come from cached prefix sums.
     """
     policy = policy or FoldPolicy()
     counter = resolve_token_counter(token_counter)
     lead = leading_system_count(messages)
     system = [*system_messages(system_prompt), *messages[:lead]]
     convo = messages[lead:]
-    plan = FoldPlan("verbatim", system, convo, None, policy, counter)
+    if backoff is None:
+        backoff = parse_backoff(memo)
     sums = prefix_sums(convo, counter)
+    plan = FoldPlan(
+        "verbatim", system, convo, None, policy, counter, backoff=backoff, total_tokens=sums[-1]
+    )
     system_tokens = sum(counter.count_message(m) for m in system)
     if requested and can_summarize:
         asked = _requested_fold(plan, _held_memo(memo, convo), focus)
         if asked is not None:
             return asked
-    if len(convo) <= policy.max_messages and system_tokens + sums[-1] <= policy.max_tokens:
+    fits = len(convo) <= policy.max_messages and system_tokens + sums[-1] <= policy.max_tokens
+    if fits and not keep_memo:
         return plan
     held = _held_memo(memo, convo)
+    if fits and held is None:
+        return plan
     last_user = latest_user_index(convo)
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
     counts_fit = False
+    held_note_tokens = 0
     if held is not None:
         tail_start = verbatim_start(convo, held.covered_end)
         directive = 0 <= last_user < tail_start
+        held_note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
         tokens = (
             system_tokens
-            + counter.count_message(memory_note(held.note, held.covered_end))
+            + held_note_tokens
             + (directive_tokens if directive else 0)
             + sums[-1]
             - sums[tail_start]
@@ -293,15 +325,20 @@ def plan_working_transcript(
         ),
     )
     fallback = replace(plan, mode="memo" if held is not None else "window", memo=held)
-    # When the minimum tail (with the system messages and the directive) alone is over the
-    # token budget, every turn overflows, and refolding the one or two messages that slid
-    # out of the minimum tail would cost a summarizer call a turn for nothing. Such a view
-    # is refolded once per the usual headroom of new work (the 1 - TAIL_SHARE of the
-    # budget a fold leaves free) instead. A fold that could fit is never held back.
+    # When the minimum tail (with the system messages, a note the size of the held one and
+    # the directive) is over the token budget, every turn overflows, and refolding the one
+    # or two messages that slid out of the minimum tail would cost a summarizer call a
+    # turn for nothing. Such a view is refolded once per the usual headroom of new work
+    # (the 1 - TAIL_SHARE of the budget a fold leaves free) instead, its tail shortened
+    # to fit meanwhile. A fold that could fit is never held back.
     futile = (
         held is not None
         and counts_fit
-        and system_tokens + (directive_tokens if 0 <= last_user < to else 0) + sums[-1] - sums[to]
+        and system_tokens
+        + held_note_tokens
+        + (directive_tokens if 0 <= last_user < to else 0)
+        + sums[-1]
+        - sums[to]
         > policy.max_tokens
         and sums[to] - sums[start] < int(policy.max_tokens * (1 - TAIL_SHARE))
     )
@@ -310,6 +347,14 @@ def plan_working_transcript(
     if not can_summarize:
         logger.debug("build_working_transcript: no summarizer; using the %s", fallback.mode)
         return fallback
+    if backoff is not None and backoff.waiting(sums[-1]):
+        # Logged at the failure that started it (once a span), not on every turn it waits.
+        logger.debug(
+            "build_working_transcript: summarizer backed off until %d tokens (now %d)",
+            backoff.resume_at,
+            sums[-1],
+        )
+        return replace(fallback, backed_off=True)
     # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
     # a rendering, not a request, so the strict-provider role rule does not apply to it.
     held_note = (AIMessage(held.note),) if held is not None else ()
@@ -366,9 +411,30 @@ def finish_working_transcript(
     """Assemble the view a plan decided (pure).
 
     ``summary`` is the summarizer's answer for a ``"fold"`` plan; ``None`` means no
-    summary, and the view falls back to the held note, else the window.
+    summary: the view falls back to the held note (its tail shortened to fit the
+    budget), else the window, and the summarizer is backed off (see
+    :class:`~langchain_builderforce_memory.transcript.plan.SummarizerBackoff`).
     """
     convo = plan.convo
+    backoff = plan.backoff
+    # Within budget while the summarizer fails or is backed off: the held note's (or the
+    # window's) view would otherwise grow by every turn's work until the next fold.
+    degrade = plan.backed_off or (plan.mode == "fold" and summary is None and summarizer_calls > 0)
+    if plan.mode == "fold" and summarizer_calls:
+        if summary is not None:
+            backoff = None
+        else:
+            backoff = SummarizerBackoff.after_failure(
+                plan.backoff, plan.total_tokens, plan.policy.backoff_span
+            )
+            logger.warning(
+                "build_working_transcript: the summarizer gave no note (failure %d in a "
+                "row); no new call until %d more tokens of work; the view falls back to "
+                "the %s",
+                backoff.failures,
+                backoff.resume_at - plan.total_tokens,
+                "held note" if plan.memo is not None else "window",
+            )
     if plan.mode == "fold" and summary is not None:
         to = plan.fold_to
         note = fold_note_text(summary, to)
@@ -385,22 +451,54 @@ def finish_working_transcript(
             TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to),
             "folded",
             summarizer_calls,
+            backoff,
         )
     if plan.mode == "verbatim":
         view = [*plan.system, *present_leading_marker(convo)]
-        return WorkingTranscript(_checked(view), None, None, "verbatim", summarizer_calls)
+        return WorkingTranscript(_checked(view), None, None, "verbatim", summarizer_calls, backoff)
     if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
-        if plan.mode == "fold":
-            logger.warning("build_working_transcript: no new note this turn; kept the held one")
-        view = assemble_compacted(plan.system, convo, plan.memo.note, plan.memo.covered_end)
-        return WorkingTranscript(_checked(view), plan.memo, None, "memo", summarizer_calls)
+        view, dropped = (
+            trim_compacted_tail(
+                plan.system,
+                convo,
+                plan.memo,
+                max_tokens=plan.policy.max_tokens,
+                token_counter=plan.counter,
+            )
+            if degrade
+            else (assemble_compacted(plan.system, convo, plan.memo.note, plan.memo.covered_end), 0)
+        )
+        if dropped:
+            logger.warning(
+                "build_working_transcript: the held note's view was over budget; left out "
+                "its %d oldest tail message(s) until the next fold",
+                dropped,
+            )
+        return WorkingTranscript(_checked(view), plan.memo, None, "memo", summarizer_calls, backoff)
     view = windowed(
         [*plan.system, *present_leading_marker(convo)],
         max_messages=plan.policy.max_messages,
         max_tokens=plan.policy.max_tokens,
         token_counter=plan.counter,
     )
-    return WorkingTranscript(view, None, None, "window", summarizer_calls)
+    if degrade and sum(plan.counter.count_message(m) for m in view) > plan.policy.max_tokens:
+        # The window never drops the latest user turn, so a long tool loop under one
+        # directive stays over budget: keep the directive and the newest units that fit.
+        trimmed, dropped = trim_compacted_tail(
+            plan.system,
+            present_leading_marker(convo),
+            None,
+            max_tokens=plan.policy.max_tokens,
+            token_counter=plan.counter,
+        )
+        if dropped:
+            logger.warning(
+                "build_working_transcript: no note and the window is over budget; sent the "
+                "directive and the newest messages, %d older one(s) left out",
+                dropped,
+            )
+            view = _checked(trimmed)
+    return WorkingTranscript(view, None, None, "window", summarizer_calls, backoff)
 
 
 def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscript:
@@ -412,7 +510,11 @@ def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscrip
     if plan.mode != "fold" or summarizer is None:
         return finish_working_transcript(plan, None)
     summary = summarize_transcript(
-        summarizer, plan.fold_input, timeout=plan.policy.timeout, prompt=focused_prompt(plan.focus)
+        summarizer,
+        plan.fold_input,
+        timeout=plan.policy.timeout,
+        prompt=focused_prompt(plan.focus),
+        token_counter=plan.counter,
     )
     return finish_working_transcript(plan, summary, summarizer_calls=1)
 
@@ -422,7 +524,11 @@ async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTr
     if plan.mode != "fold" or summarizer is None:
         return finish_working_transcript(plan, None)
     summary = await asummarize_transcript(
-        summarizer, plan.fold_input, timeout=plan.policy.timeout, prompt=focused_prompt(plan.focus)
+        summarizer,
+        plan.fold_input,
+        timeout=plan.policy.timeout,
+        prompt=focused_prompt(plan.focus),
+        token_counter=plan.counter,
     )
     return finish_working_transcript(plan, summary, summarizer_calls=1)
 
@@ -458,7 +564,7 @@ def build_working_transcript(
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
     token_counter: TokenCounterLike = None,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
 ) -> WorkingTranscript:
     """This turn's view of a run: verbatim, the held note reused, a new fold, or the window.
 
@@ -528,7 +634,7 @@ async def abuild_working_transcript(
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
     token_counter: TokenCounterLike = None,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
 ) -> WorkingTranscript:
     """Async twin of :func:`build_working_transcript`.
 

@@ -22,14 +22,17 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_builderforce_memory.messages import is_stamped, role_of, stamp
+from langchain_builderforce_memory.messages import is_stamped, role_of, stamp, tool_call_units
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.markers import consolidation_marker_of
-from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_MAX_TOKENS
+from langchain_builderforce_memory.transcript.summary import (
+    DEFAULT_SUMMARIZER_TIMEOUT,
+    TRANSCRIPT_SUMMARY_MAX_TOKENS,
+)
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
     HISTORY_WINDOW,
@@ -54,6 +57,7 @@ __all__ = [
     "pinned_directive_index",
     "present_leading_marker",
     "system_messages",
+    "trim_compacted_tail",
     "verbatim_start",
 ]
 
@@ -177,11 +181,24 @@ class FoldPolicy:
     """The fewest messages the tail keeps, however large: correctness over the budget."""
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES
     """The most messages the tail keeps (also capped at half of ``max_messages``)."""
-    timeout: float | None = None
+    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT
     """Seconds a summarizer call may take before it is abandoned (``None``: no limit)."""
+    backoff_tokens: int | None = None
+    """Tokens of new work to wait after a failed summarizer call before the next one
+    (doubling while it keeps failing, reset by a success). ``None``: half of
+    ``max_tokens``."""
 
     def __post_init__(self) -> None:
         validate_budget(max_messages=self.max_messages, max_tokens=self.max_tokens)
+        backoff: object = self.backoff_tokens
+        if backoff is not None and (
+            isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 1
+        ):
+            msg = (
+                f"backoff_tokens must be a positive int or None (half of max_tokens); "
+                f"got {backoff!r}."
+            )
+            raise ValueError(msg)
         for name, default in (
             ("tail_tokens", COMPACT_TAIL_TOKEN_BUDGET),
             ("min_tail_messages", COMPACT_TAIL_TURNS),
@@ -204,6 +221,11 @@ class FoldPolicy:
         ):
             msg = f"timeout must be a positive number of seconds or None; got {timeout!r}."
             raise ValueError(msg)
+
+    @property
+    def backoff_span(self) -> int:
+        """Tokens of new work between a failed summarizer call and the next attempt."""
+        return self.backoff_tokens if self.backoff_tokens is not None else self.max_tokens // 2
 
     @property
     def tail_message_cap(self) -> int:
@@ -412,3 +434,51 @@ def assemble_compacted(
         out.append(convo[directive])
     out.extend(convo[tail_start:])
     return out
+
+
+def trim_compacted_tail(
+    system: Sequence[BaseMessage],
+    convo: Sequence[BaseMessage],
+    memo: CompactMemo | None,
+    *,
+    max_tokens: int,
+    token_counter: TokenCounterLike = None,
+) -> tuple[list[BaseMessage], int]:
+    """A view within ``max_tokens`` between folds, and how many tail messages it left out.
+
+    Between folds (a failed or backed-off summarizer) the verbatim tail outgrows the room
+    the fold left it, and a tool loop under one directive cannot be windowed (the window
+    never drops the latest user turn). The system messages, the note (with ``memo``) and
+    the latest user turn (restated when the note covered it) stay; the oldest whole
+    tool-call units of the tail go until the view fits; the latest unit always stays
+    (correctness over size).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> convo = [HumanMessage("task")] + [AIMessage("x" * 400) for _ in range(6)]
+        >>> memo = CompactMemo(note="MEMO", covered_end=2, last_covered_id="x")
+        >>> view, dropped = trim_compacted_tail([], convo, memo, max_tokens=300)
+        >>> [m.content[:4] for m in view], dropped
+        (['MEMO', 'task', 'xxxx', 'xxxx'], 3)
+    """
+    counter = resolve_token_counter(token_counter)
+    head = list(system)
+    if memo is not None:
+        head.append(memory_note(memo.note, max(0, min(memo.covered_end, len(convo)))))
+        tail_start = verbatim_start(convo, memo.covered_end)
+        directive = pinned_directive_index(convo, tail_start)
+    else:
+        directive = latest_user_index(convo)
+        tail_start = verbatim_start(convo, directive + 1) if directive >= 0 else 0
+    if directive >= 0:
+        head.append(convo[directive])
+    tail = list(convo[tail_start:])
+    total = sum(counter.count_message(m) for m in (*head, *tail))
+    units = tool_call_units(tail)
+    k = 0
+    while k < len(units) - 1 and total > max_tokens:
+        u = units[k]
+        total -= sum(counter.count_message(m) for m in tail[u.start : u.end])
+        k += 1
+    start = units[k].start if units else 0
+    return [*head, *tail[start:]], start

@@ -16,6 +16,7 @@ import functools
 import inspect
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -24,15 +25,17 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import role_of
 from langchain_builderforce_memory.models import chat_model_from_string
-from langchain_builderforce_memory.tokens import estimate_text_tokens
+from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
 __all__ = [
+    "DEFAULT_SUMMARIZER_TIMEOUT",
     "SUMMARIZER_TAGS",
     "TRANSCRIPT_SUMMARY_MAX_TOKENS",
     "TRANSCRIPT_SUMMARY_PROMPT",
     "Summarizer",
     "SummarizerLike",
     "asummarize_transcript",
+    "cap_note",
     "focused_prompt",
     "render_for_summary",
     "resolve_summarizer",
@@ -85,7 +88,16 @@ def focused_prompt(focus: str | None) -> str | None:
 TRANSCRIPT_SUMMARY_MAX_TOKENS = 2_500
 """The note's ceiling. The note is the agent's only record of every file it folds (paths,
 symbols, line numbers); the seed found 1.2k too little to carry them. Longer answers are
-cut to this many tokens (approximate count)."""
+cut to this many tokens of the budget's own counter (see :func:`cap_note`)."""
+
+_CUT_MARK = " [...]"
+
+DEFAULT_SUMMARIZER_TIMEOUT = 120.0
+"""Seconds a summarizer call may take by default before it counts as failed. A note is at
+most 2,500 tokens written from at most ~40k read: a slow model (~30 tokens/s out, a few
+seconds to read) needs 60-90 s, so 120 s leaves room for a slow healthy call, while a call
+hung on a dead connection no longer holds the turn for as long as the socket lives (the
+view falls back, and the backoff waits before the next attempt)."""
 
 SUMMARIZER_TAGS = ("nostream", "langsmith:nostream", "builderforce_memory:summarizer")
 """Tags on every summarizer call. LangGraph's ``stream_mode="messages"`` skips runs
@@ -201,18 +213,82 @@ def _config() -> RunnableConfig:
     return {"tags": list(SUMMARIZER_TAGS), "run_name": "builderforce_memory_summarizer"}
 
 
-def _finish(raw: object) -> str | None:
-    """The answer as a trimmed note capped at the output ceiling, or None when empty."""
+def _answer_text(raw: object) -> str | None:
+    """The answer's text: a string, or a message whose text is one; else ``None``, logged.
+
+    A summarizer that returns a dict (a rate-limit error body), a number or bytes gave no
+    note: storing its JSON as the run's memory would replace what the run learned with an
+    error message, silently.
+    """
     if raw is None:
+        log_no_answer("summarizer", "empty answer")
         return None
-    text = raw.text if isinstance(raw, BaseMessage) else _content_text(raw)
-    text = text.strip()
-    if not text:
+    if isinstance(raw, BaseMessage):
+        text: object = raw.text
+    else:
+        text = raw
+    if not isinstance(text, str):
+        log_no_answer(
+            "summarizer",
+            f"answered {type(raw).__name__}, not text; a summary must be a string or a "
+            "message whose text is one",
+        )
         return None
-    cap_chars = TRANSCRIPT_SUMMARY_MAX_TOKENS * 4
-    if estimate_text_tokens(text) > TRANSCRIPT_SUMMARY_MAX_TOKENS:
-        text = text[:cap_chars].rstrip() + " [...]"
-    return text
+    if not text.strip():
+        log_no_answer("summarizer", "empty answer")
+        return None
+    return text.strip()
+
+
+def cap_note(
+    text: str,
+    token_counter: TokenCounterLike = None,
+    *,
+    max_tokens: int = TRANSCRIPT_SUMMARY_MAX_TOKENS,
+) -> str:
+    """``text`` cut (with a `` [...]`` mark) to ``max_tokens`` of ``token_counter``'s count.
+
+    The cap is in the same tokens every budget is counted in, so the room a fold reserves
+    for its note (:data:`TRANSCRIPT_SUMMARY_MAX_TOKENS`) is the room the note takes, with
+    any counter and any script.
+
+    Example:
+        >>> cap_note("word " * 10, max_tokens=5)
+        'word word word [...]'
+    """
+    counter = resolve_token_counter(token_counter)
+    if counter.count_text(text) <= max_tokens:
+        return text
+    # No token is shorter than a character, and none in practice is longer than 32: the
+    # cut lies below max_tokens * 32 characters, which bounds the search on a huge answer.
+    lo, hi = 0, min(len(text), max_tokens * 32)
+    while lo < hi:  # invariant: text[:lo] + mark fits
+        mid = (lo + hi + 1) // 2
+        if counter.count_text(text[:mid].rstrip() + _CUT_MARK) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + _CUT_MARK
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """What the summarizer returned, boxed.
+
+    ``None`` from the guarded call then means the call itself failed (already logged); an
+    answer of ``None`` is this box holding it.
+    """
+
+    raw: object
+    """The summarizer's return value, as it came."""
+
+
+def _finish(answered: _Answered | None, counter: TokenCounterLike) -> str | None:
+    """The answer as a trimmed note capped at the output ceiling, or None (logged once)."""
+    if answered is None:
+        return None  # the call raised or timed out: call_guarded logged it
+    text = _answer_text(answered.raw)
+    return None if text is None else cap_note(text, counter)
 
 
 def _as_runnable(summarizer: Summarizer) -> Runnable[list[BaseMessage], object]:
@@ -231,7 +307,7 @@ def _async_given_to_sync(raw: object = None) -> TypeError:
     )
 
 
-def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> _Answered:
     # An object with an async __call__ is an async function too.
     call_method = type(summarizer).__call__ if not inspect.isfunction(summarizer) else None
     if not isinstance(summarizer, Runnable) and (
@@ -241,22 +317,17 @@ def _call_sync(summarizer: Summarizer, request: list[BaseMessage]) -> object:
     raw = _as_runnable(summarizer).invoke(request, config=_config())
     if inspect.isawaitable(raw):
         raise _async_given_to_sync(raw)
-    return raw
+    return _Answered(raw)
 
 
-async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> object:
+async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> _Answered:
     # A sync function runs in an executor under ainvoke: it never blocks the event loop.
     raw = await _as_runnable(summarizer).ainvoke(request, config=_config())
     if inspect.isawaitable(raw):
-        return await raw
-    return raw
+        return _Answered(await raw)
+    return _Answered(raw)
 
 
-def _note_or_none(raw: object) -> str | None:
-    note = _finish(raw)
-    if note is None:
-        log_no_answer("summarizer", "empty answer")
-    return note
 
 
 def summarize_transcript(
@@ -265,12 +336,15 @@ def summarize_transcript(
     *,
     timeout: float | None = None,
     prompt: str | None = None,
+    token_counter: TokenCounterLike = None,
 ) -> str | None:
     """Compress ``messages`` into a memory note; ``None`` on failure (the caller falls back).
 
-    ``None`` for nothing to summarize, an empty answer, an error or a timeout; each
-    failure is logged. With a ``timeout`` the call runs in a worker thread and is
-    abandoned (not killed) when it outlives it.
+    ``None`` for nothing to summarize, an empty or non-text answer, an error or a
+    timeout; each failure is logged. The note is capped at
+    :data:`TRANSCRIPT_SUMMARY_MAX_TOKENS` of ``token_counter`` (default: the estimate).
+    With a ``timeout`` the call runs in its own worker thread and is abandoned (not
+    killed) when it outlives it.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -284,7 +358,7 @@ def summarize_transcript(
     raw = call_guarded(
         functools.partial(_call_sync, chosen, request), what="summarizer", timeout=timeout
     )
-    return _note_or_none(raw)
+    return _finish(raw, token_counter)
 
 
 async def asummarize_transcript(
@@ -293,6 +367,7 @@ async def asummarize_transcript(
     *,
     timeout: float | None = None,
     prompt: str | None = None,
+    token_counter: TokenCounterLike = None,
 ) -> str | None:
     """Async twin of :func:`summarize_transcript` (sync functions run in a thread).
 
@@ -311,4 +386,4 @@ async def asummarize_transcript(
     raw = await acall_guarded(
         functools.partial(_call_async, chosen, request), what="summarizer", timeout=timeout
     )
-    return _note_or_none(raw)
+    return _finish(raw, token_counter)

@@ -337,11 +337,57 @@ def _close_unit(
     deferred.clear()
 
 
+def _regroup_results(messages: Sequence[BaseMessage], repairs: list[str]) -> list[BaseMessage]:
+    """``messages`` with each tool result moved back into its call's unit.
+
+    When a message (a user typing while a tool ran) came between a call and its result, the
+    result is real data: answering the call with a placeholder and dropping the result
+    as an orphan would lose it. A result is moved only to a call made BEFORE it that no
+    earlier result answered; anything else stays where it is (and the repair drops it).
+    """
+    issued: dict[str, int] = {}  # call id -> index of the assistant message making it
+    claimed: dict[int, list[int]] = {}  # assistant index -> indices of its results
+    moved: set[int] = set()
+    unit_owner = -1  # the assistant message whose unit is open at this point
+    for j, m in enumerate(messages):
+        role = role_of(m) if isinstance(m, BaseMessage) else None
+        if role == "tool":
+            call_id = _tool_call_id_of(m)
+            owner = issued.pop(call_id, -1) if call_id is not None else -1
+            if owner >= 0:
+                claimed.setdefault(owner, []).append(j)
+                if owner != unit_owner:
+                    moved.add(j)
+            continue
+        unit_owner = -1
+        if role == "assistant" and isinstance(m, AIMessage) and m.tool_calls:
+            unit_owner = j
+            for call in m.tool_calls:
+                issued.setdefault(str(call.get("id")), j)
+    if not moved:
+        return list(messages)
+    out: list[BaseMessage] = []
+    for j, m in enumerate(messages):
+        if j in moved:
+            continue
+        out.append(m)
+        for k in claimed.get(j, ()):
+            if k in moved:
+                out.append(messages[k])
+                repairs.append(
+                    f"moved tool result {_tool_call_id_of(messages[k])!r} back after its "
+                    "call (a message had come between them)"
+                )
+    return out
+
+
 def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
     """A copy of ``messages`` that passes :func:`request_problems`, and what was changed.
 
     Repairs, each logged by the caller through the returned list:
-      * a tool result whose call is not in the open unit is dropped (an orphan);
+      * a tool result separated from its call by another message (a user typing while
+        the tool ran) is moved back after its call: it is real data;
+      * a tool result whose call is not in front of it is dropped (an orphan);
       * a call never answered gets a stamped placeholder result (``status="error"``), so
         the model sees that the call happened and returned nothing;
       * a system message after the conversation began becomes a stamped user message
@@ -361,6 +407,7 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
     if not request_problems(messages):
         return list(messages), []
     repairs: list[str] = []
+    messages = _regroup_results(messages, repairs)
     out: list[BaseMessage] = []
     deferred: list[BaseMessage] = []
     pending: dict[str, str] = {}  # open call id -> tool name

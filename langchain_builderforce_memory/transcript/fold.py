@@ -81,6 +81,7 @@ from langchain_builderforce_memory.transcript.summary import (
     Summarizer,
     SummarizerLike,
     asummarize_transcript,
+    cap_note,
     focused_prompt,
     resolve_summarizer,
     summarize_transcript,
@@ -437,7 +438,13 @@ def finish_working_transcript(
             )
     if plan.mode == "fold" and summary is not None:
         to = plan.fold_to
-        note = fold_note_text(summary, to)
+        # Capped again with its header: an estimate is not additive over concatenation,
+        # and the note must fit the room note_reserve() kept for it.
+        note = cap_note(
+            fold_note_text(summary, to),
+            plan.counter,
+            max_tokens=note_reserve(plan.counter, to) - 16,
+        )
         memo = CompactMemo(note=note, covered_end=to, last_covered_id=message_id(convo[to - 1]))
         logger.info(
             "build_working_transcript: folded %d message(s); the note covers %d of %d",

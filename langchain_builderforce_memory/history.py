@@ -244,6 +244,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         fold_guard: Keeps writers in other processes from folding this session at the
             same time (e.g. :class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`);
             ``None``: this wrapper's own lock only.
+        clear_at_least: Tokens of stale tool output the clear tier clears at a time
+            (``None``: half of ``max_tokens``).
+        restore_tokens: Tokens of the working set's file outputs the clear tier keeps
+            verbatim (``None``: an eighth of ``max_tokens``).
+        clear_tool_results: Clear stale tool results in the view before folding.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -270,6 +275,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
         backoff_tokens: int | None = None,
         fold_guard: FoldGuard | None = None,
+        clear_at_least: int | None = None,
+        restore_tokens: int | None = None,
+        clear_tool_results: bool = True,
     ) -> None:
         super().__init__()
         candidate: object = backing
@@ -286,6 +294,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             tail_tokens=tail_tokens,
             timeout=timeout,
             backoff_tokens=backoff_tokens,
+            clear_at_least=clear_at_least,
+            restore_tokens=restore_tokens,
+            clear_tool_results=clear_tool_results,
         )
         # Created here, inside this package, so langchain-core's deprecation of the class
         # is not reported against the user's code for a default they did not choose.

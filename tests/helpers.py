@@ -283,6 +283,7 @@ def fold_coverage_gaps(record: Sequence[BaseMessage], view: Sequence[BaseMessage
     valid request must drop) is excused."""
     from langchain_builderforce_memory.messages import (
         leading_system_count,
+        message_id,
         repair_request,
         role_of,
         stamp_of,
@@ -293,17 +294,21 @@ def fold_coverage_gaps(record: Sequence[BaseMessage], view: Sequence[BaseMessage
     shown_marker = False
     for m in view:
         s = stamp_of(m)
-        if s is not None and s["kind"] == "memory_note":
+        if s is not None and "memory_note" in (s["kind"], s.get("was")):
             end = s.get("covered_end")
             covered = max(covered, end if isinstance(end, int) else 0)
             shown_marker = shown_marker or s.get("source") == "consolidation_marker"
     shown = {id(m) for m in view}
+    # A message cleared, cut or restated in the view is shown as a stamped stand-in that
+    # names it ("of"): it counts as sent (the full text is still in the record).
+    stand_ins = {s.get("of") for m in view if (s := stamp_of(m)) is not None}
     kept_by_repair = {id(m) for m in repair_request(record)[0]}
     return [
         i
         for i, m in enumerate(convo)
         if i >= covered
         and id(m) not in shown
+        and message_id(m) not in stand_ins
         and not (i == 0 and shown_marker)
         and not (role_of(m) == "tool" and id(m) not in kept_by_repair)
     ]
@@ -434,9 +439,14 @@ def build_agent(
     """A compiled agent of ``kind`` (see :data:`AGENT_KINDS`) using this package's adapter.
 
     ``before`` is middleware placed ahead of ours (``create_agent`` only), e.g. a
-    ``ModelFallbackMiddleware``. ``options`` go to the middleware / node.
+    ``ModelFallbackMiddleware``. ``options`` go to the middleware / node. These agent tests
+    pin the fold's mechanics, so the clear tier is off unless a test passes
+    ``clear_tool_results=True`` (the view policy is tested in test_view_policy.py and
+    measured end to end in benchmarks/contenders.py).
     """
     import warnings
+
+    options.setdefault("clear_tool_results", False)
 
     from langchain_builderforce_memory.agents.node import (
         WorkingTranscriptNode,

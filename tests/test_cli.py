@@ -187,7 +187,7 @@ def test_every_format_gives_the_same_report() -> None:
 
 
 def test_the_fold_covers_a_prefix_and_keeps_everything_after_it() -> None:
-    rows = inspect_json(DATA / "openai_chat.json", *SMALL)["rows"]
+    rows = inspect_json(DATA / "openai_chat.json", *SMALL, "--no-clear")["rows"]
     fold = [r["fold"] for r in rows]
     assert "folded" in fold
     last_covered = max(i for i, f in enumerate(fold) if f in ("folded", "re-injected"))
@@ -226,9 +226,22 @@ def test_an_orphan_tool_result_is_reported_and_dropped_by_every_view() -> None:
 def test_the_table_shows_each_message_and_each_view() -> None:
     code, out, _ = run_cli("inspect", str(DATA / "openai_chat.json"), *SMALL)
     assert code == 0
-    for text in ("per message", "what each view sends", "window", "fold", "handoff", "folded"):
+    for text in ("per message", "what each view sends", "window", "fold", "handoff", "cleared"):
         assert text in out
     assert "[calls read_file, read_file]" in out
+    for column in ("restored", "elided"):  # columns (rich may wrap their "tok")
+        assert column in out
+
+
+def test_the_clear_tier_shows_as_cleared_tool_rows_and_a_cleared_column() -> None:
+    report = inspect_json(DATA / "openai_chat.json", *SMALL)
+    rows = report["rows"]
+    cleared = [r for r in rows if r["fold"] == "cleared"]
+    assert cleared
+    assert all(r["role"] == "tool" for r in cleared)
+    (fold,) = [v for v in report["views"] if v["view"] == "fold"]
+    assert fold["cleared"] > 0
+    assert fold["fits"]
 
 
 def test_exact_counts_with_the_offline_encoding() -> None:
@@ -294,8 +307,16 @@ def test_the_demo_folds_match_the_events_the_notes_and_the_summarizer(demo: Demo
     assert changes  # the small budget makes the run fold
     assert demo.fold_calls == changes
     assert demo.folds == len(changes) == demo.summarizer_calls == len(demo.summarizer.requests)
-    assert [e["builderforce_memory"] for e in demo.events] == ["fold"] * demo.folds
+    kinds = [e["builderforce_memory"] for e in demo.events]
+    assert kinds.count("fold") == demo.folds
+    assert set(kinds) <= {"fold", "view"}  # "view": a turn the clear tier / elision acted on
     assert demo.memo_covered_end is not None
+    steps = demo.view_steps
+    assert steps["cleared_requests"] == sum(
+        1
+        for e in demo.events
+        if isinstance(e.get("cleared_messages"), int) and e["cleared_messages"]
+    )
 
 
 def test_the_demo_prefix_reuse_is_what_the_requests_share(demo: DemoResult) -> None:
@@ -359,9 +380,10 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
         (["--directives", "0"], "argument --directives: must be at least 1; got 0"),
         (
             ["--budget", "100"],
-            "argument --budget: must be at least 3,001 (the brief alone is given 3,000); got 100",
+            "argument --budget: must be at least 3,056 (the brief alone is given 3,000, the "
+            "system prompt and one message need the rest); got 100",
         ),
-        (["--budget", "3000"], "argument --budget: must be at least 3,001"),
+        (["--budget", "3055"], "argument --budget: must be at least 3,056"),
         (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG file"),
         (["--plot", "."], "argument --plot: the plot is a PNG file"),
         (["--db", "."], "argument --db: '.' is a folder: give a file path"),

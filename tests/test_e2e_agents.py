@@ -319,6 +319,7 @@ def test_a_record_with_an_orphan_result_and_an_unanswered_call_still_yields_vali
         summarizer=summarizer,
         checkpointer=InMemorySaver(),
         max_tokens=12_000,
+        clear_tool_results=False,  # the "folded" case must fold, not clear
     )
     agent.invoke({"messages": _invalid_record(big)}, THREAD)
     (request,) = model.requests

@@ -56,15 +56,23 @@ PACKAGE_LOGGER = "langchain_builderforce_memory"
 
 Build = Callable[..., Awaitable[WorkingTranscript]]
 
+FOLD_ONLY: dict[str, Any] = {"clear_tool_results": False, "restore_tokens": 0}
+"""These tests pin the fold's own mechanics: the clear tier and the re-attached files
+(tested in test_view_policy.py) are off unless a test turns them on."""
+
 
 async def _sync_build(*args: Any, **kwargs: Any) -> WorkingTranscript:
-    return build_working_transcript(*args, **kwargs)
+    return build_working_transcript(*args, **{**FOLD_ONLY, **kwargs})
+
+
+async def _async_build(*args: Any, **kwargs: Any) -> WorkingTranscript:
+    return await abuild_working_transcript(*args, **{**FOLD_ONLY, **kwargs})
 
 
 @pytest.fixture(params=["sync", "async"])
 def build(request: pytest.FixtureRequest) -> Build:
     """Both twins behind one awaitable signature."""
-    return _sync_build if request.param == "sync" else abuild_working_transcript
+    return _sync_build if request.param == "sync" else _async_build
 
 
 def alternating(spec_role: Callable[[int], str], n: int) -> list[tuple[str, str]]:
@@ -510,7 +518,7 @@ def test_a_bad_policy_number_is_rejected_naming_it(kwargs: dict[str, object], na
 def test_a_small_budget_still_leaves_headroom_so_the_next_turns_reuse_the_note() -> None:
     # The tail takes at most 5/8 of the room the fixed parts leave: with max_tokens=8k and
     # the default tail_tokens=40k, a 40k tail would fold on every turn.
-    report = run_fold_loop(60, 500, max_tokens=8_000)
+    report = run_fold_loop(60, 500, max_tokens=8_000, **FOLD_ONLY)
     assert report.modes.get("memo", 0) > report.modes.get("folded", 0)
     assert max(report.view_tokens) <= 8_000
 
@@ -519,7 +527,7 @@ def test_a_small_budget_still_leaves_headroom_so_the_next_turns_reuse_the_note()
 
 
 def test_a_300_turn_tool_loop_folds_rarely_keeps_its_prefix_and_stays_in_budget() -> None:
-    report = run_fold_loop(300, 2_000)
+    report = run_fold_loop(300, 2_000, **FOLD_ONLY)
     assert report.invalid_views == 0
     assert report.coverage_gaps == 0
     # About once per 20k tokens of new work; never less than once per 15k.

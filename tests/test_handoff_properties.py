@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.handoff import is_volatile_tail, pack_handoff, volatile_tail
+from langchain_builderforce_memory.handoff import (
+    HandoffPack,
+    is_volatile_tail,
+    pack_handoff,
+    volatile_tail,
+)
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -17,7 +24,8 @@ from langchain_builderforce_memory.messages import (
     request_problems,
     stamp_of,
 )
-from langchain_builderforce_memory.tokens import count_tokens
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 
 from .helpers import ScriptedRecall, ScriptedSummarizer
 from .strategies import any_records, valid_records
@@ -87,39 +95,71 @@ def latest_real_directive(messages: list[BaseMessage]) -> BaseMessage | None:
     return None
 
 
+def _no_recall(query: str, budget_chars: int) -> None:
+    return None
+
+
+def _stands_for(m: BaseMessage, original: BaseMessage) -> bool:
+    return m is original or (stamp_of(m) or {}).get("of") == message_id(original)
+
+
+def _pack_or_none(case: Case) -> HandoffPack | None:
+    """The pack, or ``None`` when the budget cannot hold the system messages plus one
+    short human message (the one case that raises, naming the numbers)."""
+    counter = ApproximateTokenCounter()
+    valid, _ = repair_request(case.messages)
+    system = count_tokens(valid[: leading_system_count(valid)], counter)
+    kwargs: dict[str, Any] = {
+        "target_context_tokens": case.budget,
+        "reserve_output_tokens": 0,
+        "summarizer": case.summarize,
+        # No recall given would search the dropped messages (search.py); over these
+        # generated 100k-token messages that search is issue 14's cost, not this test's.
+        "recall": case.recall or _no_recall,
+        "pinned_ids": case.pins,
+    }
+    if system + minimal_human_tokens(counter) > case.budget:
+        with pytest.raises(ValueError, match="cannot hold the system prompt"):
+            pack_handoff(case.messages, **kwargs)
+        return None
+    return pack_handoff(case.messages, **kwargs)
+
+
 @PROPERTY_SETTINGS
 @given(cases(valid_records(max_units=40)))
 def test_a_pack_of_a_valid_record_keeps_every_invariant(case: Case) -> None:
-    result = pack_handoff(
-        case.messages,
-        target_context_tokens=case.budget,
-        reserve_output_tokens=0,
-        summarizer=case.summarize,
-        recall=case.recall,
-        pinned_ids=case.pins,
-    )
+    result = _pack_or_none(case)
+    if result is None:
+        return
     out = result.messages
     # valid for strict providers
     assert request_problems(out) == []
-    # within budget whenever it fits; and it fails to fit only when system + directive do
+    # never over budget; "fits" is False only when system + directive alone were over
+    # (the directive is then cut in the view to fit)
     assert result.estimated_tokens == count_tokens(out)
+    assert result.estimated_tokens <= case.budget
     system = case.messages[: leading_system_count(case.messages)]
     directive = latest_real_directive(case.messages)
     assert result.fits == (core_tokens(case.messages) <= case.budget)
-    if result.fits:
-        assert result.estimated_tokens <= case.budget
-    else:
-        assert out == [*system, directive]
-    # the latest real directive is there
-    assert directive is None or any(m is directive for m in out)
+    if not result.fits:
+        assert out[: len(system)] == system
+        assert len(out) == len(system) + 1
+    # the latest real directive is there (itself, or cut in the view)
+    assert directive is None or any(_stands_for(m, directive) for m in out)
     # at most one volatile tail, and it is last
     tails = [i for i, m in enumerate(out) if is_volatile_tail(m)]
     assert tails in ([], [len(out) - 1])
-    # every message is an input message (same object, in order) or the one note
+    # every message is an input message (same object or its cut stand-in, in order) or
+    # the one note
     notes = [m for m in out if is_stamped(m, "handoff_note")]
     assert len(notes) <= 1
     positions = {id(m): i for i, m in enumerate(case.messages)}
-    kept = [positions[id(m)] for m in out if id(m) in positions]
+    by_id = {message_id(m): i for i, m in enumerate(case.messages)}
+    kept = [
+        positions[id(m)] if id(m) in positions else by_id[str((stamp_of(m) or {}).get("of"))]
+        for m in out
+        if id(m) in positions or (stamp_of(m) or {}).get("of") in by_id
+    ]
     assert len(kept) + len(notes) == len(out)
     assert kept == sorted(kept)
     # dropped: the input messages in neither the tail nor re-injected
@@ -133,14 +173,10 @@ def test_a_pack_of_a_valid_record_keeps_every_invariant(case: Case) -> None:
 @PROPERTY_SETTINGS
 @given(cases(any_records()))
 def test_a_pack_of_any_record_is_valid_and_within_budget(case: Case) -> None:
-    result = pack_handoff(
-        case.messages,
-        target_context_tokens=case.budget,
-        reserve_output_tokens=0,
-        summarizer=case.summarize,
-        recall=case.recall,
-        pinned_ids=case.pins,
-    )
+    result = _pack_or_none(case)
+    if result is None:
+        return
+    assert result.estimated_tokens <= case.budget
     valid, _ = repair_request(case.messages)
     if any(isinstance(m, HumanMessage) and not is_volatile_tail(m) for m in valid):
         assert request_problems(result.messages) == []

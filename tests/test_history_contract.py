@@ -205,9 +205,7 @@ class CompactingHistoryContract:
         assert await io.view(reopened) == await io.view(h)
         assert fresh.calls == []
 
-    async def test_sessions_do_not_share_a_record(
-        self, open_backing: OpenBacking, io: Io
-    ) -> None:
+    async def test_sessions_do_not_share_a_record(self, open_backing: OpenBacking, io: Io) -> None:
         a = self.folding(open_backing, ScriptedSummarizer("note"), session="a")
         b = self.wrap(open_backing, "b")
         for i in range(FOLDING_EXCHANGES):

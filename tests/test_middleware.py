@@ -356,6 +356,7 @@ def test_a_summarizer_that_is_not_callable_is_rejected() -> None:
 
 
 def _core(**options: Any) -> MemoryCore:
+    options.setdefault("clear_tool_results", False)  # these tests pin the fold
     return BuilderforceMemoryMiddleware(**options).core
 
 

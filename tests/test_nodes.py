@@ -55,7 +55,9 @@ def _long_state(rounds: int = 30) -> dict[str, Any]:
 
 
 def test_as_a_pre_model_hook_it_returns_the_view_and_its_keys_never_messages() -> None:
-    node = WorkingTranscriptNode(ScriptedSummarizer("notes"), max_tokens=8_000)
+    node = WorkingTranscriptNode(
+        ScriptedSummarizer("notes"), max_tokens=8_000, clear_tool_results=False
+    )
     state = _long_state()
     before = list(state["messages"])
     update = node.invoke(state)
@@ -106,7 +108,12 @@ def test_in_a_state_graph_the_view_goes_to_the_configured_key() -> None:
     builder = StateGraph(_ViewState)
     builder.add_node(
         "memory",
-        WorkingTranscriptNode(ScriptedSummarizer("n"), max_tokens=8_000, view_key="model_view"),
+        WorkingTranscriptNode(
+            ScriptedSummarizer("n"),
+            max_tokens=8_000,
+            view_key="model_view",
+            clear_tool_results=False,
+        ),
     )
     builder.add_node("model", model_node)
     builder.add_edge(START, "memory")
@@ -122,9 +129,13 @@ def test_in_a_state_graph_the_view_goes_to_the_configured_key() -> None:
 
 def test_overwrite_messages_replaces_the_record_only_when_asked() -> None:
     state = _long_state()
-    kept = WorkingTranscriptNode(ScriptedSummarizer("n"), max_tokens=8_000).invoke(state)
+    kept = WorkingTranscriptNode(
+        ScriptedSummarizer("n"), max_tokens=8_000, clear_tool_results=False
+    ).invoke(state)
     assert "messages" not in kept
-    node = WorkingTranscriptNode(ScriptedSummarizer("n"), max_tokens=8_000, overwrite_messages=True)
+    node = WorkingTranscriptNode(
+        ScriptedSummarizer("n"), max_tokens=8_000, overwrite_messages=True, clear_tool_results=False
+    )
     update = node.invoke(state)
     remove, *stored = update["messages"]
     assert isinstance(remove, RemoveMessage)
@@ -234,7 +245,7 @@ def test_the_async_node_awaits_an_async_summarizer() -> None:
         calls.append(len(prompt))
         return "async notes"
 
-    node = WorkingTranscriptNode(summarize, max_tokens=8_000)
+    node = WorkingTranscriptNode(summarize, max_tokens=8_000, clear_tool_results=False)
     update = asyncio.run(node.ainvoke(_long_state()))
     assert calls
     assert "async notes" in update[MEMO_KEY]["note"]

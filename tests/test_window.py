@@ -7,7 +7,7 @@ import logging
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_builderforce_memory.messages import request_problems, role_of
+from langchain_builderforce_memory.messages import message_id, request_problems, role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
@@ -87,14 +87,43 @@ def test_holds_the_front_across_turns_until_a_whole_chunk_of_new_work_arrives() 
         assert windowed(convo_of(n + extra, big))[0].content == first.content
 
 
-def test_never_drops_the_most_recent_user_turn_however_large() -> None:
+def test_never_drops_the_most_recent_user_turn_however_large_it_is_cut_to_the_budget() -> None:
     convo = [
         msg("user", "old"),
         msg("assistant", "a"),
-        msg("user", "z" * (HISTORY_TOKEN_BUDGET * 5)),
+        msg("user", "z" * (HISTORY_TOKEN_BUDGET * 5) + "END"),
     ]
     w = windowed(convo)
-    assert w[0].content == convo[2].content
+    assert len(w) == 1
+    assert w[0].text.startswith("zzz")
+    assert w[0].text.endswith("END")
+    assert transcript_tokens(w) <= HISTORY_TOKEN_BUDGET
+    assert stamp_of(w[0]) == {
+        "kind": "elided",
+        "cut_tokens": stamp_of(w[0])["cut_tokens"],  # type: ignore[index]
+        "of": message_id(convo[2]),
+    }
+    assert convo[2].text.endswith("END")
+    assert len(convo[2].text) == HISTORY_TOKEN_BUDGET * 5 + 3
+
+
+def test_one_directive_then_60_tool_rounds_of_121k_tokens_is_cut_at_a_unit_and_restated() -> None:
+    # The regression: windowed() returned all 121 messages (121,437 tokens) for a 64k
+    # budget because the latest user turn was never dropped.
+    record: list[BaseMessage] = [HumanMessage("Refactor the parser.", id="u1")]
+    for i in range(60):
+        call = {"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"c{i}"}
+        record += [AIMessage("", tool_calls=[call]), ToolMessage("x" * 8_300, tool_call_id=f"c{i}")]
+    assert transcript_tokens(record) > 120_000
+    view = windowed(record, max_tokens=64_000)
+    assert transcript_tokens(view) <= 64_000
+    assert request_problems(view) == []
+    assert stamp_of(view[0]) == {"kind": "directive", "of": "u1"}
+    assert view[0].content == "Refactor the parser."
+    assert view[0].id == "u1"
+    assert isinstance(view[1], AIMessage)
+    assert view[1].tool_calls
+    assert view[1:] == record[len(record) - len(view) + 1 :]
 
 
 def test_still_starts_on_a_user_turn_after_a_drop_strict_vendors() -> None:

@@ -9,8 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.messages import leading_system_count, request_problems, role_of
+from langchain_builderforce_memory.messages import (
+    leading_system_count,
+    message_id,
+    request_problems,
+    role_of,
+    stamp_of,
+    tool_call_units,
+)
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens, prefix_sums
+from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.window import (
     message_window_start,
     token_window_start,
@@ -31,32 +39,56 @@ def _last_user(messages: list[BaseMessage]) -> int:
     return max((i for i, m in enumerate(messages) if role_of(m) == "user"), default=-1)
 
 
+def _view_or_none(
+    record: list[BaseMessage], max_messages: int, max_tokens: int
+) -> list[BaseMessage] | None:
+    """``windowed``'s view, or ``None`` when the budget cannot hold system + one turn (it
+    must then raise, naming the budget)."""
+    counter = ApproximateTokenCounter()
+    system_tokens = count_tokens(record[: leading_system_count(record)], counter)
+    if system_tokens + minimal_human_tokens(counter) > max_tokens:
+        with pytest.raises(ValueError, match=f"max_tokens={max_tokens}"):
+            windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+        return None
+    return windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+
+
+def _shows(view: list[BaseMessage], message: BaseMessage) -> bool:
+    """``message`` is in ``view``: itself, restated, or cut (stamped with its id)."""
+    wanted = message_id(message)
+    return any(m is message or (stamp_of(m) or {}).get("of") == wanted for m in view)
+
+
 @PROPERTY
 @given(record=valid_records(), budget=BUDGETS)
-def test_a_valid_record_yields_its_system_prefix_plus_a_valid_suffix_holding_the_latest_user_turn(
+def test_a_valid_record_yields_its_system_prefix_plus_a_valid_view_holding_the_latest_user_turn(
     record: list[BaseMessage], budget: tuple[int, int]
 ) -> None:
     max_messages, max_tokens = budget
-    view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
+    view = _view_or_none(record, max_messages, max_tokens)
+    if view is None:
+        return
     lead = leading_system_count(record)
     assert view[:lead] == record[:lead]
-    rest = view[lead:]
-    assert rest == record[len(record) - len(rest) :]  # a suffix, same objects
     assert request_problems(view) == []
-    assert record[_last_user(record)] in view
+    assert _shows(view, record[_last_user(record)])
+    # Every message is a record message or a stamped stand-in for one (restated or cut).
+    assert all(any(m is r for r in record) or stamp_of(m) is not None for m in view)
 
 
 @PROPERTY
 @given(record=valid_records(), budget=BUDGETS)
-def test_the_view_fits_unless_the_latest_user_turn_alone_forces_it_over(
+def test_the_view_always_fits_its_budget_and_message_window(
     record: list[BaseMessage], budget: tuple[int, int]
 ) -> None:
     max_messages, max_tokens = budget
-    view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
-    lead = leading_system_count(record)
-    # Over a budget only when the window had to keep the latest user turn: it then starts on it.
-    if count_tokens(view) > max_tokens or len(view) - lead > max_messages:
-        assert view[lead] is record[_last_user(record)]
+    view = _view_or_none(record, max_messages, max_tokens)
+    if view is None:
+        return
+    assert count_tokens(view) <= max_tokens
+    rest = view[leading_system_count(view) :]
+    # A tool unit is never split: only one whole unit after its user turn may be longer.
+    assert len(rest) <= max_messages or len(tool_call_units(rest[1:])) == 1
 
 
 @PROPERTY
@@ -94,9 +126,10 @@ def test_appending_messages_that_cross_no_cut_point_never_changes_the_first_mess
     # ...and stays put while no cut point is crossed (and the latest-user cap did not bind).
     if raw_cut(convo) == raw_cut(grown_convo) and raw_cut(convo) <= _last_user(convo):
         assert after == before
-        v1 = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
-        v2 = windowed(grown, max_messages=max_messages, max_tokens=max_tokens)
-        assert v1[lead] is v2[lead]
+        v1 = _view_or_none(record, max_messages, max_tokens)
+        v2 = _view_or_none(grown, max_messages, max_tokens)
+        if v1 is not None and v2 is not None and stamp_of(v1[lead]) is None:
+            assert v1[lead] is v2[lead]
 
 
 @PROPERTY
@@ -105,10 +138,13 @@ def test_any_record_even_an_invalid_one_yields_a_valid_view(
     record: list[BaseMessage], budget: tuple[int, int]
 ) -> None:
     max_messages, max_tokens = budget
-    snapshot = list(record)
-    view = windowed(record, max_messages=max_messages, max_tokens=max_tokens)
-    assert request_problems(view) == []
+    snapshot = [m.model_copy(deep=True) for m in record]
+    view = _view_or_none(record, max_messages, max_tokens)
     assert record == snapshot
+    if view is None:
+        return
+    assert request_problems(view) == []
+    assert count_tokens(view) <= max_tokens
 
 
 @PROPERTY

@@ -372,7 +372,13 @@ class MemoryCore:
                     "dropped_messages": transcript.fold.dropped_messages,
                     "note_tokens": self.counter.count_text(transcript.fold.note),
                     "summarizer_calls": transcript.summarizer_calls,
+                    **transcript.steps.as_event(),
                 }
+            )
+        elif transcript.steps.acted and plan.cached is None:
+            # No fold, but the view was cleared or elided: report what it stands in for.
+            events.append(
+                {EVENT_KEY: "view", "mode": transcript.mode, **transcript.steps.as_event()}
             )
         if fit is not None and pack is not None:
             events.append(
@@ -383,6 +389,8 @@ class MemoryCore:
                     "dropped_messages": pack.dropped,
                     "estimated_tokens": pack.estimated_tokens,
                     "fits": pack.fits,
+                    "elided_messages": pack.elided_messages,
+                    "elided_tokens": pack.elided_tokens,
                 }
             )
         tail = sent[-1] if sent and is_volatile_tail(sent[-1]) else None

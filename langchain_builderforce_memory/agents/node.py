@@ -205,6 +205,9 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         code_map_limit: int = CODE_MAP_LIMIT,
         agent_tools: bool = False,
         refold_min_new_tokens: int | None = None,
+        clear_at_least: int | None = None,
+        restore_tokens: int | None = None,
+        clear_tool_results: bool = True,
         token_counter: TokenCounterLike = None,
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",
@@ -245,6 +248,9 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             code_map_limit=code_map_limit,
             agent_tools=agent_tools,
             refold_min_new_tokens=refold_min_new_tokens,
+            clear_at_least=clear_at_least,
+            restore_tokens=restore_tokens,
+            clear_tool_results=clear_tool_results,
         )
         self.core = MemoryCore(
             policy,

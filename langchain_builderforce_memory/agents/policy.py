@@ -81,9 +81,18 @@ class MemoryPolicy:
     code_map_limit: int = CODE_MAP_LIMIT
     agent_tools: bool = False
     refold_min_new_tokens: int | None = None
+    clear_at_least: int | None = None
+    restore_tokens: int | None = None
+    clear_tool_results: bool = True
 
     def __post_init__(self) -> None:
-        for flag in ("working_memory", "fit_to_model", "handoff_summarize", "agent_tools"):
+        for flag in (
+            "working_memory",
+            "fit_to_model",
+            "handoff_summarize",
+            "agent_tools",
+            "clear_tool_results",
+        ):
             if not isinstance(getattr(self, flag), bool):
                 msg = (
                     f"{flag} must be True or False; got {getattr(self, flag)!r}. "
@@ -135,4 +144,7 @@ class MemoryPolicy:
             max_tail_messages=self.max_tail_messages,
             timeout=self.timeout,
             backoff_tokens=self.backoff_tokens,
+            clear_at_least=self.clear_at_least,
+            restore_tokens=self.restore_tokens,
+            clear_tool_results=self.clear_tool_results,
         )

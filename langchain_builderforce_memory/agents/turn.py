@@ -24,6 +24,7 @@ from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.fold import CompactMemo, WorkingTranscript
 from langchain_builderforce_memory.transcript.summary import Summarizer
+from langchain_builderforce_memory.transcript.view import ViewSteps
 
 __all__ = ["FitPlan", "FoldCache", "PackOptions", "TurnPlan", "TurnView"]
 
@@ -46,6 +47,11 @@ class TurnView:
     """The volatile tail sent last (never stored), if one was sent."""
     run: RunMemoryState | None
     """The working memory as of this turn (``None``: working memory off)."""
+
+    @property
+    def steps(self) -> ViewSteps:
+        """What the view policy cleared, re-attached and elided this turn (the fold's)."""
+        return self.transcript.steps
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from langchain_builderforce_memory.messages import (
     repair_request,
     request_problems,
     role_of,
+    stamp_of,
 )
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -41,6 +42,8 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
+from langchain_builderforce_memory.transcript.elide import ELIDED_KIND
 from langchain_builderforce_memory.transcript.fold import (
     COMPACT_TAIL_TOKEN_BUDGET,
     FoldPolicy,
@@ -49,6 +52,11 @@ from langchain_builderforce_memory.transcript.fold import (
     verbatim_start,
 )
 from langchain_builderforce_memory.transcript.plan import note_reserve
+from langchain_builderforce_memory.transcript.view import (
+    RESTORED_KIND,
+    restored_message,
+    with_clear,
+)
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
     HISTORY_WINDOW,
@@ -67,7 +75,7 @@ __all__ = [
     "render_table",
 ]
 
-Fate = Literal["kept", "dropped", "folded", "re-injected"]
+Fate = Literal["kept", "dropped", "folded", "re-injected", "cleared"]
 """What a view does with one record message."""
 
 DEFAULT_TARGET_MODEL_TOKENS = 8_192
@@ -120,6 +128,12 @@ class ViewSummary:
     """``tokens <= budget``."""
     detail: str
     """One sentence on what the view did."""
+    cleared: int = 0
+    """Tokens of tool output the view shows as placeholders (the clear tier)."""
+    restored: int = 0
+    """Tokens of file outputs re-attached after the fold's note."""
+    elided: int = 0
+    """Tokens cut from messages too big for the room left."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +189,18 @@ def _fold_plan(
     plan = plan_working_transcript(valid, policy=policy, token_counter=counter, can_summarize=True)
     fates: dict[int, Fate] = {id(m): "kept" for m in valid}
     if plan.mode == "verbatim":
-        return fates, list(valid), 0, "fits verbatim: no fold"
+        if not plan.clear.cleared:
+            return fates, list(valid), 0, "fits verbatim: no fold"
+        sent = [*plan.system, *with_clear(plan.convo, plan.clear)]
+        for r in plan.clear.cleared:
+            fates[id(plan.convo[r.index])] = "cleared"
+        return (
+            fates,
+            sent,
+            0,
+            f"clears {len(plan.clear.cleared)} stale tool result(s) ({plan.clear.saving:,} "
+            "tokens) into placeholders: no fold",
+        )
     convo = plan.convo
     if plan.mode != "fold":
         # Nothing the minimum tail leaves to fold: the fold falls back to the window.
@@ -193,12 +218,19 @@ def _fold_plan(
     directive = pinned_directive_index(convo, tail_start)
     for i, m in enumerate(convo[:tail_start]):
         fates[id(m)] = "re-injected" if i == directive else "folded"
-    sent = [*plan.system, *([convo[directive]] if directive >= 0 else []), *convo[tail_start:]]
+    restored = [restored_message(convo[r.index], r) for r in plan.restore]
+    sent = [
+        *plan.system,
+        *restored,
+        *([convo[directive]] if directive >= 0 else []),
+        *convo[tail_start:],
+    ]
     lead = len(plan.system)
     reserve = note_reserve(counter, cut)
     detail = (
         f"would fold messages {lead}..{lead + tail_start - 1} into one note (counted at its "
         f"{reserve:,}-token reserve)"
+        + (f"; re-attaches {len(restored)} file output(s)" if restored else "")
         + (f"; re-injects the directive, message {lead + directive}" if directive >= 0 else "")
     )
     return fates, sent, reserve, detail
@@ -218,6 +250,16 @@ def _summary(
     """A view's totals; ``extra`` is (messages, tokens) sent beyond ``sent`` (a note)."""
     kept = sum(1 for m in record if fates.get(id(m)) in ("kept", "re-injected"))
     tokens = count_tokens(sent, counter) + extra[1]
+    cleared = restored = elided = 0
+    for m in sent:
+        stamp = stamp_of(m) or {}
+        kind = stamp.get("kind")
+        if kind == CLEARED_KIND and isinstance(stamp.get("tokens"), int):
+            cleared += int(stamp["tokens"])  # type: ignore[call-overload]
+        elif kind == RESTORED_KIND:
+            restored += counter.count_message(m)
+        elif kind == ELIDED_KIND and isinstance(stamp.get("cut_tokens"), int):
+            elided += int(stamp["cut_tokens"])  # type: ignore[call-overload]
     return ViewSummary(
         view=view,
         messages=len(sent) + extra[0],
@@ -228,6 +270,9 @@ def _summary(
         budget=budget,
         fits=tokens <= budget,
         detail=detail,
+        cleared=cleared,
+        restored=restored,
+        elided=elided,
     )
 
 
@@ -246,6 +291,7 @@ def inspect_messages(
     reserve_output_tokens: int | None = None,
     token_counter: TokenCounterLike = None,
     source: str = "<messages>",
+    clear_tool_results: bool = True,
 ) -> InspectReport:
     """What the window, the fold (planned) and the hand-off packer would send.
 
@@ -259,6 +305,8 @@ def inspect_messages(
         reserve_output_tokens: Held back for its reply (default a quarter of the window).
         token_counter: How to count (default: the approximate estimate).
         source: A label for the report (the file name).
+        clear_tool_results: Plan the fold with the clear tier (stale tool results shown
+            as placeholders), as a run does.
 
     Returns:
         The :class:`InspectReport`.
@@ -293,7 +341,12 @@ def inspect_messages(
     window_fates = _sent_fates(record, window_view)
     fold_fates, fold_sent, note_tokens, fold_detail = _fold_plan(
         valid,
-        policy=FoldPolicy(max_tokens=budget, max_messages=max_messages, tail_tokens=tail),
+        policy=FoldPolicy(
+            max_tokens=budget,
+            max_messages=max_messages,
+            tail_tokens=tail,
+            clear_tool_results=clear_tool_results,
+        ),
         counter=counter,
     )
     pack = pack_handoff(
@@ -387,6 +440,7 @@ _STYLES: dict[str, str] = {
     "dropped": "red",
     "folded": "yellow",
     "re-injected": "cyan",
+    "cleared": "magenta",
 }
 
 
@@ -400,6 +454,9 @@ def _view_rows(report: InspectReport) -> list[list[str]]:
             str(v.kept),
             str(v.not_sent),
             str(v.generated),
+            f"{v.cleared:,}",
+            f"{v.restored:,}",
+            f"{v.elided:,}",
             "yes" if v.fits else "NO",
             v.detail,
         ]
@@ -408,7 +465,20 @@ def _view_rows(report: InspectReport) -> list[list[str]]:
 
 
 _ROW_HEADERS = ["#", "role", "tokens", "window", "fold", "hand-off", "preview"]
-_VIEW_HEADERS = ["view", "msgs", "tokens", "budget", "kept", "not sent", "added", "fits", ""]
+_VIEW_HEADERS = [
+    "view",
+    "msgs",
+    "tokens",
+    "budget",
+    "kept",
+    "not sent",
+    "added",
+    "cleared tok",
+    "restored tok",
+    "elided tok",
+    "fits",
+    "",
+]
 
 
 def _header_lines(report: InspectReport) -> list[str]:

@@ -43,8 +43,10 @@ DEFAULT_TARGET_MODEL_TOKENS = 8_192
 """``cli.inspect.DEFAULT_TARGET_MODEL_TOKENS``."""
 TAIL_RESERVE_TOKENS = 3_000
 """``MemoryPolicy.tail_reserve_tokens``: the room the middleware gives the brief."""
-MIN_DEMO_BUDGET = TAIL_RESERVE_TOKENS + 1
-"""The demo's smallest ``--budget``: the middleware needs more than the brief's room."""
+MIN_DEMO_BUDGET = TAIL_RESERVE_TOKENS + 56
+"""The demo's smallest ``--budget``: the brief's room, plus what every request must hold
+(the demo's 42-token system prompt and one short human message, 14 tokens: the view
+policy raises below that)."""
 
 
 class _WholeNumber:
@@ -138,7 +140,11 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
     )
     demo.add_argument(
         "--budget",
-        type=_WholeNumber(MIN_DEMO_BUDGET, f"the brief alone is given {TAIL_RESERVE_TOKENS:,}"),
+        type=_WholeNumber(
+            MIN_DEMO_BUDGET,
+            f"the brief alone is given {TAIL_RESERVE_TOKENS:,}, the system prompt and one "
+            "message need the rest",
+        ),
         default=HISTORY_TOKEN_BUDGET,
         help=(
             "the middleware's max_tokens: the most the model is sent per request, brief "
@@ -260,6 +266,11 @@ def _add_inspect(
     inspect.add_argument(
         "--format", choices=("table", "json"), default="table", help="output (default table)"
     )
+    inspect.add_argument(
+        "--no-clear",
+        action="store_true",
+        help="plan the fold without the clear tier (stale tool results as placeholders)",
+    )
     return inspect
 
 
@@ -360,6 +371,7 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             reserve_output_tokens=args.reserve_output_tokens,
             token_counter=counter,
             source=str(args.file),
+            clear_tool_results=not args.no_clear,
         )
     except ValueError as exc:
         _error(err, str(exc))

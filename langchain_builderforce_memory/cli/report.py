@@ -178,6 +178,12 @@ def _summary_rows(result: DemoResult) -> list[tuple[str, str]]:
         ("largest request", f"{result.max_sent_tokens:,}  (budget {result.budget:,})"),
         ("folds", f"{result.folds}  (at calls {_calls(result.fold_calls)})"),
         ("summarizer calls", f"{result.summarizer_calls}"),
+        (
+            "cleared / re-attached / elided",
+            "{cleared_requests} requests cleared (up to {max_cleared_tokens:,} tokens); "
+            "{restored_files} files re-attached after folds; {elided_tokens:,} tokens "
+            "elided".format(**result.view_steps),
+        ),
         ("requests reusing the previous prefix", f"{result.prefix_reuse_share:.0%}"),
         (
             "record at the end",

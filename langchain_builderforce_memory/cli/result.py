@@ -15,6 +15,14 @@ if TYPE_CHECKING:
 
 __all__ = ["DemoRequest", "DemoResult"]
 
+_EVENT_KEY = "builderforce_memory"
+"""The key every stream event of the middleware carries (``agents.core.EVENT_KEY``; not
+imported, so this module stays free of the agent imports)."""
+
+
+def _ints(events: list[dict[str, object]], key: str) -> list[int]:
+    return [v for e in events if isinstance(v := e.get(key), int)]
+
 
 @dataclass(frozen=True, slots=True)
 class DemoRequest:
@@ -97,6 +105,22 @@ class DemoResult:
         return [r.call for r in self.requests if r.folded]
 
     @property
+    def view_steps(self) -> dict[str, int]:
+        """What the view policy did over the run, from its events.
+
+        Requests cleared, the most tokens cleared at once, files re-attached after folds,
+        tokens elided.
+        """
+        view_events = [e for e in self.events if e.get(_EVENT_KEY) in ("fold", "view")]
+        restored = [e.get("restored") for e in view_events if e.get(_EVENT_KEY) == "fold"]
+        return {
+            "cleared_requests": sum(1 for v in _ints(view_events, "cleared_messages") if v),
+            "max_cleared_tokens": max(_ints(view_events, "cleared_tokens"), default=0),
+            "restored_files": sum(len(r) for r in restored if isinstance(r, list)),
+            "elided_tokens": sum(_ints(view_events, "elided_tokens")),
+        }
+
+    @property
     def prefix_reuse_share(self) -> float:
         """Share of requests (after the first) that reused the previous request whole."""
         later = self.requests[1:]
@@ -115,6 +139,7 @@ class DemoResult:
             "fold_calls": self.fold_calls,
             "summarizer_calls": self.summarizer_calls,
             "prefix_reuse_share": round(self.prefix_reuse_share, 4),
+            "view_steps": self.view_steps,
             "brief": self.brief,
             "record_messages": self.record_messages,
             "record_tokens": self.record_tokens,

@@ -35,6 +35,7 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     message_sizes,
 )
+from langchain_builderforce_memory.transcript.elide import fit_to_budget
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 
 __all__ = [
@@ -73,9 +74,14 @@ class HandoffPack:
     """Tokens of :attr:`messages` under the packer's token counter."""
     fits: bool
     """False only when the system message(s) + the latest directive alone exceed the
-    budget; :attr:`messages` is then exactly those."""
+    budget; :attr:`messages` is then exactly those, the directive cut to the budget."""
     budget: int
     """The budget packed into (:func:`~.budget.handoff_budget`)."""
+    elided_messages: int = 0
+    """Messages cut in the view (head and end kept) because they alone were over the room
+    left; the record keeps them whole."""
+    elided_tokens: int = 0
+    """Tokens those cuts removed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,12 +332,17 @@ def assemble_handoff(
         kept, trimmed = _open_on_user(plan.kept)
         messages.extend(kept)
     messages.extend(plan.trailing)
+    # The view policy's last step: what is still over (a directive or a newest unit bigger
+    # than the budget) is cut in the view, so a pack is never over its budget.
+    fitted, elision = fit_to_budget(messages, plan.budget, counter, where="pack_handoff")
     return HandoffPack(
-        messages=messages,
-        dropped=len(plan.dropped) + trimmed + plan.also_dropped,
+        messages=fitted,
+        dropped=len(plan.dropped) + trimmed + plan.also_dropped + elision.dropped_messages,
         summarized=note is not None and note.source == "summary",
         recalled=note is not None and note.source == "recall",
-        estimated_tokens=count_tokens(messages, counter),
+        estimated_tokens=count_tokens(fitted, counter),
         fits=plan.fits,
         budget=plan.budget,
+        elided_messages=elision.elided_messages,
+        elided_tokens=elision.elided_tokens,
     )

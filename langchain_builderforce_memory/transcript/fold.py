@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
@@ -48,6 +48,7 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
+    count_tokens,
     prefix_sums,
     resolve_token_counter,
 )
@@ -56,6 +57,8 @@ from langchain_builderforce_memory.transcript.backoff import (
     SummarizerBackoff,
     parse_backoff,
 )
+from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
+from langchain_builderforce_memory.transcript.elide import check_budget_floor, elide_message
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
@@ -73,7 +76,6 @@ from langchain_builderforce_memory.transcript.plan import (
     pinned_directive_index,
     present_leading_marker,
     system_messages,
-    trim_compacted_tail,
     verbatim_start,
 )
 from langchain_builderforce_memory.transcript.summary import (
@@ -85,6 +87,17 @@ from langchain_builderforce_memory.transcript.summary import (
     focused_prompt,
     resolve_summarizer,
     summarize_transcript,
+)
+from langchain_builderforce_memory.transcript.view import (
+    ClearStep,
+    ViewSteps,
+    clear_range,
+    fit_view,
+    furthest_clear,
+    restore_plan,
+    restored_message,
+    restored_of,
+    with_clear,
 )
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
@@ -154,6 +167,8 @@ class WorkingTranscript:
     backoff: SummarizerBackoff | None = None
     """Set while the summarizer is backed off after a failure (keep it with the memo:
     :func:`~langchain_builderforce_memory.transcript.plan.memo_state`)."""
+    steps: ViewSteps = field(default_factory=ViewSteps)
+    """What the view policy cleared, re-attached and elided this turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +205,13 @@ class FoldPlan:
     """The conversation's token total: where a backoff is measured from."""
     backed_off: bool = False
     """A fold was due but the summarizer is backed off (the view degrades within budget)."""
+
+    results: tuple[ToolResult, ...] = ()
+    """The conversation's tool results (empty when the record fits as it is)."""
+    clear: ClearStep = field(default_factory=ClearStep)
+    """What the clear tier clears in this view."""
+    restore: tuple[ToolResult, ...] = ()
+    """For a fold: the file outputs to re-attach after the new note."""
 
 
 def _held_memo(
@@ -252,22 +274,20 @@ def plan_working_transcript(
     backoff: SummarizerBackoff | None = None,
     keep_memo: bool = False,
 ) -> FoldPlan:
-    """Decide this turn's view (pure; the seed's algorithm, see the module docstring).
+    """Decide this turn's view (pure; the view policy, see :mod:`.view`).
 
     ``requested``: the agent asked for a fold (``compact_context``): fold now, whatever
     the budget, down to the minimum tail, with ``focus`` in the summarizer prompt.
 
-    Whole record fits -> verbatim (memo reset). A held memo whose verbatim remainder
-    still fits -> reuse it. Otherwise fold the held note plus exactly the messages since
-    it, up to a token-sized tail; when there is nothing new to fold (the minimum tail
-    already holds everything the note does not) or no summarizer, the held note, else
-    the window. When even a fold could not bring the view within budget (its minimum tail
-    alone is over), the held note is refolded once per the usual headroom of new work,
-    not on every turn. While ``backoff`` (after a failed call; default: the one a
-    mapping ``memo`` carries) waits for more work, no fold is planned. ``keep_memo``
-    shows a held note even when the whole record would fit (a stored consolidation
-    marker is the record's new base context). Costs O(new
-    messages) plus the tail: totals come from cached prefix sums.
+    Whole record fits -> verbatim (memo reset). Else the clear tier over the record, then
+    the held memo's view as is, then cleared. Otherwise fold the held note plus exactly the
+    messages since it, up to a token-sized tail (sized after the re-attached files); when
+    there is nothing new to fold or no summarizer, the held note, else the window. A fold
+    that could not bring the view within budget (its minimum tail alone is over) is held
+    back for the usual headroom of new work; the view is elided to the budget instead.
+
+    Raises:
+        ValueError: ``max_tokens`` cannot hold the system messages plus one human message.
     """
     policy = policy or FoldPolicy()
     counter = resolve_token_counter(token_counter)
@@ -281,16 +301,24 @@ def plan_working_transcript(
         "verbatim", system, convo, None, policy, counter, backoff=backoff, total_tokens=sums[-1]
     )
     system_tokens = sum(counter.count_message(m) for m in system)
+    check_budget_floor(system_tokens, policy.max_tokens, counter, where="build_working_transcript")
+    budget = policy.max_tokens
     if requested and can_summarize:
         asked = _requested_fold(plan, _held_memo(memo, convo), focus)
         if asked is not None:
             return asked
-    fits = len(convo) <= policy.max_messages and system_tokens + sums[-1] <= policy.max_tokens
+    fits = len(convo) <= policy.max_messages and system_tokens + sums[-1] <= budget
     if fits and not keep_memo:
         return plan
     held = _held_memo(memo, convo)
     if fits and held is None:
         return plan
+    results = tuple(tool_results(convo, counter))
+    plan = replace(plan, results=results)
+    if held is None and len(convo) <= policy.max_messages:
+        step = _clear(policy, results, len(convo), 0, system_tokens + sums[-1] - budget)
+        if step is not None:
+            return replace(plan, clear=step)
     last_user = latest_user_index(convo)
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
     counts_fit = False
@@ -299,32 +327,34 @@ def plan_working_transcript(
         tail_start = verbatim_start(convo, held.covered_end)
         directive = 0 <= last_user < tail_start
         held_note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
+        restored = restored_of(convo, held, results)
         tokens = (
             system_tokens
             + held_note_tokens
+            + sum(counter.count_message(restored_message(convo[r.index], r)) for r in restored)
             + (directive_tokens if directive else 0)
             + sums[-1]
             - sums[tail_start]
         )
-        counts_fit = 1 + int(directive) + len(convo) - tail_start <= policy.max_messages
-        if counts_fit and tokens <= policy.max_tokens:
-            return replace(plan, mode="memo", memo=held)
-    # The note's room is reserved at its ceiling (its size is unknown until it is written),
-    # and the directive's whether or not it lands in the tail: the tail is sized so the
-    # folded view fits unless its minimum alone does not.
-    room = policy.max_tokens - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
-    tail_budget = max(0, min(policy.tail_tokens, int(room * TAIL_SHARE)))
+        counts_fit = (
+            1 + len(restored) + int(directive) + len(convo) - tail_start <= policy.max_messages
+        )
+        if counts_fit:
+            step = _clear(policy, results, len(convo), tail_start, tokens - budget)
+            if step is not None:
+                return replace(plan, mode="memo", memo=held, clear=step)
     start = held.covered_end if held is not None else 0
-    to = max(
-        start,
-        compact_tail_start_for_budget(
-            convo,
-            tail_budget,
-            min_tail_messages=policy.min_tail_messages,
-            max_tail_messages=policy.tail_message_cap,
-            token_counter=counter,
-        ),
-    )
+    # The note's room is reserved at its ceiling (its size is unknown until it is written),
+    # and the directive's whether or not it lands in the tail; the re-attached files come
+    # out of the room before the tail is sized, so the tail after a fold is smaller and the
+    # next fold further away.
+    room = budget - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
+    to = _tail_start(convo, policy, counter, room, start)
+    restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
+    if restore:
+        restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
+        to = _tail_start(convo, policy, counter, room - restore_cost, start)
+        restore = restore_plan(results, covered_end=to, room=restore_cost)
     fallback = replace(plan, mode="memo" if held is not None else "window", memo=held)
     # When the minimum tail (with the system messages, a note the size of the held one and
     # the directive) is over the token budget, every turn overflows, and refolding the one
@@ -358,13 +388,59 @@ def plan_working_transcript(
         return replace(fallback, backed_off=True)
     # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
     # a rendering, not a request, so the strict-provider role rule does not apply to it.
+    # What the clear tier would clear is shown to it as placeholders too (the model saw no
+    # more), and a single huge message is cut, so its request stays bounded.
     held_note = (AIMessage(held.note),) if held is not None else ()
+    shown = (
+        with_clear(
+            convo, furthest_clear(results, start=start, end=to, keep_tokens=policy.restore_budget)
+        )
+        if policy.clear_tool_results
+        else convo
+    )
+    cap = max(1, budget // 4)
+    fold_input = tuple(elide_message(m, cap, counter) for m in shown[start:to])
     return replace(
         fallback,
         mode="fold",
         fold_from=start,
         fold_to=to,
-        fold_input=(*held_note, *convo[start:to]),
+        fold_input=(*held_note, *fold_input),
+        restore=tuple(restore),
+    )
+
+
+def _clear(
+    policy: FoldPolicy, results: Sequence[ToolResult], length: int, start: int, need: int
+) -> ClearStep | None:
+    return clear_range(
+        results,
+        start=start,
+        length=length,
+        need=need,
+        chunk=policy.clear_chunk,
+        keep_tokens=policy.restore_budget,
+        enabled=policy.clear_tool_results,
+    )
+
+
+_RESTORE_OVERHEAD: Final = 40
+"""Tokens a re-attached output costs beyond its own: its header line and framing."""
+
+
+def _tail_start(
+    convo: Sequence[BaseMessage], policy: FoldPolicy, counter: TokenCounter, room: int, start: int
+) -> int:
+    tail_budget = max(0, min(policy.tail_tokens, int(room * TAIL_SHARE)))
+    return max(
+        start,
+        compact_tail_start_for_budget(
+            convo,
+            tail_budget,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.tail_message_cap,
+            token_counter=counter,
+        ),
     )
 
 
@@ -406,21 +482,56 @@ def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
     return fixed
 
 
+def _compacted(
+    plan: FoldPlan, memo: CompactMemo, clear: ClearStep | None
+) -> tuple[list[BaseMessage], ViewSteps]:
+    """The note's view (re-attached files after it), cleared and elided to the budget."""
+    convo, counter, policy = plan.convo, plan.counter, plan.policy
+    restored = restored_of(convo, memo, plan.results)
+    shown_restored = [restored_message(convo[r.index], r) for r in restored]
+    if clear is None:  # a new note: clear its tail only if it still does not fit
+        base = assemble_compacted(plan.system, convo, memo.note, memo.covered_end, shown_restored)
+        clear = (
+            clear_range(
+                plan.results,
+                start=verbatim_start(convo, memo.covered_end),
+                length=len(convo),
+                need=count_tokens(base, counter) - policy.max_tokens,
+                chunk=policy.clear_chunk,
+                keep_tokens=policy.restore_budget,
+            )
+            or ClearStep()
+        )
+    view = assemble_compacted(
+        plan.system, with_clear(convo, clear), memo.note, memo.covered_end, shown_restored
+    )
+    fitted, elision = fit_view(
+        _checked(view), policy.max_tokens, counter, where="build_working_transcript"
+    )
+    steps = ViewSteps(
+        cleared_messages=len(clear.cleared),
+        cleared_tokens=clear.saving,
+        restored=tuple(r.target or r.name for r in restored),
+        restored_tokens=sum(r.size for r in restored),
+        elided_messages=elision.elided_messages,
+        elided_tokens=elision.elided_tokens,
+        dropped_messages=elision.dropped_messages,
+    )
+    return fitted, steps
+
+
 def finish_working_transcript(
     plan: FoldPlan, summary: str | None, *, summarizer_calls: int = 0
 ) -> WorkingTranscript:
-    """Assemble the view a plan decided (pure).
+    """Assemble the view a plan decided (pure), cleared, restored and elided as planned.
 
     ``summary`` is the summarizer's answer for a ``"fold"`` plan; ``None`` means no
     summary: the view falls back to the held note (its tail shortened to fit the
     budget), else the window, and the summarizer is backed off (see
     :class:`~langchain_builderforce_memory.transcript.plan.SummarizerBackoff`).
     """
-    convo = plan.convo
+    convo, counter, policy = plan.convo, plan.counter, plan.policy
     backoff = plan.backoff
-    # Within budget while the summarizer fails or is backed off: the held note's (or the
-    # window's) view would otherwise grow by every turn's work until the next fold.
-    degrade = plan.backed_off or (plan.mode == "fold" and summary is None and summarizer_calls > 0)
     if plan.mode == "fold" and summarizer_calls:
         if summary is not None:
             backoff = None
@@ -438,73 +549,62 @@ def finish_working_transcript(
             )
     if plan.mode == "fold" and summary is not None:
         to = plan.fold_to
+        names = [r.target or r.name for r in plan.restore]
         # Capped again with its header: an estimate is not additive over concatenation,
         # and the note must fit the room note_reserve() kept for it.
         note = cap_note(
-            fold_note_text(summary, to),
-            plan.counter,
-            max_tokens=note_reserve(plan.counter, to) - 16,
+            fold_note_text(summary, to, names),
+            counter,
+            max_tokens=note_reserve(counter, to) - 16,
         )
-        memo = CompactMemo(note=note, covered_end=to, last_covered_id=message_id(convo[to - 1]))
+        memo = CompactMemo(
+            note=note,
+            covered_end=to,
+            last_covered_id=message_id(convo[to - 1]),
+            restored=tuple(message_id(convo[r.index]) for r in plan.restore),
+        )
         logger.info(
-            "build_working_transcript: folded %d message(s); the note covers %d of %d",
+            "build_working_transcript: folded %d message(s); the note covers %d of %d%s",
             to - plan.fold_from,
             to,
             len(convo),
+            f"; re-attached {', '.join(names)}" if names else "",
         )
+        view, steps = _compacted(plan, memo, None)
+        fold = TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to)
         return WorkingTranscript(
-            _checked(assemble_compacted(plan.system, convo, note, to)),
-            memo,
-            TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to),
-            "folded",
-            summarizer_calls,
-            backoff,
+            view, memo, fold, "folded", summarizer_calls, backoff, steps=steps
         )
     if plan.mode == "verbatim":
-        view = [*plan.system, *present_leading_marker(convo)]
-        return WorkingTranscript(_checked(view), None, None, "verbatim", summarizer_calls, backoff)
-    if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
-        view, dropped = (
-            trim_compacted_tail(
-                plan.system,
-                convo,
-                plan.memo,
-                max_tokens=plan.policy.max_tokens,
-                token_counter=plan.counter,
-            )
-            if degrade
-            else (assemble_compacted(plan.system, convo, plan.memo.note, plan.memo.covered_end), 0)
+        shown = [*plan.system, *present_leading_marker(with_clear(convo, plan.clear))]
+        view, elision = fit_view(
+            _checked(shown), policy.max_tokens, counter, where="build_working_transcript"
         )
-        if dropped:
-            logger.warning(
-                "build_working_transcript: the held note's view was over budget; left out "
-                "its %d oldest tail message(s) until the next fold",
-                dropped,
-            )
-        return WorkingTranscript(_checked(view), plan.memo, None, "memo", summarizer_calls, backoff)
+        steps = ViewSteps(
+            cleared_messages=len(plan.clear.cleared),
+            cleared_tokens=plan.clear.saving,
+            elided_messages=elision.elided_messages,
+            elided_tokens=elision.elided_tokens,
+            dropped_messages=elision.dropped_messages,
+        )
+        memo_out = plan.memo if plan.clear.cleared else None
+        return WorkingTranscript(
+            view, memo_out, None, "verbatim", summarizer_calls, backoff, steps=steps
+        )
+    if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
+        if plan.mode == "fold":
+            logger.warning("build_working_transcript: no new note this turn; kept the held one")
+        clear = plan.clear if plan.mode == "memo" else None
+        view, steps = _compacted(plan, plan.memo, clear)
+        return WorkingTranscript(
+            view, plan.memo, None, "memo", summarizer_calls, backoff, steps=steps
+        )
     view = windowed(
         [*plan.system, *present_leading_marker(convo)],
-        max_messages=plan.policy.max_messages,
-        max_tokens=plan.policy.max_tokens,
-        token_counter=plan.counter,
+        max_messages=policy.max_messages,
+        max_tokens=policy.max_tokens,
+        token_counter=counter,
     )
-    if degrade and sum(plan.counter.count_message(m) for m in view) > plan.policy.max_tokens:
-        # The window never drops the latest user turn, so a long tool loop under one
-        # directive stays over budget: keep the directive and the newest units that fit.
-        trimmed, dropped = trim_compacted_tail(
-            plan.system,
-            present_leading_marker(convo),
-            None,
-            max_tokens=plan.policy.max_tokens,
-            token_counter=plan.counter,
-        )
-        if dropped:
-            logger.warning(
-                "build_working_transcript: no note and the window is over budget; sent the "
-                "directive and the newest messages, %d older one(s) left out",
-                dropped,
-            )
-            view = _checked(trimmed)
     return WorkingTranscript(view, None, None, "window", summarizer_calls, backoff)
 
 
@@ -572,6 +672,9 @@ def build_working_transcript(
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
     token_counter: TokenCounterLike = None,
     timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
+    clear_at_least: int | None = None,
+    restore_tokens: int | None = None,
+    clear_tool_results: bool = True,
 ) -> WorkingTranscript:
     """This turn's view of a run: verbatim, the held note reused, a new fold, or the window.
 
@@ -595,6 +698,11 @@ def build_working_transcript(
         max_tail_messages: The most messages the tail keeps.
         token_counter: How to count (default: the seed's approximate estimate).
         timeout: Seconds a summarizer call may take (``None``: no limit).
+        clear_at_least: Tokens of tool output the clear tier clears at a time (``None``:
+            half of ``max_tokens``).
+        restore_tokens: Tokens of file outputs re-attached after a fold's note and kept
+            by the clear tier (``None``: an eighth of ``max_tokens``; 0: none).
+        clear_tool_results: Run the clear tier before folding.
 
     Returns:
         The view (always valid for strict providers), the memo, the fold and the mode.
@@ -624,6 +732,9 @@ def build_working_transcript(
             min_tail_messages=min_tail_messages,
             max_tail_messages=max_tail_messages,
             timeout=timeout,
+            clear_at_least=clear_at_least,
+            restore_tokens=restore_tokens,
+            clear_tool_results=clear_tool_results,
         ),
     )
     return fold_turn(plan, chosen)
@@ -642,6 +753,9 @@ async def abuild_working_transcript(
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
     token_counter: TokenCounterLike = None,
     timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,
+    clear_at_least: int | None = None,
+    restore_tokens: int | None = None,
+    clear_tool_results: bool = True,
 ) -> WorkingTranscript:
     """Async twin of :func:`build_working_transcript`.
 
@@ -667,6 +781,9 @@ async def abuild_working_transcript(
             min_tail_messages=min_tail_messages,
             max_tail_messages=max_tail_messages,
             timeout=timeout,
+            clear_at_least=clear_at_least,
+            restore_tokens=restore_tokens,
+            clear_tool_results=clear_tool_results,
         ),
     )
     return await afold_turn(plan, chosen)

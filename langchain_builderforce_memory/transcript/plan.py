@@ -16,13 +16,19 @@ passes and UIs recognise it as generated, never as something the user said.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_builderforce_memory.messages import is_stamped, role_of, stamp, tool_call_units
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    role_of,
+    stamp,
+    tool_call_units,
+)
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -60,6 +66,8 @@ __all__ = [
     "trim_compacted_tail",
     "verbatim_start",
 ]
+
+logger = logging.getLogger("langchain_builderforce_memory.transcript.fold")
 
 COMPACT_TAIL_TOKEN_BUDGET: Final = 40_000
 """How much of the 64k budget the verbatim TAIL may keep when the older part is folded.
@@ -126,17 +134,30 @@ class CompactMemo:
     """The conversation index the note covers up to, exclusive."""
     last_covered_id: str
     """``message_id(convo[covered_end - 1])``."""
+    restored: tuple[str, ...] = ()
+    """Ids of the covered tool results re-attached verbatim after the note (the files the
+    run was working on when it folded), in order."""
 
     def __post_init__(self) -> None:
         _checked_memo_fields(self.note, self.covered_end, self.last_covered_id)
+        if not isinstance(self.restored, tuple) or not all(
+            isinstance(r, str) for r in self.restored
+        ):
+            msg = (
+                f"CompactMemo.restored: expected a tuple of message ids, got {self.restored!r:.80}."
+            )
+            raise ValueError(msg)
 
     def to_dict(self) -> dict[str, object]:
         """The memo as a JSON-serialisable dict."""
-        return {
+        out: dict[str, object] = {
             "note": self.note,
             "covered_end": self.covered_end,
             "last_covered_id": self.last_covered_id,
         }
+        if self.restored:
+            out["restored"] = list(self.restored)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> CompactMemo:
@@ -159,7 +180,11 @@ class CompactMemo:
         note, end, last_id = _checked_memo_fields(
             data["note"], data["covered_end"], data["last_covered_id"]
         )
-        return cls(note=note, covered_end=end, last_covered_id=last_id)
+        restored: object = data.get("restored", ())
+        if not isinstance(restored, list | tuple):
+            msg = f"CompactMemo.restored: expected a list of message ids, got {restored!r:.80}."
+            raise ValueError(msg)
+        return cls(note=note, covered_end=end, last_covered_id=last_id, restored=tuple(restored))
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +213,15 @@ class FoldPolicy:
     (doubling while it keeps failing, reset by a success). ``None``: half of
     ``max_tokens``."""
 
+    clear_at_least: int | None = None
+    """Tokens of tool output the clear tier clears at a time (``None``: a quarter of
+    ``max_tokens``), so the view's prefix moves once per batch and then holds."""
+    restore_tokens: int | None = None
+    """Tokens of file outputs re-attached after a fold's note, and kept verbatim by the
+    clear tier (``None``: an eighth of ``max_tokens``; 0: none)."""
+    clear_tool_results: bool = True
+    """Run the clear tier before folding (``False``: fold as soon as the view overflows)."""
+
     def __post_init__(self) -> None:
         validate_budget(max_messages=self.max_messages, max_tokens=self.max_tokens)
         backoff: object = self.backoff_tokens
@@ -199,6 +233,20 @@ class FoldPolicy:
                 f"got {backoff!r}."
             )
             raise ValueError(msg)
+        flag: object = self.clear_tool_results
+        if not isinstance(flag, bool):
+            msg = f"clear_tool_results must be True or False; got {flag!r}."
+            raise ValueError(msg)
+        for name, minimum in (("clear_at_least", 1), ("restore_tokens", 0)):
+            number: object = getattr(self, name)
+            if number is not None and (
+                isinstance(number, bool) or not isinstance(number, int) or number < minimum
+            ):
+                msg = (
+                    f"{name} must be an int >= {minimum} or None (a quarter of max_tokens); "
+                    f"got {number!r}."
+                )
+                raise ValueError(msg)
         for name, default in (
             ("tail_tokens", COMPACT_TAIL_TOKEN_BUDGET),
             ("min_tail_messages", COMPACT_TAIL_TURNS),
@@ -228,16 +276,31 @@ class FoldPolicy:
         return self.backoff_tokens if self.backoff_tokens is not None else self.max_tokens // 2
 
     @property
+    def clear_chunk(self) -> int:
+        """:attr:`clear_at_least`, or a quarter of the budget."""
+        return (
+            self.clear_at_least if self.clear_at_least is not None else max(1, self.max_tokens // 4)
+        )
+
+    @property
+    def restore_budget(self) -> int:
+        """:attr:`restore_tokens`, or an eighth of the budget."""
+        return self.restore_tokens if self.restore_tokens is not None else self.max_tokens // 8
+
+    @property
     def tail_message_cap(self) -> int:
         """The tail's message ceiling: ``max_tail_messages``, at most half the window."""
         return max(self.min_tail_messages, min(self.max_tail_messages, self.max_messages // 2))
 
 
-def fold_note_text(summary: str, covered_end: int) -> str:
-    """The note's text: a header saying what it covers, then the summary."""
-    return (
+def fold_note_text(summary: str, covered_end: int, restored: Sequence[str] = ()) -> str:
+    """The note's text: a header saying what it covers, the summary, what is re-attached."""
+    text = (
         f"Compressed memory of the first {covered_end} message(s) of this conversation:\n{summary}"
     )
+    if restored:
+        text += f"\n\nre-attached below, verbatim (their latest output): {', '.join(restored)}"
+    return text
 
 
 def note_reserve(counter: TokenCounter, covered_end: int) -> int:
@@ -402,8 +465,9 @@ def assemble_compacted(
     convo: Sequence[BaseMessage],
     note: str,
     covered_end: int,
+    restored: Sequence[BaseMessage] = (),
 ) -> list[BaseMessage]:
-    """A compacted view: system, the note, the active directive (when covered), the tail.
+    """A compacted view: system, the note, re-attached files, the directive, the tail.
 
     ``note`` summarizes ``convo[:covered_end]``; EVERY message from ``covered_end`` on is
     kept verbatim (walked off tool results whose call the note folded), so nothing is in
@@ -416,6 +480,7 @@ def assemble_compacted(
         convo: The conversation, without its leading system messages.
         note: The note's text.
         covered_end: The conversation index the note covers up to (exclusive).
+        restored: Re-attached file outputs, shown right after the note.
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -429,6 +494,7 @@ def assemble_compacted(
     tail_start = verbatim_start(convo, covered_end)
     out = system_messages(system)
     out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
+    out.extend(restored)
     directive = pinned_directive_index(convo, tail_start)
     if directive >= 0:
         out.append(convo[directive])

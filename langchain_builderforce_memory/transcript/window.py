@@ -13,9 +13,12 @@ whole chunk (a quarter of the window) when it moves.
 Why a user turn first: a window starting on an assistant tool-call turn, or on a tool
 result whose call fell off the front, is invalid for strict providers (Gemini rejects a
 conversation that does not begin with a user turn: ``400 INVALID_ARGUMENT`` after a long
-tool loop crossed the window boundary). The most recent user turn is never dropped:
-correctness over the size cap when a tool loop outgrows the window or a single turn is
-itself oversized.
+tool loop crossed the window boundary). The most recent user turn is never lost:
+when a tool loop under one directive outgrows the window, the cut passes it at a whole
+tool unit and the directive is restated (a stamped copy) in front of what is kept, and a
+single message bigger than the room left is cut in the view (head and end kept, see
+:mod:`~langchain_builderforce_memory.transcript.elide`). The view is never over budget;
+only a budget that cannot hold the system messages plus one short human message raises.
 
 Leading system messages are the fixed prefix: kept in front, never dropped, and counted
 against ``max_tokens`` (the budget is the whole request's), but not against
@@ -27,15 +30,19 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
     log_repairs,
+    message_id,
     repair_request,
     role_of,
+    stamp,
+    tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -43,19 +50,24 @@ from langchain_builderforce_memory.tokens import (
     prefix_sums,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.transcript.elide import check_budget_floor, fit_to_budget
 
 __all__ = [
     "HISTORY_TOKEN_BUDGET",
     "HISTORY_TOKEN_DROP_CHUNK",
     "HISTORY_WINDOW",
     "HISTORY_WINDOW_DROP_CHUNK",
+    "WindowCut",
     "latest_directive_index",
     "message_window_start",
+    "restated_directive",
     "still_in_working_context",
     "token_window_start",
     "token_window_start_from_sums",
     "validate_budget",
+    "window_cut",
     "window_start",
+    "window_view",
     "windowed",
 ]
 
@@ -230,9 +242,11 @@ def windowed(
     """The newest part of ``messages`` that fits the message window and token budget.
 
     Leading system messages stay in front; the conversation after them is cut at fixed
-    chunk points (see the module docstring) and anchored on a user turn; the latest user
-    turn is never dropped. A record that is itself invalid (an orphan tool result, a call
-    never answered, a system message mid-conversation) yields a repaired view that passes
+    chunk points (see the module docstring) and anchored on a user turn; when the cut must
+    pass the latest user turn it is restated in front, and what is still too big is cut
+    in the view (never over ``max_tokens``). A record that is itself invalid (an orphan
+    tool result, a call never answered, a system message mid-conversation) yields a
+    repaired view that passes
     :func:`~langchain_builderforce_memory.messages.request_problems`, the repair logged.
 
     The caller's list and messages are never changed.
@@ -259,19 +273,84 @@ def windowed(
     system = list(messages[:lead])
     convo = messages[lead:]
     system_tokens = sum(counter.count_message(m) for m in system)
-    start = window_start(
+    check_budget_floor(system_tokens, max_tokens, counter, where="windowed")
+    cut = window_cut(
         convo,
         max_messages=max_messages,
         max_tokens=max(1, max_tokens - system_tokens),
         token_counter=counter,
     )
-    view, repairs = repair_request([*system, *convo[start:]])
-    if repairs:
+    view, repairs = repair_request([*system, *window_view(convo, cut)])
+    if repairs and cut.directive < 0:
         view, repairs = _repairs_within_budget(
-            system, convo, start, view, repairs, max_tokens, counter
+            system, convo, cut.start, view, repairs, max_tokens, counter
         )
     log_repairs(repairs, "windowed")
-    return view
+    fitted, _ = fit_to_budget(view, max_tokens, counter, where="windowed")
+    return fitted
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCut:
+    """Where a window begins, and whether the directive is restated in front of it."""
+
+    start: int
+    """Index in the conversation where the verbatim part begins."""
+    directive: int = -1
+    """Index of the latest user turn restated (a stamped copy) before ``start``, or -1."""
+
+
+def restated_directive(message: BaseMessage) -> HumanMessage:
+    """The latest user turn restated in front of a window that had to cut past it.
+
+    A stamped copy (kind ``"directive"``) with the same id and content, so a long tool loop
+    under one instruction keeps the instruction when its start is dropped.
+    """
+    return stamp(
+        HumanMessage(content=message.content, id=message.id), "directive", of=message_id(message)
+    )
+
+
+def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:
+    """The conversation part of a windowed view: the restated directive, then the rest."""
+    head = [restated_directive(convo[cut.directive])] if cut.directive >= 0 else []
+    return [*head, *convo[cut.start :]]
+
+
+def window_cut(
+    convo: Sequence[BaseMessage],
+    *,
+    max_messages: int = HISTORY_WINDOW,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    token_counter: TokenCounter,
+) -> WindowCut:
+    """The window over ``convo`` (no leading system messages), past the directive if need be.
+
+    :func:`window_start`, unless keeping everything from the latest user turn on is over
+    the budget (one directive, then a long tool loop): the cut then passes the user turn,
+    at a fixed chunk point moved forward to the start of a whole tool unit, and the user
+    turn is restated in front (:func:`restated_directive`) instead of keeping everything.
+    """
+    start = window_start(
+        convo, max_messages=max_messages, max_tokens=max_tokens, token_counter=token_counter
+    )
+    if not convo or role_of(convo[start]) != "user":
+        return WindowCut(start)
+    sums = prefix_sums(convo, token_counter)
+    if len(convo) - start <= max_messages and sums[-1] - sums[start] <= max_tokens:
+        return WindowCut(start)
+    directive_tokens = sums[start + 1] - sums[start]
+    raw = max(
+        start + 1,
+        message_window_start(len(convo), max_messages=max(1, max_messages - 1)),
+        token_window_start_from_sums(sums, budget=max(1, max_tokens - directive_tokens)),
+    )
+    units = [u.start for u in tool_call_units(convo[start:]) if u.start > 0]
+    later = [start + u for u in units if start + u >= raw]
+    if later:
+        return WindowCut(later[0], directive=start)
+    # Even the newest unit alone is over: keep it, and let elision cut it to the room.
+    return WindowCut(start + units[-1], directive=start) if units else WindowCut(start)
 
 
 def _repairs_within_budget(

@@ -1,0 +1,338 @@
+"""The clear tier: stale tool results become one-line placeholders in the view, in batches.
+
+Between the window and the fold. A coding run's context is mostly tool output the model
+has already read and acted on: a file read three edits ago, a grep whose hits it opened, a
+test run re-run since. Summarizing all that costs a model call and rewrites the front of
+the request (every provider prefix cache misses); dropping it loses the thread. Clearing
+replaces each such result's CONTENT in the view with a stamped one-line placeholder that
+names the tool and its arguments and says the full output is still in the record. The
+call and its (cleared) result stay paired, so the request stays valid, and the record is
+never touched.
+
+What may be cleared, outside the protected recent tail (the newest results, which the
+model has not acted on yet): every tool result except the latest read of each file the
+run is working on (the working set, ranked as the working memory ranks files: edited
+before only read, then recency, then frequency; as many as ``keep_tokens`` holds). That
+makes the priority the issue asks for: superseded outputs (a re-read, a re-run: only the
+latest is ever kept), bulky search / list / shell outputs, failed calls, then the rest,
+oldest first.
+
+Why a HORIZON and batches: the clearing is a pure function of the record and one index,
+the horizon: every clearable result before it is cleared. The horizon only takes fixed cut
+points (where the running total of tool output crosses a multiple of ``clear_at_least``),
+and the working set it spares is judged from the record before it. So the view's prefix
+stays byte-identical while the horizon holds, and when it moves it moves a whole batch
+(at least ``clear_at_least`` tokens of output), once, like the window's chunked drops.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langchain_builderforce_memory.messages import message_id, stamp
+from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.working.mapper import ToolObservationMapper
+
+__all__ = [
+    "CLEARED_KIND",
+    "ResultKind",
+    "ToolResult",
+    "choose_horizon",
+    "clear_cut_points",
+    "clearable",
+    "cleared_result",
+    "in_use_files",
+    "tool_results",
+    "working_set",
+]
+
+CLEARED_KIND: Final = "cleared"
+"""The stamp ``kind`` of a tool result cleared in the view."""
+
+ResultKind = Literal["read", "edit", "search", "failed", "other"]
+"""What a tool result is, for the clear tier and the restore step."""
+
+_MAPPER: Final = ToolObservationMapper()
+
+_BULKY_NAMES: Final = re.compile(
+    r"(search|grep|find|glob|list|ls\b|dir|shell|bash|terminal|exec|run|command|cmd)", re.I
+)
+"""Tool names whose output is a listing or a log: cleared as search output."""
+
+_ARGS_CHARS: Final = 160
+"""How much of a call's arguments a placeholder shows."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One tool result of a conversation, as the clear tier sees it."""
+
+    index: int
+    """Its index in the conversation."""
+    name: str
+    """The tool's name (from the call it answers)."""
+    args: str
+    """The call's arguments, as compact JSON."""
+    size: int
+    """Its tokens in the view."""
+    kind: ResultKind
+    """A read, an edit, a search / list / shell output, a failed call, or other."""
+    target: str | None
+    """The file it read or changed (``None`` for the rest)."""
+    message_id: str = ""
+    """:func:`~langchain_builderforce_memory.messages.message_id` of the result."""
+
+
+def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
+    calls: dict[str, tuple[str, Mapping[str, object]]] = {}
+    for m in convo:
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                calls[str(call.get("id"))] = (call["name"], call["args"])
+    return calls
+
+
+def _classify(
+    name: str, args: Mapping[str, object], message: ToolMessage
+) -> tuple[ResultKind, str | None]:
+    if message.status == "error" or _MAPPER.failed(message):
+        return "failed", None
+    found = _MAPPER.map(name, args)
+    for o in found:
+        if o.kind == "read":
+            return "read", o.target
+    for o in found:
+        if o.kind in {"edited", "created", "deleted"}:
+            return "edit", o.target
+    if any(o.kind == "searched" for o in found) or _BULKY_NAMES.search(name):
+        return "search", None
+    return "other", None
+
+
+class _PerMessage:
+    """Values derived from one message, cached while the message lives.
+
+    A turn looks at every tool result of the run again; classifying a result, hashing its
+    id and building its placeholder are pure functions of the message, so they are worked
+    out once. Keyed by ``id(message)`` with a weak reference (a freed message leaves the
+    cache) and the identity of its content (an edited message is worked out again).
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[BaseMessage], int, object]] = {}
+
+    def _evict(self, key: int, _dead: object) -> None:
+        self._entries.pop(key, None)
+
+    def get(self, message: BaseMessage) -> object | None:
+        hit = self._entries.get(id(message))
+        if hit is not None and hit[0]() is message and hit[1] == id(message.content):
+            return hit[2]
+        return None
+
+    def put(self, message: BaseMessage, value: object) -> None:
+        if len(self._entries) > 200_000:
+            self._entries.clear()
+        key = id(message)
+        try:
+            ref = weakref.ref(message, functools.partial(self._evict, key))
+        except TypeError:
+            return
+        self._entries[key] = (ref, id(message.content), value)
+
+
+_INFO: Final = _PerMessage()
+_PLACEHOLDERS: Final = _PerMessage()
+
+
+def _info(
+    message: ToolMessage, call: tuple[str, Mapping[str, object]] | None
+) -> tuple[str, str, ResultKind, str | None, str]:
+    """(name, args JSON, kind, target, message id) of a tool result, cached."""
+    hit = _INFO.get(message)
+    if isinstance(hit, tuple) and hit[0] == (call[0] if call else message.name or "tool"):
+        return hit
+    name, args = call if call is not None else (message.name or "tool", {})
+    kind, target = _classify(name, args, message)
+    text = json.dumps(args, ensure_ascii=False, default=str, sort_keys=True)
+    value = (name, text, kind, target, message_id(message))
+    _INFO.put(message, value)
+    return value
+
+
+def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[ToolResult]:
+    """Every tool result in ``convo`` with its call, size and kind, in order.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> call = AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"},
+        ...                                   "id": "c1"}])
+        >>> [(r.kind, r.target) for r in tool_results(
+        ...     [HumanMessage("go"), call, ToolMessage("code", tool_call_id="c1")],
+        ...     ApproximateTokenCounter())]
+        [('read', 'a.py')]
+    """
+    calls = _calls_by_id(convo)
+    out: list[ToolResult] = []
+    for i, m in enumerate(convo):
+        if not isinstance(m, ToolMessage):
+            continue
+        name, text, kind, target, mid = _info(m, calls.get(m.tool_call_id))
+        out.append(ToolResult(i, name, text, counter.count_message(m), kind, target, mid))
+    return out
+
+
+def in_use_files(results: Sequence[ToolResult]) -> list[str]:
+    """Files the run is working on, best first.
+
+    Edited before only read, then the most recently touched, then the most often touched
+    (the working memory's ranking).
+    """
+    last: dict[str, int] = {}
+    count: dict[str, int] = {}
+    edited: set[str] = set()
+    for r in results:
+        if r.target is None:
+            continue
+        last[r.target] = r.index
+        count[r.target] = count.get(r.target, 0) + 1
+        if r.kind == "edit":
+            edited.add(r.target)
+    return sorted(last, key=lambda p: (p not in edited, -last[p], -count[p]))
+
+
+def working_set(results: Sequence[ToolResult], keep_tokens: int) -> list[ToolResult]:
+    """The latest read of each in-use file, in rank order, as many as ``keep_tokens`` holds.
+
+    A read too big for what is left is skipped and the next file tried, so one huge file
+    does not crowd out the rest.
+    """
+    latest: dict[str, ToolResult] = {}
+    for r in results:
+        if r.kind == "read" and r.target is not None:
+            latest[r.target] = r
+    chosen: list[ToolResult] = []
+    room = keep_tokens
+    for path in in_use_files(results):
+        read = latest.get(path)
+        if read is not None and read.size <= room:
+            chosen.append(read)
+            room -= read.size
+    return chosen
+
+
+def clear_cut_points(results: Sequence[ToolResult], chunk: int) -> list[int]:
+    """Conversation indices a horizon may take.
+
+    Just after each result where the running total of tool output crosses a multiple of
+    ``chunk``: fixed positions as the record grows.
+    """
+    points: list[int] = []
+    total = 0
+    next_cut = max(1, chunk)
+    for r in results:
+        total += r.size
+        if total >= next_cut:
+            points.append(r.index + 1)
+            next_cut = (total // max(1, chunk) + 1) * max(1, chunk)
+    return points
+
+
+def clearable(
+    results: Sequence[ToolResult], *, start: int, horizon: int, keep_tokens: int
+) -> list[ToolResult]:
+    """The results a horizon clears.
+
+    Those in ``[start, horizon)`` outside the working set judged from the record before
+    the horizon (so the choice never changes as the record grows after it).
+    """
+    before = [r for r in results if r.index < horizon]
+    kept = {r.index for r in working_set(before, keep_tokens)}
+    return [r for r in before if r.index >= start and r.index not in kept]
+
+
+def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
+    """The one-line stamped placeholder a cleared result shows in the view.
+
+    Example:
+        >>> r = ToolResult(3, "read_file", '{"path": "a.py"}', 2_000, "read", "a.py")
+        >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:46]
+        '[cleared from this view: read_file({"path": "a'
+    """
+    hit = _PLACEHOLDERS.get(message)
+    if isinstance(hit, ToolMessage):
+        return hit
+    args = result.args if len(result.args) <= _ARGS_CHARS else result.args[:_ARGS_CHARS] + "…"
+    text = (
+        f"[cleared from this view: {result.name}({args}) returned {result.size} tokens; "
+        "the full output is still in the conversation record]"
+    )
+    copy = message.model_copy(update={"content": text})
+    placeholder = stamp(
+        copy, CLEARED_KIND, of=result.message_id or message_id(message), tokens=result.size
+    )
+    _PLACEHOLDERS.put(message, placeholder)
+    return placeholder
+
+
+_PLACEHOLDER_TOKENS: Final = 60
+"""What a placeholder is reckoned to cost while choosing the horizon (its header, the
+call's arguments up to :data:`_ARGS_CHARS`, framing); the view is counted exactly after."""
+
+
+def _saving(cleared: Sequence[ToolResult]) -> int:
+    return sum(max(0, r.size - _PLACEHOLDER_TOKENS) for r in cleared)
+
+
+def choose_horizon(
+    results: Sequence[ToolResult],
+    *,
+    start: int,
+    protect_from: int,
+    need: int,
+    chunk: int,
+    keep_tokens: int,
+) -> int | None:
+    """The smallest cut point whose clearing saves at least ``need`` tokens, or ``None``.
+
+    Only cut points at or before ``protect_from`` (the protected recent tail) are taken.
+    ``need <= 0`` needs no clearing: 0.
+    """
+    if need <= 0:
+        return 0
+    points = [p for p in clear_cut_points(results, chunk) if start < p <= protect_from]
+    lo, hi = 0, len(points)
+    # Savings grow with the horizon (more results before it), so bisect for the first fit.
+    while lo < hi:
+        mid = (lo + hi) // 2
+        cleared = clearable(results, start=start, horizon=points[mid], keep_tokens=keep_tokens)
+        if _saving(cleared) >= need:
+            hi = mid
+        else:
+            lo = mid + 1
+    return points[lo] if lo < len(points) else None
+
+
+def apply_clear(
+    convo: Sequence[BaseMessage], cleared: Sequence[ToolResult]
+) -> tuple[list[BaseMessage], int]:
+    """``convo`` with ``cleared`` results replaced by placeholders, and the tokens cleared."""
+    out = list(convo)
+    tokens = 0
+    for r in cleared:
+        m = out[r.index]
+        if isinstance(m, ToolMessage):
+            out[r.index] = cleared_result(m, r)
+            tokens += r.size
+    return out, tokens

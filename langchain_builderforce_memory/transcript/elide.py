@@ -1,0 +1,312 @@
+"""Elision: the last step of the view policy, so that no view is ever over its budget.
+
+The window, the clear tier and the fold keep a view in bounds as long as single messages
+are small. One 120k-token tool result, or a minimum verbatim tail of four 20k-token file
+reads, is bigger than any room a 64k budget leaves, and a request over the provider's
+window is refused outright. Such a message is cut IN THE VIEW ONLY: the head and the end
+of its text are kept (a file's imports and its last lines, a log's first error and its
+summary), with a stamped marker in between saying how many tokens were cut and that the
+full text is still in the record. The record is never touched.
+
+:func:`fit_to_budget` is the step every entry point ends with. It caps the largest
+messages at one common size (water-filling: a message under the cap is never cut, every
+message over it is cut to it), keeping the latest directive whole while anything else can
+give. Only when even every message at its smallest does not fit are whole tool units
+dropped, oldest first (never the directive, never the newest unit while anything older
+can go). Only a budget that cannot hold the system messages plus one short human message
+is an error: :func:`check_budget_floor` raises it, naming the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    leading_system_count,
+    message_id,
+    role_of,
+    stamp,
+    stamp_of,
+    tool_call_units,
+)
+from langchain_builderforce_memory.tokens import TokenCounter, content_text_for_count
+
+__all__ = [
+    "ELIDED_KIND",
+    "Elision",
+    "check_budget_floor",
+    "elide_message",
+    "fit_to_budget",
+    "minimal_human_tokens",
+]
+
+ELIDED_KIND: Final = "elided"
+"""The stamp ``kind`` of a message cut in the view (see :func:`elide_message`)."""
+
+_HEAD_SHARE: Final = 0.6
+"""Of what a cut message keeps, the share given to its head (the rest to its end)."""
+
+_PROTECTED_KINDS: Final = frozenset({"memory_note", "restored"})
+"""Generated messages dropped only after every plain tool unit: the run's memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class Elision:
+    """What :func:`fit_to_budget` did to a view (all zero when it already fit)."""
+
+    elided_messages: int = 0
+    """Messages cut (head and end kept) in the view."""
+    elided_tokens: int = 0
+    """Tokens those cuts removed."""
+    dropped_messages: int = 0
+    """Messages left out because even cut to their minimum they did not fit."""
+
+
+def _marker(cut: int) -> str:
+    return (
+        f"\n[... {cut} tokens cut here in this view; the full text is still in the "
+        "conversation record ...]\n"
+    )
+
+
+_MIN_MARKER: Final = "[cut in this view; see the record]"
+"""What a message cut to its smallest shows: no text, only this."""
+
+
+def minimal_human_tokens(counter: TokenCounter) -> int:
+    """Tokens of the smallest human message a view can open on (an elided directive)."""
+    return counter.count_message(HumanMessage(_MIN_MARKER))
+
+
+def check_budget_floor(
+    system_tokens: int, budget: int, counter: TokenCounter, *, where: str
+) -> None:
+    """Raise ``ValueError`` when ``budget`` cannot hold the system messages and one human turn.
+
+    Example:
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> check_budget_floor(95, 100, ApproximateTokenCounter(), where="demo")
+        Traceback (most recent call last):
+        ...
+        ValueError: demo: max_tokens=100 cannot hold the system prompt (95 tokens) plus one \
+human message (14 tokens); raise max_tokens to at least 109 or shorten the system prompt.
+    """
+    floor = minimal_human_tokens(counter)
+    if system_tokens + floor > budget:
+        msg = (
+            f"{where}: max_tokens={budget} cannot hold the system prompt ({system_tokens} "
+            f"tokens) plus one human message ({floor} tokens); raise max_tokens to at least "
+            f"{system_tokens + floor} or shorten the system prompt."
+        )
+        raise ValueError(msg)
+
+
+def _text_of(message: BaseMessage) -> str:
+    text, _ = content_text_for_count(message.content)
+    return text
+
+
+def _with_text(message: BaseMessage, text: str, cut: int) -> BaseMessage:
+    copy = message.model_copy(update={"content": text})
+    original = stamp_of(message)
+    meta: dict[str, object] = {}
+    if original is not None:
+        # A cut note keeps what it covers (``covered_end``...): only its text is shorter.
+        meta = {k: v for k, v in original.items() if k != "kind"}
+        meta["was"] = original.get("kind")
+    meta["cut_tokens"] = cut
+    # A stand-in cut again (a cleared placeholder, a restated directive) still names the
+    # record message it stands for.
+    meta.setdefault("of", message_id(message))
+    return stamp(copy, ELIDED_KIND, **meta)
+
+
+def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) -> BaseMessage:
+    """``message`` cut to at most ``max_tokens`` (when its calls allow), head and end kept.
+
+    The copy keeps the message's type, id, tool calls and ``tool_call_id`` (so it stays
+    valid where the original was) and is stamped ``"elided"`` with the tokens cut. A
+    message already within ``max_tokens`` comes back as is. Content blocks (images, files)
+    become their text. When even the marker alone is over ``max_tokens`` the smallest form
+    is returned: the marker without any text.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> c = ApproximateTokenCounter()
+        >>> big = ToolMessage("a" * 4_000 + "z" * 4_000, tool_call_id="c1")
+        >>> small = elide_message(big, 500, c)
+        >>> c.count_message(small) <= 500, small.text[:3], small.text[-3:]
+        (True, 'aaa', 'zzz')
+    """
+    size = counter.count_message(message)
+    if size <= max_tokens:
+        return message
+    text = _text_of(message)
+    total = max(1, counter.count_text(text))
+    per_token = len(text) / total
+    overhead = size - counter.count_text(text)
+    keep = max(0, max_tokens - overhead - counter.count_text(_marker(total)))
+    for _ in range(8):
+        head = int(keep * _HEAD_SHARE * per_token)
+        end = int(keep * (1 - _HEAD_SHARE) * per_token)
+        if head + end >= len(text):
+            head, end = len(text), 0
+        kept_text = text[:head] + (text[len(text) - end :] if end else "")
+        cut = max(0, total - counter.count_text(kept_text))
+        candidate = _with_text(message, text[:head] + _marker(cut) + text[len(text) - end :], cut)
+        if counter.count_message(candidate) <= max_tokens:
+            return candidate
+        keep = int(keep * 0.8)
+        if keep <= 0:
+            break
+    return _with_text(message, _MIN_MARKER, total)
+
+
+def _floor(message: BaseMessage, counter: TokenCounter) -> int:
+    """The fewest tokens ``message`` can be cut to (its calls and the marker remain)."""
+    return min(
+        counter.count_message(message),
+        counter.count_message(_with_text(message, _MIN_MARKER, 10**9)),
+    )
+
+
+def _cap_for(sizes: Sequence[int], floors: Sequence[int], room: int) -> int | None:
+    """The largest cap ``c`` with ``sum(min(size, max(c, floor))) <= room``, or ``None``."""
+    if sum(floors) > room:
+        return None
+    if sum(sizes) <= room:
+        return max(sizes, default=0)
+    lo, hi = 0, max(sizes)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        used = sum(min(s, max(mid, f)) for s, f in zip(sizes, floors, strict=True))
+        if used <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _directive_index(convo: Sequence[BaseMessage]) -> int:
+    fallback = -1
+    for i in range(len(convo) - 1, -1, -1):
+        m = convo[i]
+        if role_of(m) != "user":
+            continue
+        s = stamp_of(m)
+        if s is None or s.get("kind") == "directive":
+            return i
+        if fallback < 0 and s.get("kind") != "volatile_tail":
+            fallback = i
+    return fallback
+
+
+def _drop_order(convo: Sequence[BaseMessage], directive: int) -> list[tuple[int, int]]:
+    """Whole units that may be dropped, in the order they go.
+
+    Plain units before the directive (oldest first), then units after it (oldest first,
+    never the newest), then the generated memory (notes, re-attached files).
+    """
+    units = tool_call_units(convo)
+    plain_before: list[tuple[int, int]] = []
+    plain_after: list[tuple[int, int]] = []
+    memory: list[tuple[int, int]] = []
+    for k, u in enumerate(units):
+        if u.start <= directive < u.end or k == len(units) - 1:
+            continue
+        head = convo[u.start]
+        if any(is_stamped(head, kind) for kind in _PROTECTED_KINDS):
+            memory.append((u.start, u.end))
+        elif u.start < directive:
+            plain_before.append((u.start, u.end))
+        else:
+            plain_after.append((u.start, u.end))
+    return [*plain_before, *plain_after, *memory]
+
+
+def _drop(keep: list[bool], start: int, end: int) -> int:
+    n = sum(keep[start:end])
+    for i in range(start, end):
+        keep[i] = False
+    return n
+
+
+def fit_to_budget(
+    view: Sequence[BaseMessage], budget: int, counter: TokenCounter, *, where: str = "view"
+) -> tuple[list[BaseMessage], Elision]:
+    """``view`` within ``budget`` tokens: the largest messages cut, whole units dropped last.
+
+    ``view`` must be valid (``request_problems(view) == []``); the result is valid too:
+    cut messages keep their role, calls and call ids, and dropped units are whole and
+    never leave the conversation without a user turn first.
+
+    Raises:
+        ValueError: the budget cannot hold the leading system messages plus one human
+            message (see :func:`check_budget_floor`).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> c = ApproximateTokenCounter()
+        >>> view, report = fit_to_budget([HumanMessage("task " * 2_000)], 300, c)
+        >>> c.count_message(view[0]) <= 300, report.elided_messages
+        (True, 1)
+    """
+    lead = leading_system_count(view)
+    system_tokens = sum(counter.count_message(m) for m in view[:lead])
+    check_budget_floor(system_tokens, budget, counter, where=where)
+    convo = list(view[lead:])
+    sizes = [counter.count_message(m) for m in convo]
+    if system_tokens + sum(sizes) <= budget:
+        return list(view), Elision()
+    room = budget - system_tokens
+    directive = _directive_index(convo)
+    floors = [_floor(m, counter) for m in convo]
+    keep = [True] * len(convo)
+    order = _drop_order(convo, directive)
+    dropped = 0
+
+    def live(values: Sequence[int], *, skip: int = -1) -> list[int]:
+        return [v for i, v in enumerate(values) if keep[i] and i != skip]
+
+    # The directive stays whole while the rest can give; then it is cut like the rest.
+    d_size = sizes[directive] if directive >= 0 else 0
+    while sum(live(floors, skip=directive)) + d_size > room and sum(live(floors)) > room and order:
+        start, end = order.pop(0)
+        dropped += _drop(keep, start, end)
+    if sum(live(floors)) > room:
+        # Even the newest unit at its smallest does not fit beside the directive (a call
+        # whose arguments alone are over): only the directive is left, cut to the room.
+        for i in range(len(convo)):
+            if i != directive and keep[i]:
+                dropped += _drop(keep, i, i + 1)
+    # Strict providers need a user turn first: units before the first kept user turn go.
+    for i, m in enumerate(convo):
+        if not keep[i]:
+            continue
+        if role_of(m) == "user":
+            break
+        dropped += _drop(keep, i, i + 1)
+    whole_directive = directive >= 0 and sum(live(floors, skip=directive)) + d_size <= room
+    if whole_directive:
+        cap = _cap_for(live(sizes, skip=directive), live(floors, skip=directive), room - d_size)
+    else:
+        cap = _cap_for(live(sizes), live(floors), room)
+    out: list[BaseMessage] = list(view[:lead])
+    elided = cut_tokens = 0
+    for i, m in enumerate(convo):
+        if not keep[i]:
+            continue
+        limit = sizes[i] if (whole_directive and i == directive) else max(cap or 0, floors[i])
+        if sizes[i] > limit:
+            m = elide_message(m, limit, counter)
+            elided += 1
+            cut_tokens += sizes[i] - counter.count_message(m)
+        out.append(m)
+    return out, Elision(elided, cut_tokens, dropped)

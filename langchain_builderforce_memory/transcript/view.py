@@ -1,0 +1,236 @@
+"""The one view policy: window -> clear -> fold (then restore) -> elide.
+
+Every entry point (``windowed``, ``build_working_transcript``, ``pack_handoff``, the
+middleware, the node, the chat history) builds its view through these steps, each taken
+only when the one before it does not fit:
+
+1. the WINDOW (no summarizer) or the VERBATIM record / the held note's tail (with one);
+2. the CLEAR tier (:mod:`.clear`): stale tool results become placeholders, in batches;
+3. the FOLD (:mod:`.fold`): the older part becomes one note, and the latest output of the
+   files the run is working on is RE-ATTACHED verbatim after it (:func:`restore_plan`);
+4. ELISION (:mod:`.elide`): whatever is still too big is cut in the view, head and end
+   kept, so no view is ever over its budget.
+
+This module holds the pieces the fold's planner and the assembler share: what a view
+did (:class:`ViewSteps`), the protected recent tail, the clear step over a conversation
+range, the restore choice and the re-attached messages, and the closing :func:`fit_view`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_builderforce_memory.messages import message_id, stamp
+from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.transcript.clear import (
+    ToolResult,
+    apply_clear,
+    choose_horizon,
+    clearable,
+    working_set,
+)
+from langchain_builderforce_memory.transcript.elide import Elision, fit_to_budget
+from langchain_builderforce_memory.transcript.plan import CompactMemo
+
+__all__ = [
+    "PROTECTED_RESULTS",
+    "RESTORED_KIND",
+    "ClearStep",
+    "ViewSteps",
+    "clear_range",
+    "fit_view",
+    "furthest_clear",
+    "protected_start",
+    "restore_plan",
+    "restored_message",
+    "restored_of",
+    "with_clear",
+]
+
+RESTORED_KIND: Final = "restored"
+"""The stamp ``kind`` of a file output re-attached after a fold's note."""
+
+PROTECTED_RESULTS: Final = 1
+"""The newest tool units the clear tier never touches: the results the model has not
+answered yet. One, from the benchmark (``benchmarks/contenders.py``, standard workload):
+protecting the newest three results (what ``ContextEditingMiddleware`` keeps) left up to
+60k tokens of 20k-token results unclearable, so the fold ran 61 times instead of 11."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSteps:
+    """What the view policy did this turn, beyond the window / fold mode.
+
+    Example:
+        >>> ViewSteps().as_event()
+        {'cleared_messages': 0, 'cleared_tokens': 0, 'restored': [], 'restored_tokens': 0, \
+'elided_messages': 0, 'elided_tokens': 0}
+    """
+
+    cleared_messages: int = 0
+    """Tool results shown as placeholders."""
+    cleared_tokens: int = 0
+    """Tokens of output those placeholders stand for."""
+    restored: tuple[str, ...] = field(default_factory=tuple)
+    """Files whose latest output was re-attached after the note."""
+    restored_tokens: int = 0
+    """Tokens of the re-attached outputs."""
+    elided_messages: int = 0
+    """Messages cut (head and end kept) to fit."""
+    elided_tokens: int = 0
+    """Tokens those cuts removed."""
+    dropped_messages: int = 0
+    """Messages left out because even cut to their minimum they did not fit."""
+
+    def as_event(self) -> dict[str, object]:
+        """The numbers as a stream event's / log line's fields."""
+        return {
+            "cleared_messages": self.cleared_messages,
+            "cleared_tokens": self.cleared_tokens,
+            "restored": list(self.restored),
+            "restored_tokens": self.restored_tokens,
+            "elided_messages": self.elided_messages,
+            "elided_tokens": self.elided_tokens,
+        }
+
+    @property
+    def acted(self) -> bool:
+        """True when the view was cleared, restored or elided."""
+        return bool(self.cleared_messages or self.restored or self.elided_messages)
+
+
+def protected_start(results: Sequence[ToolResult], length: int) -> int:
+    """Where the protected recent tail begins: at the call of the newest results.
+
+    The clear tier never touches a result at or after it. Walked back to the assistant
+    turn that made the calls (the result's index less its place in the unit is not known
+    here, so the tail simply starts at the oldest protected result: its siblings and call
+    come before it and stay clearable only if older than it).
+    """
+    if not results:
+        return length
+    # Walk back over the newest units' results (parallel calls answer side by side).
+    k = len(results) - 1
+    units = 1
+    while k > 0:
+        if results[k - 1].index != results[k].index - 1:
+            if units >= PROTECTED_RESULTS:
+                break
+            units += 1
+        k -= 1
+    return results[k].index
+
+
+@dataclass(frozen=True, slots=True)
+class ClearStep:
+    """The clear tier's choice for one view: a horizon and what it clears."""
+
+    horizon: int = 0
+    """Every clearable result before it is cleared (0: nothing)."""
+    cleared: tuple[ToolResult, ...] = ()
+    """The results it clears."""
+
+    @property
+    def saving(self) -> int:
+        """Tokens of output the placeholders stand for."""
+        return sum(r.size for r in self.cleared)
+
+
+def clear_range(
+    results: Sequence[ToolResult],
+    *,
+    start: int,
+    length: int,
+    need: int,
+    chunk: int,
+    keep_tokens: int,
+    enabled: bool = True,
+) -> ClearStep | None:
+    """The clear step that saves ``need`` tokens in ``convo[start:]``, or ``None``.
+
+    ``ClearStep()`` when nothing is needed; ``None`` when even the furthest horizon does
+    not save enough (the fold must run).
+    """
+    if need <= 0:
+        return ClearStep()
+    if not enabled:
+        return None
+    protect = protected_start(results, length)
+    horizon = choose_horizon(
+        results, start=start, protect_from=protect, need=need, chunk=chunk, keep_tokens=keep_tokens
+    )
+    if horizon is None:
+        return None
+    cleared = clearable(results, start=start, horizon=horizon, keep_tokens=keep_tokens)
+    return ClearStep(horizon, tuple(cleared))
+
+
+def furthest_clear(
+    results: Sequence[ToolResult], *, start: int, end: int, keep_tokens: int
+) -> ClearStep:
+    """Everything clearable in ``convo[start:end]`` (what a fold's summarizer is shown)."""
+    cleared = clearable(results, start=start, horizon=end, keep_tokens=keep_tokens)
+    return ClearStep(end, tuple(cleared))
+
+
+def with_clear(convo: Sequence[BaseMessage], step: ClearStep) -> list[BaseMessage]:
+    """``convo`` with ``step``'s results shown as placeholders."""
+    return apply_clear(convo, step.cleared)[0] if step.cleared else list(convo)
+
+
+def restore_plan(results: Sequence[ToolResult], *, covered_end: int, room: int) -> list[ToolResult]:
+    """The file outputs to re-attach after a note covering ``convo[:covered_end]``.
+
+    The latest read of each in-use file (edited before only read, then recency, then
+    frequency), within ``room`` tokens, skipping every file touched again in the
+    verbatim tail (its newer state is there).
+    """
+    in_tail = {r.target for r in results if r.index >= covered_end and r.target is not None}
+    folded = [r for r in results if r.index < covered_end]
+    chosen = working_set([r for r in folded if r.target not in in_tail], room)
+    return sorted(chosen, key=lambda r: r.index)
+
+
+def restored_message(message: BaseMessage, result: ToolResult) -> HumanMessage:
+    r"""A re-attached file output: a stamped human message after the note.
+
+    A human message, not a replayed tool call: the call it answered is inside the note,
+    and a result without its call is invalid for strict providers.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> r = ToolResult(7, "read_file", '{"path": "a.py"}', 9, "read", "a.py")
+        >>> restored_message(ToolMessage("print(1)", tool_call_id="c1"), r).content
+        '[re-attached: the latest output of read_file({"path": "a.py"}), verbatim]\nprint(1)'
+    """
+    text = message.text
+    head = f"[re-attached: the latest output of {result.name}({result.args}), verbatim]"
+    return stamp(
+        HumanMessage(f"{head}\n{text}"),
+        RESTORED_KIND,
+        of=message_id(message),
+        file=result.target,
+    )
+
+
+def restored_of(
+    convo: Sequence[BaseMessage], memo: CompactMemo, results: Sequence[ToolResult]
+) -> list[ToolResult]:
+    """The results ``memo`` re-attaches, found again by id among what it covers."""
+    if not memo.restored:
+        return []
+    wanted = set(memo.restored)
+    return [
+        r for r in results if r.index < memo.covered_end and message_id(convo[r.index]) in wanted
+    ]
+
+
+def fit_view(
+    view: Sequence[BaseMessage], budget: int, counter: TokenCounter, *, where: str
+) -> tuple[list[BaseMessage], Elision]:
+    """The closing step: ``view`` within ``budget`` (see :func:`.elide.fit_to_budget`)."""
+    return fit_to_budget(view, budget, counter, where=where)

@@ -1,0 +1,190 @@
+"""The one view policy (window -> clear -> fold + restore -> elide) across every entry point.
+
+Property: over random records (single-directive tool loops, single messages above the
+budget, invalid records), every view from ``windowed``, ``build_working_transcript`` (turn
+by turn, memo carried) and ``pack_handoff`` is valid for strict providers, within its
+budget, leaves the record unchanged and carries the latest directive. Regressions: the
+121k-token ``windowed`` case (in test_window.py) and the 72k-token stale-note case.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory.handoff import pack_handoff
+from langchain_builderforce_memory.messages import (
+    leading_system_count,
+    message_id,
+    request_problems,
+    role_of,
+    stamp_of,
+)
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
+from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
+from langchain_builderforce_memory.transcript.fold import CompactMemo, build_working_transcript
+from langchain_builderforce_memory.transcript.plan import latest_user_index
+from langchain_builderforce_memory.transcript.view import RESTORED_KIND
+from langchain_builderforce_memory.transcript.window import windowed
+
+from .helpers import ScriptedSummarizer, model_turns
+from .strategies import any_records, valid_records
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def directive_loops(draw: st.DrawFn) -> list[BaseMessage]:
+    """One directive, then a long tool loop (the case the window used to keep whole)."""
+    record: list[BaseMessage] = [HumanMessage("Refactor the parser; keep the tests green.")]
+    for i in range(draw(st.integers(min_value=1, max_value=60))):
+        size = draw(st.sampled_from([100, 2_000, 20_000, 90_000]))
+        path = f"src/f{draw(st.integers(0, 8))}.py"
+        name = draw(st.sampled_from(["read_file", "read_file", "grep", "edit_file"]))
+        call = {"name": name, "args": {"path": path}, "id": f"c{i}"}
+        record += [
+            AIMessage(f"step {i}", tool_calls=[call]),
+            ToolMessage("r" * size, tool_call_id=f"c{i}"),
+        ]
+    return record
+
+
+RECORDS = st.one_of(valid_records(max_units=30), directive_loops(), any_records())
+BUDGETS = st.sampled_from([600, 2_000, 8_000, 64_000])
+
+
+def _shows_directive(record: list[BaseMessage], view: list[BaseMessage]) -> bool:
+    convo = record[leading_system_count(record) :]
+    last = latest_user_index(convo)
+    if last < 0:
+        return True
+    wanted = message_id(convo[last])
+    return any(m is convo[last] or (stamp_of(m) or {}).get("of") == wanted for m in view)
+
+
+def _floor_error(record: list[BaseMessage], budget: int, extra: int = 0) -> bool:
+    counter = ApproximateTokenCounter()
+    system = count_tokens(record[: leading_system_count(record)], counter) + extra
+    return system + minimal_human_tokens(counter) > budget
+
+
+@PROPERTY
+@given(record=RECORDS, budget=BUDGETS)
+def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keeps_the_record(
+    record: list[BaseMessage], budget: int
+) -> None:
+    snapshot = [m.model_copy(deep=True) for m in record]
+    if _floor_error(record, budget, extra=8):  # + the "SYS" prompt
+        return
+    valid = request_problems(record) == []
+    views: list[list[BaseMessage]] = [windowed(record, max_tokens=budget)]
+    memo: CompactMemo | None = None
+    for prefix in model_turns(record):
+        out = build_working_transcript(
+            prefix,
+            memo=memo,
+            summarizer=ScriptedSummarizer("n" * 400),
+            max_tokens=budget,
+            system_prompt="SYS",
+        )
+        memo = out.memo
+        views.append(out.messages)
+        if valid:
+            assert _shows_directive(prefix, out.messages)
+    views.append(
+        pack_handoff(record, target_context_tokens=budget, reserve_output_tokens=0).messages
+    )
+    for view in views:
+        assert request_problems(view) == []
+        assert count_tokens(view) <= budget
+    if valid:
+        assert _shows_directive(record, views[0])
+        assert _shows_directive(record, views[-1])
+    assert record == snapshot
+
+
+def _loop(rounds: int, size: int, *, files: int = 40) -> list[BaseMessage]:
+    record: list[BaseMessage] = [HumanMessage("Port the parser to Rust.", id="u0")]
+    for i in range(rounds):
+        call = {"name": "read_file", "args": {"path": f"f{i % files}.py"}, "id": f"c{i}"}
+        record += [
+            AIMessage(f"step {i}", tool_calls=[call], id=f"a{i}"),
+            ToolMessage(f"{i}:" + "x" * (4 * size), tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    return record
+
+
+def test_the_stale_note_case_is_never_over_budget_turn_by_turn() -> None:
+    # The regression: with the memo carried, a held note whose minimum tail walked back was
+    # kept (the refold held back) and sent 71,998 tokens against 64,000. Now it is elided.
+    record = _loop(70, 9_000, files=70)
+    memo: CompactMemo | None = None
+    summarizer = ScriptedSummarizer("n" * 4_000)
+    worst = 0
+    for prefix in model_turns(record):
+        out = build_working_transcript(
+            prefix, memo=memo, summarizer=summarizer, max_tokens=64_000, clear_tool_results=False
+        )
+        memo = out.memo
+        worst = max(worst, count_tokens(out.messages))
+        assert request_problems(out.messages) == []
+    assert worst <= 64_000
+
+
+def test_the_clear_tier_makes_room_without_a_summarizer_call_and_names_what_it_cleared() -> None:
+    record = _loop(30, 3_000)  # ~90k tokens: over a 64k budget
+    summarizer = ScriptedSummarizer("note")
+    out = build_working_transcript(record, summarizer=summarizer, max_tokens=64_000)
+    assert out.mode == "verbatim"
+    assert summarizer.calls == []
+    assert count_tokens(out.messages) <= 64_000
+    cleared = [m for m in out.messages if (stamp_of(m) or {}).get("kind") == CLEARED_KIND]
+    assert cleared
+    assert out.steps.cleared_messages == len(cleared)
+    first = cleared[0]
+    assert isinstance(first, ToolMessage)
+    assert "read_file" in first.text
+    assert "still in the conversation record" in first.text
+    # Paired with its call, same call id; the newest results untouched.
+    assert out.messages[-1] is record[-1]
+    assert record[2].content.startswith("0:")  # the record is never changed
+
+
+def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> None:
+    previous: list[BaseMessage] | None = None
+    moves = 0
+    for n in range(25, 60):
+        out = build_working_transcript(
+            _loop(n, 3_000), summarizer=ScriptedSummarizer("n"), max_tokens=64_000, max_messages=200
+        )
+        if previous is not None and out.messages[: len(previous)] != previous:
+            moves += 1
+        previous = out.messages
+    # 35 turns of 3k tokens: the horizon moves once per 16k-token batch, not every turn.
+    assert 0 < moves <= 10
+
+
+def test_a_fold_re_attaches_the_working_set_after_the_note_and_names_it() -> None:
+    record = _loop(60, 2_000, files=6)
+    out = build_working_transcript(record, summarizer=ScriptedSummarizer("note"), max_tokens=20_000)
+    assert out.mode == "folded"
+    assert out.memo is not None
+    restored = [m for m in out.messages if (stamp_of(m) or {}).get("kind") == RESTORED_KIND]
+    assert out.memo.restored
+    assert len(restored) == len(out.memo.restored)
+    assert out.steps.restored
+    assert "re-attached" in out.memo.note
+    for name in out.steps.restored:
+        assert name in out.memo.note
+    assert [role_of(m) for m in out.messages[:2]] == ["user", "user"]
+    assert count_tokens(out.messages) <= 20_000
+    assert request_problems(out.messages) == []
+    # Reused next turn: the same re-attached messages, the prefix unchanged.
+    grown = [*record, *_loop(61, 2_000, files=6)[-2:]]
+    again = build_working_transcript(
+        grown, memo=out.memo, summarizer=ScriptedSummarizer("x"), max_tokens=20_000
+    )
+    assert again.mode == "memo"
+    assert again.messages[: len(restored) + 1] == out.messages[: len(restored) + 1]

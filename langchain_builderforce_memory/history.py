@@ -245,7 +245,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             same time (e.g. :class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`);
             ``None``: this wrapper's own lock only.
         clear_at_least: Tokens of stale tool output the clear tier clears at a time
-            (``None``: half of ``max_tokens``).
+            (``None``: a quarter of ``max_tokens``).
         restore_tokens: Tokens of the working set's file outputs the clear tier keeps
             verbatim (``None``: an eighth of ``max_tokens``).
         clear_tool_results: Clear stale tool results in the view before folding.

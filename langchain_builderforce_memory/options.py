@@ -97,8 +97,8 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "``(1 - TAIL_SHARE)`` of the fold's budget."
         ),
         "clear_at_least": (
-            "Tokens of stale tool output the clear tier clears at a time (``None``: half the "
-            "budget): the request's prefix moves once per batch and then holds."
+            "Tokens of stale tool output the clear tier clears at a time (``None``: a quarter "
+            "of the budget): the request's prefix moves once per batch and then holds."
         ),
         "restore_tokens": (
             "Tokens of the working set (the latest output of the files the run is working "

@@ -699,7 +699,7 @@ def build_working_transcript(
         token_counter: How to count (default: the seed's approximate estimate).
         timeout: Seconds a summarizer call may take (``None``: no limit).
         clear_at_least: Tokens of tool output the clear tier clears at a time (``None``:
-            half of ``max_tokens``).
+            a quarter of ``max_tokens``).
         restore_tokens: Tokens of file outputs re-attached after a fold's note and kept
             by the clear tier (``None``: an eighth of ``max_tokens``; 0: none).
         clear_tool_results: Run the clear tier before folding.

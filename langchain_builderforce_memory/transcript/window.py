@@ -32,16 +32,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
     log_repairs,
-    message_id,
     repair_request,
     role_of,
-    stamp,
     tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
@@ -300,15 +298,14 @@ class WindowCut:
     """Index of the latest user turn restated (a stamped copy) before ``start``, or -1."""
 
 
-def restated_directive(message: BaseMessage) -> HumanMessage:
-    """The latest user turn restated in front of a window that had to cut past it.
+def restated_directive(message: BaseMessage) -> BaseMessage:
+    """The latest user turn, restated in front of a window that had to cut past it.
 
-    A stamped copy (kind ``"directive"``) with the same id and content, so a long tool loop
-    under one instruction keeps the instruction when its start is dropped.
+    The message itself, as the fold re-injects its directive: it is the user's own
+    instruction (a model, a UI or the packer must still recognise it as the user's, which
+    a generated stamp would hide), sent once, right before the newest whole tool units.
     """
-    return stamp(
-        HumanMessage(content=message.content, id=message.id), "directive", of=message_id(message)
-    )
+    return message
 
 
 def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:

@@ -29,6 +29,7 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
 )
 from langchain_builderforce_memory.transcript.backoff import memo_state
+from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.plan import (
     note_reserve,
@@ -105,6 +106,12 @@ def test_every_view_is_valid_in_budget_and_every_fault_logged_once_a_span(
         for prefix in [*model_turns(record), [*record, HumanMessage("go on")]]:
             if leading_system_count(prefix) == len(prefix):
                 continue  # no conversation yet: the request's input brings the user turn
+            system = count_tokens(prefix[: leading_system_count(prefix)], counter)
+            if system + minimal_human_tokens(counter) > max_tokens:
+                # The view policy's one error: the budget cannot hold the system prompt.
+                with pytest.raises(ValueError, match="cannot hold the system prompt"):
+                    build_working_transcript(prefix, max_tokens=max_tokens, token_counter=counter)
+                continue
             out = build_working_transcript(
                 prefix,
                 memo=memo,  # type: ignore[arg-type]

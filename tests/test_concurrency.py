@@ -194,9 +194,7 @@ def postgres_backings(url: str) -> Backings:
 
     def sync(s: str) -> BaseChatMessageHistory:
         opened.append(psycopg.connect(url))
-        return PostgresChatMessageHistory(
-            PG_TABLE, session_uuid(s), sync_connection=opened[-1]
-        )
+        return PostgresChatMessageHistory(PG_TABLE, session_uuid(s), sync_connection=opened[-1])
 
     def asynchronous(s: str) -> BaseChatMessageHistory:
         # One async connection, opened here and then used from whichever loop writes: the
@@ -237,7 +235,6 @@ def folding(
     )
 
 
-
 def write_sync(h: CompactingChatMessageHistory, w: int, problems: list[str]) -> None:
     for i in range(ADDS):
         h.add_messages([message(w, i)])
@@ -267,15 +264,10 @@ def run_writers(mode: str, wrappers: list[CompactingChatMessageHistory]) -> list
     """Writer ``w`` appends through ``wrappers[w]``; returns the view problems seen."""
     problems: list[str] = []
     if mode == "threads":
-        run_in_threads(
-            [lambda w=w: write_sync(wrappers[w], w, problems) for w in range(WRITERS)]
-        )
+        run_in_threads([lambda w=w: write_sync(wrappers[w], w, problems) for w in range(WRITERS)])
     elif mode == "loops":
         run_in_threads(
-            [
-                lambda w=w: asyncio.run(write_async(wrappers[w], w, problems))
-                for w in range(WRITERS)
-            ]
+            [lambda w=w: asyncio.run(write_async(wrappers[w], w, problems)) for w in range(WRITERS)]
         )
     else:
 
@@ -489,9 +481,7 @@ def test_when_two_folds_race_at_most_one_marker_wins(postgres_url: str, guarded:
         markers = [m for m in record if is_consolidation_marker(m)]
         assert marker_problems(record) == []
         assert view_problems(view) == []
-        assert_record_whole(
-            [m for m in record if tag_of_or_none(m) != (1, 0)], [0], PREFILL + 1
-        )
+        assert_record_whole([m for m in record if tag_of_or_none(m) != (1, 0)], [0], PREFILL + 1)
         assert sum(tag_of_or_none(m) == (1, 0) for m in record) == 1
         _, racer_folds, racer_view_problems = racer[r]
         assert racer_view_problems == []  # the loser's view is valid

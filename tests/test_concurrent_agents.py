@@ -83,9 +83,7 @@ def checkpointers(backend: str, request: pytest.FixtureRequest, tmp_path: Path) 
     return PostgresSaver.from_conn_string(request.getfixturevalue("postgres_url"))
 
 
-@pytest.fixture(
-    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def open_checkpointer(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Callable[[], AbstractContextManager[Any]]:

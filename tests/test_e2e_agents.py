@@ -232,9 +232,7 @@ def test_a_thread_resumed_in_a_new_process_continues_with_no_extra_summarizer_ca
             timeout=600
         )
 
-    assert len(first_summarizer.calls) + resumed.summarizer_calls == len(
-        reference_summarizer.calls
-    )
+    assert len(first_summarizer.calls) + resumed.summarizer_calls == len(reference_summarizer.calls)
     assert _shape(first.requests) + resumed.requests == _shape(reference.requests)
     # Same brief across the restart: no tool ran in between.
     assert resumed.first_brief == volatile_tails(first.requests[-1])[0].content

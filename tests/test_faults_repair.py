@@ -103,6 +103,8 @@ def test_windowed_never_anchors_on_a_stamped_run_state_message() -> None:
 
 
 def test_the_folds_window_fallback_keeps_the_real_directive() -> None:
-    out = build_working_transcript(with_run_state(), max_tokens=8_000)  # no summarizer
+    out = build_working_transcript(
+        with_run_state(), max_tokens=8_000, clear_tool_results=False
+    )  # no summarizer, no clear tier: the window
     assert out.mode == "window"
     assert any(m.content == DIRECTIVE for m in out.messages)

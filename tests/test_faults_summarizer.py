@@ -59,6 +59,7 @@ def run_turns(
             max_tokens=max_tokens,
             token_counter=counter,
             timeout=timeout,
+            clear_tool_results=False,  # these tests pin the summarizer's backoff
         )
         memo = (
             {**(view.memo.to_dict() if view.memo else {})}
@@ -196,7 +197,9 @@ def test_a_summarizer_that_recovers_resets_the_backoff() -> None:
     for i in range(12):
         record += tool_round(i, "r" * 4_000)
     memo: dict[str, object] = {SUMMARIZER_BACKOFF_KEY: {"failures": 1, "resume_at": 0}}
-    out = build_working_transcript(record, memo=memo, summarizer=summarizer, max_tokens=8_000)
+    out = build_working_transcript(
+        record, memo=memo, summarizer=summarizer, max_tokens=8_000, clear_tool_results=False
+    )
     assert out.mode == "folded"
     assert out.backoff is None
 
@@ -227,7 +230,9 @@ def test_hung_calls_never_starve_a_healthy_one_in_another_thread() -> None:
 
 def test_the_backoff_survives_across_turns_in_graph_state() -> None:
     summarizer = Counting(error=RuntimeError("down"))
-    node = WorkingTranscriptNode(summarizer, max_tokens=8_000, working_memory=False)
+    node = WorkingTranscriptNode(
+        summarizer, max_tokens=8_000, working_memory=False, clear_tool_results=False
+    )
     messages: list[Any] = [HumanMessage("Port the parser.")]
     for i in range(20):
         messages += tool_round(i, "r" * 4_000)

@@ -40,6 +40,7 @@ __all__ = [
     "role_of",
     "stamp",
     "stamp_of",
+    "system_as_user",
     "tool_call_units",
 ]
 
@@ -383,6 +384,21 @@ def _regroup_results(messages: Sequence[BaseMessage], repairs: list[str]) -> lis
     return out
 
 
+def system_as_user(message: BaseMessage) -> HumanMessage:
+    """A system message met after the conversation began, as a stamped user message.
+
+    Strict providers reject a system message mid-conversation; its words still matter,
+    so they are kept as a user message ("[system] ...") that a later pass recognises.
+
+    Example:
+        >>> from langchain_core.messages import SystemMessage
+        >>> system_as_user(SystemMessage("be brief")).content
+        '[system] be brief'
+    """
+    text = message.text if isinstance(message.content, str | list) else str(message.content)
+    return stamp(HumanMessage(f"[system] {text}", id=message.id), "repair", reason="system")
+
+
 def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
     """A copy of ``messages`` that passes :func:`request_problems`, and what was changed.
 
@@ -430,8 +446,7 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
                 repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
             continue
         if role == "system":
-            text = m.text if isinstance(m.content, str | list) else str(m.content)
-            converted = stamp(HumanMessage(f"[system] {text}", id=m.id), "repair", reason="system")
+            converted = system_as_user(m)
             repairs.append("turned a mid-conversation system message into a user message")
             if pending:
                 deferred.append(converted)

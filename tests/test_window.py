@@ -194,6 +194,19 @@ def test_no_user_turn_keeps_everything_that_fits_else_the_last_message_repaired_
     assert request_problems(view) == []
 
 
+def test_a_cut_landing_on_a_late_system_message_keeps_it_a_user_message_within_budget() -> None:
+    # Found by the faults property test: the window began at a large mid-record system
+    # message, which then led the view as a system prompt that nothing could elide, and
+    # windowed() raised inside the graph.
+    late = SystemMessage("x" * 19_200)  # ~4.8k tokens, over the whole budget
+    record: list[BaseMessage] = [AIMessage("a" * 400), AIMessage("b" * 400), late]
+    view = windowed(record, max_tokens=3_000)
+    assert request_problems(view) == []
+    assert transcript_tokens(view) <= 3_000
+    assert all(role_of(m) != "system" for m in view)
+    assert stamp_of(view[-1])["reason"] == "system"  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     ("record", "repair"),
     [

@@ -40,6 +40,7 @@ from langchain_builderforce_memory.messages import (
     log_repairs,
     repair_request,
     role_of,
+    system_as_user,
     tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
@@ -311,7 +312,14 @@ def restated_directive(message: BaseMessage) -> BaseMessage:
 def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:
     """The conversation part of a windowed view: the restated directive, then the rest."""
     head = [restated_directive(convo[cut.directive])] if cut.directive >= 0 else []
-    return [*head, *convo[cut.start :]]
+    tail = list(convo[cut.start :])
+    # A cut that lands on a late system message must not promote it to the system prompt:
+    # it could not be elided there, and a large one would make the view impossible.
+    for i, m in enumerate(tail):
+        if role_of(m) != "system":
+            break
+        tail[i] = system_as_user(m)
+    return [*head, *tail]
 
 
 def window_cut(

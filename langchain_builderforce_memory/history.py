@@ -197,9 +197,7 @@ def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Compa
     keep = meta.keep_from_id if meta is not None else None
     if keep is not None:
         lead = leading_system_count(messages)
-        found = next(
-            (i for i in range(lead, marker_at) if message_id(messages[i]) == keep), -1
-        )
+        found = next((i for i in range(lead, marker_at) if message_id(messages[i]) == keep), -1)
         covered_end = found if found >= 0 else marker_at
     lead = leading_system_count(messages)
     covered = covered_end - lead  # the memo indexes the conversation after the system
@@ -401,6 +399,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(
             search_outside_view, self._index, record, view, query, limit=limit
         )
+
     def _held(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
         """The record without its markers, and the memo its last marker (or fold) holds."""
         messages, memo = record_memo(record)

@@ -572,9 +572,7 @@ def finish_working_transcript(
         )
         view, steps = _compacted(plan, memo, None)
         fold = TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to)
-        return WorkingTranscript(
-            view, memo, fold, "folded", summarizer_calls, backoff, steps=steps
-        )
+        return WorkingTranscript(view, memo, fold, "folded", summarizer_calls, backoff, steps=steps)
     if plan.mode == "verbatim":
         shown = [*plan.system, *present_leading_marker(with_clear(convo, plan.clear))]
         view, elision = fit_view(

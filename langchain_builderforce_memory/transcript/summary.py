@@ -328,8 +328,6 @@ async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> _An
     return _Answered(raw)
 
 
-
-
 def summarize_transcript(
     summarizer: SummarizerLike,
     messages: Sequence[BaseMessage],

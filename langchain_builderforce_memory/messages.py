@@ -28,6 +28,14 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_builderforce_memory.blocks import (
+    call_ids,
+    is_tool_result_turn,
+    thinking_first,
+    thinking_problems,
+    tool_result_ids,
+)
+
 __all__ = [
     "STAMP_KEY",
     "Role",
@@ -79,7 +87,8 @@ def role_of(message: BaseMessage) -> Role:
     """The provider role of any LangChain message.
 
     ``ChatMessage`` roles map by name (``developer`` -> system, ``ai`` / ``model`` ->
-    assistant, ``function`` -> tool); ``FunctionMessage`` is a tool result.
+    assistant, ``function`` -> tool); ``FunctionMessage`` is a tool result, and so is a
+    human message made only of Anthropic ``tool_result`` blocks.
 
     Raises:
         ValueError: for a ``RemoveMessage`` (a state edit, not a message to send) or an
@@ -99,7 +108,9 @@ def role_of(message: BaseMessage) -> Role:
         )
         raise TypeError(msg)
     if isinstance(message, HumanMessage):
-        return "user"
+        # Anthropic-native records answer calls with tool_result blocks in a user turn: a
+        # turn made only of them is a tool result, never a directive or a cut point.
+        return "tool" if is_tool_result_turn(message) else "user"
     if isinstance(message, AIMessage):
         return "assistant"
     if isinstance(message, (ToolMessage, FunctionMessage)):
@@ -231,7 +242,7 @@ def tool_call_units(messages: Sequence[BaseMessage]) -> list[ToolCallUnit]:
         m = messages[i]
         role = role_of(m)
         end = i + 1
-        if role == "assistant" and isinstance(m, AIMessage) and m.tool_calls:
+        if role == "assistant" and call_ids(m):
             while end < n and role_of(messages[end]) == "tool":
                 end += 1
         if role == "tool" and out:
@@ -242,21 +253,44 @@ def tool_call_units(messages: Sequence[BaseMessage]) -> list[ToolCallUnit]:
     return out
 
 
-def _tool_call_id_of(message: BaseMessage) -> str | None:
+def answered_ids(message: BaseMessage) -> list[str | None]:
+    """The call ids a tool result answers.
+
+    One for a ``ToolMessage`` (``None`` when it names none), one per ``tool_result`` block
+    of an Anthropic-native user turn.
+    """
     if isinstance(message, ToolMessage):
-        return message.tool_call_id
+        return [message.tool_call_id]
+    if isinstance(message, HumanMessage):
+        return list(tool_result_ids(message))
     if isinstance(message, ChatMessage | FunctionMessage):
         value = message.additional_kwargs.get("tool_call_id")
-        return value if isinstance(value, str) else None
-    return None
+        return [value if isinstance(value, str) else None]
+    return [None]
 
 
-def request_problems(messages: Sequence[BaseMessage]) -> list[str]:
+def _answer_problems(
+    i: int, ids: Sequence[str | None], open_calls: dict[str, int], problems: list[str]
+) -> None:
+    for call_id in ids:
+        if call_id is None or call_id not in open_calls:
+            problems.append(
+                f"message {i}: tool result {call_id!r} does not follow the call it answers"
+            )
+        else:
+            del open_calls[call_id]
+
+
+def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None = None) -> list[str]:
     """What a strict provider would reject in ``messages``; ``[]`` when it is valid.
 
     The rules: system messages only in the leading run; then a user message first; every
     tool result directly follows (within its unit) the assistant message that called it;
-    every tool call is answered. Unknown roles are reported, not raised.
+    every tool call is answered (``invalid_tool_calls`` and Anthropic ``tool_use`` blocks
+    included); a human turn of ``tool_result`` blocks is a tool result; thinking blocks
+    stay first, and the current turn keeps its thinking while its tool loop runs (see
+    :func:`thinking_problems`; ``thinking=True`` when the provider has thinking on).
+    Unknown roles are reported, not raised.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -290,27 +324,39 @@ def request_problems(messages: Sequence[BaseMessage]) -> list[str]:
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
-            call_id = _tool_call_id_of(m)
-            if call_id is None or call_id not in open_calls:
-                problems.append(
-                    f"message {i}: tool result {call_id!r} does not follow the call it answers"
-                )
-            else:
-                del open_calls[call_id]
+            _answer_problems(i, answered_ids(m) or [None], open_calls, problems)
             continue
+        if role == "user":  # an Anthropic user turn may answer calls beside its text
+            _answer_problems(i, tool_result_ids(m), open_calls, problems)
         # Anything but a tool result closes the open unit: its unanswered calls stay so.
         for call_id, at in open_calls.items():
             problems.append(f"message {at}: tool call {call_id!r} is never answered")
         open_calls = {}
-        if role == "assistant" and isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                open_calls[str(call.get("id"))] = i
+        if role == "assistant":
+            for call_id, _name in call_ids(m):
+                open_calls[call_id] = i
     for call_id, at in open_calls.items():
         problems.append(f"message {at}: tool call {call_id!r} is never answered")
+    if roles and None not in roles:
+        problems.extend(thinking_problems(messages, thinking=thinking))
     return problems
 
 
-def _placeholder_answer(call_id: str, name: str) -> ToolMessage:
+def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessage:
+    if error is not None:
+        return stamp(
+            ToolMessage(
+                content=(
+                    f"Error: the {name} call {call_id} was not run: its arguments could not "
+                    f"be parsed ({error}). Call the tool again with valid JSON arguments."
+                ),
+                tool_call_id=call_id,
+                name=name,
+                status="error",
+            ),
+            "repair",
+            reason="invalid_tool_call",
+        )
     return stamp(
         ToolMessage(
             content=f"[no result was recorded for the {name} call {call_id}]",
@@ -325,17 +371,24 @@ def _placeholder_answer(call_id: str, name: str) -> ToolMessage:
 
 def _close_unit(
     out: list[BaseMessage],
-    pending: dict[str, str],
+    pending: dict[str, tuple[str, str | None]],
     deferred: list[BaseMessage],
     repairs: list[str],
 ) -> None:
     """End the open tool unit: answer its unanswered calls, then release what waited."""
-    for call_id, name in pending.items():
-        out.append(_placeholder_answer(call_id, name))
-        repairs.append(f"answered tool call {call_id!r} ({name}) with a placeholder")
+    for call_id, (name, error) in pending.items():
+        out.append(_placeholder_answer(call_id, name, error))
+        what = "an error result (invalid arguments)" if error is not None else "a placeholder"
+        repairs.append(f"answered tool call {call_id!r} ({name}) with {what}")
     pending.clear()
     out.extend(deferred)
     deferred.clear()
+
+
+def _tool_call_id_of(message: BaseMessage) -> str | None:
+    """The (first) call id a tool result answers (see :func:`answered_ids`)."""
+    ids = answered_ids(message)
+    return ids[0] if ids else None
 
 
 def _regroup_results(messages: Sequence[BaseMessage], repairs: list[str]) -> list[BaseMessage]:
@@ -399,20 +452,68 @@ def system_as_user(message: BaseMessage) -> HumanMessage:
     return stamp(HumanMessage(f"[system] {text}", id=message.id), "repair", reason="system")
 
 
+def _pending_calls(message: AIMessage) -> dict[str, tuple[str, str | None]]:
+    """The calls ``message`` opens: id -> (name, parse error for an invalid call)."""
+    errors = {
+        str(bad.get("id")): str(bad.get("error") or "invalid JSON arguments")
+        for bad in message.invalid_tool_calls
+        if bad.get("id")
+    }
+    valid = {str(c.get("id")) for c in message.tool_calls}
+    return {
+        call_id: (name, errors.get(call_id) if call_id not in valid else None)
+        for call_id, name in call_ids(message)
+    }
+
+
+def _keep_answers(
+    m: BaseMessage, pending: dict[str, tuple[str, str | None]], repairs: list[str]
+) -> BaseMessage | None:
+    """``m`` with only the tool results that answer an open call (``None``: none left).
+
+    A ``ToolMessage`` is kept or dropped whole; an Anthropic user turn loses the
+    ``tool_result`` blocks whose call is not open (a copy).
+    """
+    if not isinstance(m, HumanMessage) or not isinstance(m.content, list):
+        call_id = answered_ids(m)[0]
+        if call_id is not None and call_id in pending:
+            del pending[call_id]
+            return m
+        repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
+        return None
+    kept: list[str | dict[str, object]] = []
+    for block in m.content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = str(block.get("tool_use_id"))
+            if call_id not in pending:
+                repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
+                continue
+            del pending[call_id]
+        kept.append(block)
+    if len(kept) == len(m.content):
+        return m
+    return m.model_copy(update={"content": kept}) if kept else None
+
+
 def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
     """A copy of ``messages`` that passes :func:`request_problems`, and what was changed.
 
     Repairs, each logged by the caller through the returned list:
       * a tool result separated from its call by another message (a user typing while
         the tool ran) is moved back after its call: it is real data;
-      * a tool result whose call is not in front of it is dropped (an orphan);
+      * a tool result whose call is not in front of it is dropped (an orphan; for an
+        Anthropic user turn, its orphan ``tool_result`` blocks);
       * a call never answered gets a stamped placeholder result (``status="error"``), so
-        the model sees that the call happened and returned nothing;
+        the model sees that the call happened and returned nothing; an invalid tool call
+        (unparsable arguments) gets a stamped error result saying so;
+      * thinking blocks behind other content are moved first in their message;
       * a system message after the conversation began becomes a stamped user message
         ("[system] ..."), moved after the tool unit it interrupted;
       * a conversation that does not begin with a user turn gets a stamped placeholder
         user turn in front.
 
+    A current turn whose thinking block was lost cannot be repaired (the block is the
+    provider's, signed): it stays reported by :func:`request_problems`.
     A valid list comes back equal (same objects, in order) with no repairs.
 
     Example:
@@ -428,7 +529,7 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
     messages = _regroup_results(messages, repairs)
     out: list[BaseMessage] = []
     deferred: list[BaseMessage] = []
-    pending: dict[str, str] = {}  # open call id -> tool name
+    pending: dict[str, tuple[str, str | None]] = {}  # open call id -> (name, parse error)
     lead = leading_system_count(messages)
     out.extend(messages[:lead])
     for m in messages[lead:]:
@@ -438,12 +539,9 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
             repairs.append(f"dropped a message that has no provider role: {exc}")
             continue
         if role == "tool":
-            call_id = _tool_call_id_of(m)
-            if call_id is not None and call_id in pending:
-                del pending[call_id]
-                out.append(m)
-            else:
-                repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
+            kept = _keep_answers(m, pending, repairs)
+            if kept is not None:
+                out.append(kept)
             continue
         if role == "system":
             converted = system_as_user(m)
@@ -453,11 +551,15 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
             else:
                 out.append(converted)
             continue
+        if role == "user" and tool_result_ids(m):
+            m = _keep_answers(m, pending, repairs) or m
         _close_unit(out, pending, deferred, repairs)
+        if isinstance(m, AIMessage):
+            m, moved = thinking_first(m)
+            if moved:
+                repairs.append(f"moved the thinking blocks of message {m.id!r} first")
+            pending.update(_pending_calls(m))
         out.append(m)
-        if role == "assistant" and isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                pending[str(call.get("id"))] = call["name"]
     _close_unit(out, pending, deferred, repairs)
     first = leading_system_count(out)
     if first == len(out) or role_of(out[first]) != "user":

@@ -32,6 +32,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.blocks import (
+    IMAGE_MAX_TOKENS,
+    THINKING_TYPES,
+    media_tokens,
+    reasoning_text,
+)
+
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseLanguageModel
 
@@ -52,10 +59,11 @@ __all__ = [
 FRAMING_TOKENS = 4
 """Tokens a message costs beyond its content: the role and separators a chat format adds."""
 
-IMAGE_BLOCK_TOKENS = 85
-"""What an image / audio / file content block counts as. Providers bill images by size,
-which a context manager cannot see from a URL; 85 is OpenAI's low-detail tile, a floor
-rather than a guess at the upper end. Pass an exact counter when images dominate."""
+IMAGE_BLOCK_TOKENS = IMAGE_MAX_TOKENS
+"""What an image whose size cannot be read (a URL, an unreadable header) counts as: the
+ceiling of what providers bill an image, the safe side for a budget. Readable images
+count by their pixel size, files by their kind and size (see
+:func:`~langchain_builderforce_memory.blocks.media_tokens`), never by their base64."""
 
 _CACHE_LIMIT = 200_000
 """Entries the per-counter cache holds before it forgets its older half."""
@@ -182,12 +190,16 @@ def estimate_text_tokens(text: str) -> int:
     return -(-hundredths // 100)
 
 
-def _block_text(block: object) -> tuple[str, int]:
+def _block_text(
+    block: object, count_text: Callable[[str], int], skip_ids: frozenset[str]
+) -> tuple[str, int]:
     """A content block as (text to count, fixed extra tokens).
 
-    Text blocks count their text; image / audio / file blocks a fixed
-    :data:`IMAGE_BLOCK_TOKENS`; anything else (tool_use, reasoning, unknown shapes)
-    its JSON, since that is roughly what goes over the wire.
+    Text blocks count their text; thinking / reasoning blocks their thought (not their
+    signature); media blocks their size class (:func:`~langchain_builderforce_memory.
+    blocks.media_tokens`), never their base64; a ``tool_result`` block its content, the
+    same way; a ``tool_use`` block already in ``tool_calls`` nothing (the payload counts
+    it once); anything else its JSON, roughly what goes over the wire.
     """
     if isinstance(block, str):
         return block, 0
@@ -195,28 +207,49 @@ def _block_text(block: object) -> tuple[str, int]:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             return str(block["text"]), 0
-        if kind in {"image", "image_url", "audio", "input_audio", "file", "video"}:
-            return "", IMAGE_BLOCK_TOKENS
+        if kind in THINKING_TYPES:
+            return reasoning_text(block), 0
+        if kind == "tool_use" and block.get("id") in skip_ids:
+            return "", 0
+        if kind == "tool_result":
+            text, fixed = content_text_for_count(block.get("content") or "", count_text)
+            return f"{block.get('tool_use_id')}\n{text}", fixed
+        media = media_tokens(block, count_text)
+        if media is not None:
+            return "", media
     return json.dumps(block, ensure_ascii=False, default=str, sort_keys=True), 0
 
 
-def content_text_for_count(content: object) -> tuple[str, int]:
+def content_text_for_count(
+    content: object,
+    count_text: Callable[[str], int] | None = None,
+    skip_ids: frozenset[str] = frozenset(),
+) -> tuple[str, int]:
     """The countable text of any message content, plus fixed tokens for media blocks.
 
     Strings count as they are; a content-block list counts block by block (see
-    :data:`IMAGE_BLOCK_TOKENS`); any other value counts as its JSON.
+    :func:`_block_text`; ``count_text`` counts a text file's text); any other value counts
+    as its JSON.
     """
     if isinstance(content, str):
         return content, 0
     if isinstance(content, list):
+        counter = count_text or estimate_text_tokens
         parts: list[str] = []
         extra = 0
         for block in content:
-            text, fixed = _block_text(block)
+            text, fixed = _block_text(block, counter, skip_ids)
             parts.append(text)
             extra += fixed
         return "".join(parts), extra
     return json.dumps(content, ensure_ascii=False, default=str, sort_keys=True), 0
+
+
+def _content_of(message: BaseMessage, count_text: Callable[[str], int]) -> tuple[str, int]:
+    """:func:`content_text_for_count` of a message (its ``tool_calls`` ids not recounted)."""
+    calls = message.tool_calls if isinstance(message, AIMessage) else []
+    skip = frozenset(str(c.get("id")) for c in calls if c.get("id"))
+    return content_text_for_count(message.content, count_text, skip)
 
 
 def tool_call_payload(message: BaseMessage) -> str:
@@ -312,8 +345,9 @@ class _CachedCounter:
 class ApproximateTokenCounter(_CachedCounter):
     """The default estimate: :func:`estimate_text_tokens` of content and calls, + 4 a message.
 
-    Content-block lists count their text blocks' text, media blocks a fixed
-    :data:`IMAGE_BLOCK_TOKENS`, other blocks their JSON.
+    Content-block lists count their text blocks' text, thinking blocks their thought,
+    media blocks by size class (:data:`IMAGE_BLOCK_TOKENS` when unreadable), other blocks
+    their JSON.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -328,7 +362,7 @@ class ApproximateTokenCounter(_CachedCounter):
         return estimate_text_tokens(text)
 
     def _count_uncached(self, message: BaseMessage) -> int:
-        text, fixed = content_text_for_count(message.content)
+        text, fixed = _content_of(message, estimate_text_tokens)
         payload = tool_call_payload(message)
         return (
             estimate_text_tokens(text)
@@ -385,7 +419,7 @@ class TiktokenCounter(_CachedCounter):
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def _count_uncached(self, message: BaseMessage) -> int:
-        text, fixed = content_text_for_count(message.content)
+        text, fixed = _content_of(message, self.count_text)
         payload = tool_call_payload(message)
         return (
             self.count_text(text)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.handoff.note import (
     HandoffNote,
     NoteRequest,
@@ -166,6 +167,13 @@ def _plan_history(
     keep = [False] * len(convo)
     if d >= 0:
         keep[d] = True
+        # With thinking on, the running tool loop's opening turn (its thinking) is as
+        # irreducible as the directive: without it the provider rejects the request.
+        span = thinking_span(convo)
+        if span is not None and d < span[0]:
+            for i in range(*span):
+                keep[i] = True
+                core += sizes[i]
 
     # The irreducible core does not fit: send it anyway and say so.
     if core > budget:

@@ -23,12 +23,8 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_builderforce_memory.messages import (
-    is_stamped,
-    role_of,
-    stamp,
-    tool_call_units,
-)
+from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.messages import is_stamped, role_of, stamp, tool_call_units
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -498,6 +494,11 @@ def assemble_compacted(
     directive = pinned_directive_index(convo, tail_start)
     if directive >= 0:
         out.append(convo[directive])
+        # With thinking on, the running tool loop must open with its thinking turn: it
+        # stays with the directive while later steps of the loop go to the note.
+        span = thinking_span(convo)
+        if span is not None and directive < span[0] and span[1] <= tail_start:
+            out.extend(convo[span[0] : span[1]])
     out.extend(convo[tail_start:])
     return out
 

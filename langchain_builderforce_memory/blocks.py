@@ -1,0 +1,438 @@
+"""Provider content shapes: what a message's content blocks mean for roles, calls and counts.
+
+LangChain messages carry provider-native content blocks, and a request built from them
+is only as valid as our reading of them:
+
+- **Anthropic native.** An assistant turn lists ``tool_use`` blocks in its content (with
+  or without matching ``tool_calls``); the answers come back as ``tool_result`` blocks in
+  a USER turn. A human message made only of ``tool_result`` blocks is therefore a tool
+  result, not a directive, and it answers the calls of the turn before it.
+- **Thinking.** With extended thinking, the assistant turn that calls tools opens with
+  ``thinking`` / ``redacted_thinking`` blocks, which must stay first and verbatim while
+  its tool loop runs. OpenAI Responses keeps ``reasoning`` items the same way.
+- **Invalid tool calls.** A call whose arguments did not parse is in
+  ``invalid_tool_calls``; providers still send it as a call, so it needs an answer.
+- **Media.** Image and file blocks cost what their size says, never their base64
+  length: an image is counted from its pixel size (read from its header with
+  ``imagesize``), a text file from its text, anything else by size class.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+import imagesize
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    ToolMessage,
+)
+
+__all__ = [
+    "IMAGE_MAX_TOKENS",
+    "IMAGE_MIN_TOKENS",
+    "THINKING_TYPES",
+    "call_ids",
+    "current_turn_start",
+    "has_thinking",
+    "is_tool_result_turn",
+    "media_tokens",
+    "opens_with_thinking",
+    "reasoning_text",
+    "thinking_first",
+    "thinking_out_of_place",
+    "thinking_problems",
+    "thinking_span",
+    "tool_result_ids",
+]
+
+THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
+"""Block types that carry a model's reasoning (Anthropic thinking, OpenAI Responses)."""
+_SIGNED_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+"""Anthropic's thinking blocks: with thinking on, the running tool loop must open with one."""
+
+_CALL_BLOCK_TYPES: Final = frozenset({"tool_use", "function_call", "tool_call"})
+_RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
+_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
+_FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
+_AUDIO_TYPES: Final = frozenset({"audio", "input_audio", "video"})
+
+IMAGE_MIN_TOKENS: Final = 85
+"""An image's floor: OpenAI's low-detail price, and what ``detail="low"`` costs."""
+IMAGE_MAX_TOKENS: Final = 1_600
+"""An image's ceiling: Anthropic resizes to about 1.15 megapixels (~1,600 tokens) and
+OpenAI's high detail of a 2048 x 768 image costs 1,105. Used for an image whose size
+cannot be read (a URL): the safe side for a budget."""
+_PIXELS_PER_TOKEN: Final = 750
+"""Anthropic's published rule: tokens = width x height / 750, after the resize."""
+_LONG_EDGE: Final = 1_568
+_HEADER_CHARS: Final = 96_000
+"""Base64 characters decoded to read an image's size: headers (EXIF included) fit."""
+_PDF_PAGE_TOKENS: Final = 2_000
+"""A PDF page: its text (~500 tokens) plus the page image Anthropic and OpenAI add."""
+_AUDIO_TOKENS: Final = 1_600
+_FILE_CLASSES: Final = ((16_384, 512), (131_072, 2_048), (1_048_576, 8_192))
+"""(decoded bytes at most, tokens) for a binary file whose kind cannot be counted."""
+_FILE_CEILING: Final = 32_768
+
+
+def _blocks(message: BaseMessage) -> list[Mapping[str, object]]:
+    content = message.content
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, Mapping)]
+
+
+def call_ids(message: BaseMessage) -> list[tuple[str, str]]:
+    """The calls an assistant message makes, as ``(id, name)``, in order, each once.
+
+    ``tool_calls``, then ``tool_use`` / ``function_call`` content blocks not among them
+    (Anthropic-native records), then ``invalid_tool_calls`` (providers send those as calls
+    too, so they need an answer). Calls without an id cannot be answered and are skipped.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> m = AIMessage(
+        ...     [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        ...     invalid_tool_calls=[{"name": "cat", "args": "{bad", "id": "t2", "error": None}],
+        ... )
+        >>> call_ids(m)
+        [('t1', 'ls'), ('t2', 'cat')]
+    """
+    if not isinstance(message, AIMessage):
+        return []
+    out: dict[str, str] = {}
+    for call in message.tool_calls:
+        if call.get("id"):
+            out.setdefault(str(call["id"]), call["name"])
+    for block in _blocks(message):
+        if block.get("type") in _CALL_BLOCK_TYPES:
+            key = block.get("id") if block.get("type") != "function_call" else block.get("call_id")
+            if isinstance(key, str) and key:
+                out.setdefault(key, str(block.get("name") or "tool"))
+    for bad in message.invalid_tool_calls:
+        if bad.get("id"):
+            out.setdefault(str(bad["id"]), str(bad.get("name") or "tool"))
+    return list(out.items())
+
+
+def tool_result_ids(message: BaseMessage) -> list[str]:
+    """The call ids a human message's ``tool_result`` blocks answer (Anthropic native)."""
+    if not isinstance(message, HumanMessage):
+        return []
+    return [
+        str(b.get("tool_use_id")) for b in _blocks(message) if b.get("type") in _RESULT_BLOCK_TYPES
+    ]
+
+
+def is_tool_result_turn(message: BaseMessage) -> bool:
+    """True for a human message made only of ``tool_result`` blocks: a tool result.
+
+    Such a turn answers the calls before it; it is not a directive, and a view may not
+    start or be cut at it.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> is_tool_result_turn(HumanMessage([{"type": "tool_result", "tool_use_id": "t1",
+        ...                                    "content": "ok"}]))
+        True
+        >>> is_tool_result_turn(HumanMessage("fix the tests"))
+        False
+    """
+    if not isinstance(message, HumanMessage) or not isinstance(message.content, list):
+        return False
+    content = message.content
+    return bool(content) and all(
+        isinstance(b, Mapping) and b.get("type") in _RESULT_BLOCK_TYPES for b in content
+    )
+
+
+def opens_with_thinking(message: BaseMessage) -> bool:
+    """True when an assistant message's content opens with an Anthropic thinking block."""
+    blocks = message.content if isinstance(message.content, list) else []
+    return (
+        bool(blocks)
+        and isinstance(blocks[0], Mapping)
+        and blocks[0].get("type") in _SIGNED_THINKING
+    )
+
+
+def has_thinking(message: BaseMessage) -> bool:
+    """True when an assistant message carries an Anthropic thinking block."""
+    return isinstance(message, AIMessage) and any(
+        b.get("type") in _SIGNED_THINKING for b in _blocks(message)
+    )
+
+
+def thinking_out_of_place(message: BaseMessage) -> bool:
+    """True when a thinking block follows a non-thinking block (reordered or separated)."""
+    seen_other = False
+    for block in _blocks(message):
+        if block.get("type") in THINKING_TYPES:
+            if seen_other:
+                return True
+        else:
+            seen_other = True
+    return False
+
+
+def reasoning_text(block: Mapping[str, object]) -> str:
+    """The countable text of a thinking / reasoning block (signatures are not text).
+
+    ``thinking`` counts its thought; ``redacted_thinking`` its opaque data (the provider
+    bills the thought it stands for, which that data's size tracks); OpenAI ``reasoning``
+    its summary texts and any encrypted content.
+    """
+    kind = block.get("type")
+    if kind == "thinking":
+        return str(block.get("thinking") or "")
+    if kind == "redacted_thinking":
+        return str(block.get("data") or "")
+    parts: list[str] = []
+    summary = block.get("summary")
+    if isinstance(summary, list):
+        parts.extend(str(s.get("text") or "") for s in summary if isinstance(s, Mapping))
+    for key in ("reasoning", "text"):
+        value = block.get(key)
+        if isinstance(value, str):
+            parts.append(value)
+    encrypted = block.get("encrypted_content")
+    if isinstance(encrypted, str):
+        parts.append(encrypted)
+    return "\n".join(parts)
+
+
+def _turn_role(message: BaseMessage) -> str:
+    """``"user"``, ``"tool"``, ``"assistant"`` or ``"other"`` as the wire groups turns."""
+    if isinstance(message, ToolMessage | FunctionMessage) or is_tool_result_turn(message):
+        return "tool"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, ChatMessage):
+        role = message.role.lower()
+        if role in {"tool", "function"}:
+            return "tool"
+        if role in {"user", "human"}:
+            return "user"
+    return "other"
+
+
+def current_turn_start(messages: Sequence[BaseMessage]) -> int:
+    """Where the provider's current turn begins; ``len(messages)`` when there is none.
+
+    The last user message that is not a tool result and does not follow one: a user
+    message after tool results is merged into their turn on the wire (langchain-anthropic
+    sends both as one user turn), so it does not end the tool loop.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> current_turn_start([HumanMessage("a"), AIMessage("b"), HumanMessage("c")])
+        2
+    """
+    roles = [_turn_role(m) for m in messages]
+    for i in range(len(messages) - 1, -1, -1):
+        if roles[i] == "user" and (i == 0 or roles[i - 1] != "tool"):
+            return i
+    return len(messages)
+
+
+def thinking_problems(
+    messages: Sequence[BaseMessage], *, thinking: bool | None = None
+) -> list[str]:
+    """Thinking blocks a provider would reject: reordered, or lost from the current turn.
+
+    Anthropic's rule: with extended thinking on, the assistant turn whose tool loop is
+    running (the current turn, see :func:`current_turn_start`) must open with its
+    ``thinking`` / ``redacted_thinking`` block, and thinking blocks come before the text
+    and tool calls of their message. ``thinking=None`` infers "thinking is on" from any
+    assistant message that carries a thinking block.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> call = AIMessage([{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
+        >>> loop = [HumanMessage("go"), call, ToolMessage("a.py", tool_call_id="t1")]
+        >>> thinking_problems(loop, thinking=True)[0][:40]
+        'message 1: the current turn opens with a'
+    """
+    problems = [
+        f"message {i}: a thinking block follows other content; providers need thinking "
+        "blocks first in their message"
+        for i, m in enumerate(messages)
+        if isinstance(m, AIMessage) and thinking_out_of_place(m)
+    ]
+    uses = thinking if thinking is not None else any(has_thinking(m) for m in messages)
+    if not uses:
+        return problems
+    turn = [
+        (i, m)
+        for i, m in enumerate(messages)
+        if i >= current_turn_start(messages) and isinstance(m, AIMessage)
+    ]
+    if turn and any(call_ids(m) for _, m in turn) and not opens_with_thinking(turn[0][1]):
+        at, first = turn[0]
+        kinds = [b.get("type") for b in _blocks(first)] or ["text"]
+        problems.append(
+            f"message {at}: the current turn opens with an assistant message of {kinds}, but "
+            "thinking is on and its tool loop is running: its thinking block was lost (keep "
+            "the turn's thinking blocks first and verbatim)"
+        )
+    return problems
+
+
+def thinking_span(messages: Sequence[BaseMessage]) -> tuple[int, int] | None:
+    """The current turn's opening assistant message and its tool results, as ``(start, end)``.
+
+    Only when that message carries an Anthropic thinking block: with thinking on, the
+    running tool loop must open with it, so a view that cuts inside the current turn keeps
+    this span right after the directive (every later step of the loop may go to the note,
+    the thinking may not). ``None`` otherwise.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> think = {"type": "thinking", "thinking": "hm", "signature": "s"}
+        >>> call = AIMessage([think, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
+        >>> thinking_span([HumanMessage("go"), call, ToolMessage("a", tool_call_id="t1")])
+        (1, 3)
+    """
+    start = current_turn_start(messages)
+    first = next(
+        (i for i in range(start + 1, len(messages)) if isinstance(messages[i], AIMessage)), -1
+    )
+    if first < 0 or not has_thinking(messages[first]):
+        return None
+    end = first + 1
+    while end < len(messages) and _turn_role(messages[end]) == "tool":
+        end += 1
+    return first, end
+
+
+def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:
+    """``message`` with its thinking blocks moved in front (a copy), and whether it moved."""
+    if not thinking_out_of_place(message) or not isinstance(message.content, list):
+        return message, False
+    blocks = message.content
+
+    def thought(b: object) -> bool:
+        return isinstance(b, Mapping) and b.get("type") in THINKING_TYPES
+
+    ordered = [b for b in blocks if thought(b)] + [b for b in blocks if not thought(b)]
+    return message.model_copy(update={"content": ordered}), True
+
+
+# ------------------------------------------------------------------------ media counts
+
+
+def _data_of(block: Mapping[str, object]) -> tuple[str | None, str | None, str | None]:
+    """(base64 data, url, mime type) of a media block in any LangChain / provider shape."""
+    mime = block.get("mime_type") or block.get("media_type")
+    data = block.get("base64") or block.get("data")
+    url = block.get("url")
+    source = block.get("source")
+    if isinstance(source, Mapping):  # Anthropic: {"source": {"type": "base64", ...}}
+        mime = mime or source.get("media_type")
+        data = data or (source.get("data") if source.get("type") == "base64" else None)
+        url = url or source.get("url")
+        if source.get("type") == "text" and isinstance(source.get("data"), str):
+            return None, None, "text/plain:" + str(source["data"])
+    for key in ("image_url", "file", "input_audio"):  # OpenAI chat shapes
+        inner = block.get(key)
+        if isinstance(inner, Mapping):
+            url = url or inner.get("url")
+            data = data or inner.get("file_data") or inner.get("data")
+        elif isinstance(inner, str):
+            url = url or inner
+    if isinstance(url, str) and url.startswith("data:"):
+        head, _, payload = url.partition(",")
+        mime = mime or head[5:].split(";")[0]
+        data, url = data or payload, None
+    if isinstance(data, str) and data.startswith("data:"):
+        head, _, data = data.partition(",")
+        mime = mime or head[5:].split(";")[0]
+    return (
+        data if isinstance(data, str) else None,
+        url if isinstance(url, str) else None,
+        mime if isinstance(mime, str) else None,
+    )
+
+
+def _decode(data: str, limit: int | None = None) -> bytes:
+    chunk = data if limit is None else data[: limit - limit % 4]
+    try:
+        return base64.b64decode(chunk + "=" * (-len(chunk) % 4), validate=False)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
+    detail = block.get("detail")
+    inner = block.get("image_url")
+    if isinstance(inner, Mapping):
+        detail = detail or inner.get("detail")
+    if detail == "low":
+        return IMAGE_MIN_TOKENS
+    if data is None:
+        return IMAGE_MAX_TOKENS
+    size: tuple[int, int] = imagesize.get(io.BytesIO(_decode(data, _HEADER_CHARS)))
+    width, height = size
+    if width <= 0 or height <= 0:
+        return IMAGE_MAX_TOKENS
+    scale = min(1.0, _LONG_EDGE / max(width, height))
+    tokens = math.ceil(width * scale * height * scale / _PIXELS_PER_TOKEN)
+    return max(IMAGE_MIN_TOKENS, min(IMAGE_MAX_TOKENS, tokens))
+
+
+def _file_tokens(data: str | None, mime: str | None, count_text: Callable[[str], int]) -> int:
+    if mime is not None and mime.startswith("text/plain:"):
+        return count_text(mime.removeprefix("text/plain:"))
+    if data is None:
+        return _FILE_CEILING  # a URL or a provider file id: its size cannot be seen
+    raw = _decode(data)
+    if mime is not None and (mime.startswith("text/") or mime in {"application/json"}):
+        return count_text(raw.decode("utf-8", errors="replace"))
+    if mime == "application/pdf" or raw.startswith(b"%PDF"):
+        pages = raw.count(b"/Type /Page") - raw.count(b"/Type /Pages")
+        pages = max(pages, raw.count(b"/Type/Page") - raw.count(b"/Type/Pages"), 1)
+        return pages * _PDF_PAGE_TOKENS
+    for limit, tokens in _FILE_CLASSES:
+        if len(raw) <= limit:
+            return tokens
+    return _FILE_CEILING
+
+
+def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) -> int | None:
+    """What an image / file / audio block costs, or ``None`` for any other block.
+
+    Images: their pixel size read from the header (``width x height / 750`` after a resize
+    to a 1,568-pixel long edge, between :data:`IMAGE_MIN_TOKENS` and
+    :data:`IMAGE_MAX_TOKENS`); ``detail="low"`` the floor; a URL the ceiling. Files: a
+    text file its text, a PDF ~2,000 tokens a page, anything else by size class. Never
+    the base64 length.
+
+    Example:
+        >>> media_tokens({"type": "image_url", "image_url": {"url": "https://x/y.png"}}, len)
+        1600
+        >>> media_tokens({"type": "text", "text": "hi"}, len) is None
+        True
+    """
+    kind = block.get("type")
+    if kind in _IMAGE_TYPES:
+        data, _url, _mime = _data_of(block)
+        return _image_tokens(block, data)
+    if kind in _FILE_TYPES:
+        data, _url, mime = _data_of(block)
+        if isinstance(mime, str) and mime.startswith("image/") and data is not None:
+            return _image_tokens(block, data)
+        return _file_tokens(data, mime, count_text)
+    if kind in _AUDIO_TYPES:
+        return _AUDIO_TOKENS
+    return None

@@ -1,0 +1,205 @@
+"""Usage-anchored counting: budgets in the provider's own tokens.
+
+Every budget here is counted with a :class:`~langchain_builderforce_memory.tokens.
+TokenCounter`, and no local counter is the provider's tokenizer: the approximate
+``ceil(chars / 4)`` is ~18% low on TSX source and ~27% high on prose against cl100k, and
+Claude's and Gemini's tokenizers differ again. The provider says the truth after every
+call, in ``AIMessage.usage_metadata["input_tokens"]``. :class:`UsageCalibration` keeps,
+per thread, the measured ratio of that number to our count of the request that got it:
+
+- a sample is ``input_tokens / our count of what was sent``, clamped to
+  ``[RATIO_MIN, RATIO_MAX]`` (a cached prompt or a broken usage report cannot make the
+  budget absurd);
+- it is smoothed asymmetrically: a higher ratio is adopted at once (running over the
+  window is the failure to avoid), a lower one only halfway (one small request does not
+  relax the budget);
+- until the first usage arrives the budget keeps a safety margin (:data:`FIRST_MARGIN`);
+- it is reset when the serving model changes (another tokenizer);
+- an overflow (``ContextOverflowError``) teaches a ceiling: the refused request's size,
+  in provider tokens, less a tenth.
+
+Budgets are then enforced as ``our count x factor <= budget``: :meth:`UsageCalibration.
+scale` turns a budget in provider tokens into our counter's tokens. The calibration is
+plain JSON in the graph state (:data:`CALIBRATION_KEY`, next to the memo), so a
+checkpointer keeps it with the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Final
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+__all__ = [
+    "CALIBRATION_KEY",
+    "FIRST_MARGIN",
+    "RATIO_MAX",
+    "RATIO_MIN",
+    "UsageCalibration",
+    "input_tokens_of",
+]
+
+logger = logging.getLogger(__name__)
+
+CALIBRATION_KEY: Final = "builderforce_calibration"
+"""State key of the thread's :class:`UsageCalibration` (plain JSON) or ``None``."""
+
+RATIO_MIN: Final = 0.5
+"""The lowest ratio believed: below it the report is a cache hit or a broken count."""
+RATIO_MAX: Final = 3.0
+"""The highest ratio believed (images and tool schemas can triple a text estimate)."""
+FIRST_MARGIN: Final = 1.25
+"""The factor before the first usage report: covers the approximate counter's worst
+measured error (18% low on TSX source) with room to spare."""
+HEADROOM: Final = 1.02
+"""Kept on top of a measured ratio: the next request is not the one that was measured."""
+OVERFLOW_SHRINK: Final = 0.9
+"""A refused request teaches a ceiling of its size times this."""
+
+
+def input_tokens_of(message: BaseMessage) -> int | None:
+    """The provider's input-token count in ``message.usage_metadata``, or ``None``.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> usage = {"input_tokens": 1200, "output_tokens": 30, "total_tokens": 1230}
+        >>> input_tokens_of(AIMessage("ok", usage_metadata=usage))
+        1200
+    """
+    if not isinstance(message, AIMessage) or not message.usage_metadata:
+        return None
+    value = message.usage_metadata.get("input_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageCalibration:
+    """One thread's measured ratio of the provider's input tokens to our count."""
+
+    ratio: float = 1.0
+    """The smoothed ratio (provider tokens per token of ours); meaningless at 0 samples."""
+    samples: int = 0
+    """Usage reports folded into :attr:`ratio` since the last reset."""
+    model: str | None = None
+    """The model the ratio was measured on; another model starts over."""
+    ceiling: int | None = None
+    """Provider tokens a request may hold, learned from an overflow (``None``: none)."""
+    sent_tokens: int | None = None
+    """Our count of the last request sent, waiting for its usage report."""
+    sent_at: int | None = None
+    """The record's length when it was sent: its response is the first AI message after."""
+
+    @property
+    def factor(self) -> float:
+        """Provider tokens per token of ours, as budgets use it (margins included)."""
+        if self.samples == 0:
+            return FIRST_MARGIN
+        return self.ratio * HEADROOM
+
+    def scale(self, budget: int) -> int:
+        """``budget`` (provider tokens) in our counter's tokens; the ceiling applies.
+
+        Example:
+            >>> UsageCalibration(ratio=1.3, samples=2).scale(13_000)
+            9803
+            >>> UsageCalibration().scale(10_000)  # before the first usage: the margin
+            8000
+        """
+        limit = budget if self.ceiling is None else min(budget, self.ceiling)
+        return max(1, math.floor(limit / self.factor))
+
+    def for_model(self, model: str | None) -> UsageCalibration:
+        """This calibration, or a fresh one when ``model`` is another model."""
+        if model is None or self.model in (None, model):
+            return replace(self, model=model or self.model)
+        logger.info("usage calibration reset: the model changed from %s to %s", self.model, model)
+        return UsageCalibration(model=model)
+
+    def observe(self, input_tokens: int, our_tokens: int) -> UsageCalibration:
+        """Fold one usage report in: ``input_tokens`` for a request we counted ``our_tokens``.
+
+        Example:
+            >>> cal = UsageCalibration().observe(1_300, 1_000)
+            >>> cal.ratio, cal.samples
+            (1.3, 1)
+            >>> cal.observe(1_100, 1_000).ratio  # lower: only halfway
+            1.2
+        """
+        if our_tokens <= 0 or input_tokens <= 0:
+            return self
+        sample = min(RATIO_MAX, max(RATIO_MIN, input_tokens / our_tokens))
+        if self.samples == 0 or sample >= self.ratio:
+            ratio = sample
+        else:
+            ratio = (self.ratio + sample) / 2
+        return replace(self, ratio=round(ratio, 4), samples=self.samples + 1, sent_tokens=None)
+
+    def overflowed(self, our_tokens: int) -> UsageCalibration:
+        """Learn from a refused request of ``our_tokens``: its provider size was too much.
+
+        The ceiling becomes that size in provider tokens less a tenth; the ratio, when it
+        was still a guess, is kept at the margin.
+        """
+        refused = math.floor(our_tokens * self.factor * OVERFLOW_SHRINK)
+        ceiling = refused if self.ceiling is None else min(self.ceiling, refused)
+        return replace(self, ceiling=max(1, ceiling))
+
+    def sent(self, our_tokens: int, at: int) -> UsageCalibration:
+        """Remember the request just built (its usage report is read next turn)."""
+        return replace(self, sent_tokens=our_tokens, sent_at=at)
+
+    def read_usage(self, record: Sequence[BaseMessage]) -> UsageCalibration:
+        """Fold in the usage report of the request sent last, found in ``record``.
+
+        The response to a request built from ``record[:sent_at]`` is the first AI message
+        at or after ``sent_at``. Without a report (a fake model, a provider that does not
+        say) the calibration is unchanged.
+        """
+        if self.sent_tokens is None or self.sent_at is None:
+            return self
+        for m in record[self.sent_at : self.sent_at + 8]:
+            if isinstance(m, AIMessage):
+                reported = input_tokens_of(m)
+                if reported is None:
+                    return replace(self, sent_tokens=None, sent_at=None)
+                return self.observe(reported, self.sent_tokens)
+        return self
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON for the graph state."""
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, raw: object) -> UsageCalibration:
+        """The calibration a state holds; a fresh one for ``None`` or an unreadable value.
+
+        Example:
+            >>> UsageCalibration.from_state({"ratio": 1.2, "samples": 3}).factor
+            1.224
+        """
+        if not isinstance(raw, Mapping):
+            return cls()
+        try:
+            ratio = float(raw.get("ratio", 1.0))
+            samples = int(raw.get("samples", 0))
+            model = raw.get("model")
+            ceiling = raw.get("ceiling")
+            sent_tokens = raw.get("sent_tokens")
+            sent_at = raw.get("sent_at")
+        except (TypeError, ValueError):
+            logger.warning("ignoring an unreadable %s in the graph state", CALIBRATION_KEY)
+            return cls()
+        if not (RATIO_MIN <= ratio <= RATIO_MAX) or samples < 0:
+            return cls()
+        return cls(
+            ratio=ratio,
+            samples=samples,
+            model=model if isinstance(model, str) else None,
+            ceiling=ceiling if isinstance(ceiling, int) and ceiling > 0 else None,
+            sent_tokens=sent_tokens if isinstance(sent_tokens, int) else None,
+            sent_at=sent_at if isinstance(sent_at, int) else None,
+        )

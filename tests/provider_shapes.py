@@ -1,0 +1,453 @@
+"""Recorded provider response shapes and strict wire checks, one per provider.
+
+Each :class:`Shape` plays a model's responses as the provider's LangChain integration
+records them (Anthropic extended thinking with tool use; Anthropic-native ``tool_use`` /
+``tool_result`` blocks; OpenAI Responses ``reasoning`` items; images; invalid tool calls)
+and writes the tool results the way that integration's records hold them. The wire
+checks convert a request with langchain-anthropic's / langchain-openai's OWN formatting
+functions and then check what the provider's API enforces.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_anthropic.chat_models import _format_messages
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_openai.chat_models.base import (
+    _construct_responses_api_input,
+    _convert_message_to_dict,
+)
+
+CALLS_PER_DIRECTIVE = 10
+"""Model calls per directive: nine tool rounds and an answer."""
+
+DIRECTIVES = [
+    f"Task {d}: port module m{d} to the new API and keep its tests green." for d in range(10)
+]
+"""Ten directives x ten model calls: the 100-turn loop."""
+
+
+def png(width: int, height: int) -> bytes:
+    """A real (tiny, one-colour) PNG of ``width`` x ``height``: its header is what counts."""
+    raw = b"".join(b"\x00" + b"\x00" * width * 3 for _ in range(min(height, 4)))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+
+
+def png_b64(width: int, height: int) -> str:
+    return base64.b64encode(png(width, height)).decode()
+
+
+def _result_text(call_id: str, size: int) -> str:
+    words = ("def", "return", "self", "value", "config", "parse", "window", "token")
+    return f"# result of {call_id}\n" + " ".join(words[(i * 7) % 8] for i in range(size))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A provider's response shape: what the model answers and how results are recorded."""
+
+    name: str
+    respond: Callable[[int], AIMessage]
+    """The ``i``-th model response of the loop (call ``i % 10 == 9`` answers in text)."""
+    results: Callable[[AIMessage], list[BaseMessage]]
+    """The tool results recorded after a response's calls (graph-free loops)."""
+    wire: Callable[[Sequence[BaseMessage]], list[str]]
+    """Problems the provider's API would reject in a request (``[]``: accepted)."""
+    thinking: bool = False
+    """Whether the provider runs with thinking on (``request_problems(thinking=...)``)."""
+    native_results: bool = False
+    """Results are Anthropic user turns of ``tool_result`` blocks, not ``ToolMessage`` s."""
+
+
+# ------------------------------------------------------------------------ responses
+
+
+def _step(i: int) -> tuple[int, int]:
+    return i // CALLS_PER_DIRECTIVE, i % CALLS_PER_DIRECTIVE
+
+
+def _calls(i: int) -> list[dict[str, Any]]:
+    n = 2 if i % 4 == 1 else 1
+    return [
+        {
+            "name": "read_file",
+            "args": {"path": f"src/m{i}_{k}.py"},
+            "id": f"toolu_{i}_{k}",
+            "type": "tool_call",
+        }
+        for k in range(n)
+    ]
+
+
+def _tool_use(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]} for c in calls
+    ]
+
+
+def anthropic_thinking_response(i: int) -> AIMessage:
+    """Claude with extended thinking: ``[thinking, text, tool_use...]`` and ``tool_calls``.
+
+    Without interleaved thinking Claude thinks once, at the start of its turn: the later
+    calls of the tool loop carry no thinking block (even directives). With interleaved
+    thinking every step thinks (odd directives). Every third thought is redacted, as
+    Anthropic does for flagged reasoning.
+    """
+    d, k = _step(i)
+    thought: dict[str, Any] = (
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy" + "Qk" * 200}
+        if i % 3 == 2
+        else {
+            "type": "thinking",
+            "thinking": f"Turn {i}: " + "let me reason. " * 60,
+            "signature": "Sig" + "x" * 300,
+        }
+    )
+    meta = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
+    thoughts = [thought] if k == 0 or d % 2 == 1 else []
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage(
+            [*thoughts, {"type": "text", "text": f"Done with step set {i}."}],
+            response_metadata=meta,
+        )
+    calls = _calls(i)
+    content = [
+        *thoughts,
+        {"type": "text", "text": f"Reading files for turn {i}."},
+        *_tool_use(calls),
+    ]
+    return AIMessage(content, tool_calls=calls, response_metadata=meta)
+
+
+def anthropic_native_response(i: int) -> AIMessage:
+    """A raw Anthropic record: ``tool_use`` blocks in the content, no ``tool_calls``."""
+    _, k = _step(i)
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage([{"type": "text", "text": f"Finished turn {i}."}])
+    return AIMessage([{"type": "text", "text": f"Turn {i}."}, *_tool_use(_calls(i))])
+
+
+def openai_reasoning_response(i: int) -> AIMessage:
+    """OpenAI Responses (``output_version="responses/v1"``): a reasoning item, then a
+    ``function_call`` item per call, and the matching ``tool_calls``."""
+    _, k = _step(i)
+    reasoning = {
+        "type": "reasoning",
+        "id": f"rs_{i:04d}",
+        "summary": [
+            {"type": "summary_text", "text": f"Plan for turn {i}: " + "check the code. " * 30}
+        ],
+    }
+    meta = {"model_provider": "openai", "model_name": "gpt-5"}
+    if k == CALLS_PER_DIRECTIVE - 1:
+        text = {"type": "text", "text": f"All done for turn {i}.", "id": f"msg_{i:04d}"}
+        return AIMessage([reasoning, text], response_metadata=meta)
+    calls = _calls(i)
+    items = [
+        {
+            "type": "function_call",
+            "call_id": c["id"],
+            "name": c["name"],
+            "arguments": f'{{"path": "{c["args"]["path"]}"}}',
+            "id": f"fc_{c['id']}",
+        }
+        for c in calls
+    ]
+    return AIMessage([reasoning, *items], tool_calls=calls, response_metadata=meta)
+
+
+def image_response(i: int) -> AIMessage:
+    """A plain tool-calling response; the images come in the tool results and directives."""
+    _, k = _step(i)
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage(f"Looked at the screenshots of turn {i}.")
+    calls = [dict(c, name="screenshot") for c in _calls(i)]
+    return AIMessage(f"Taking screenshots for turn {i}.", tool_calls=calls)
+
+
+def invalid_call_response(i: int) -> AIMessage:
+    """Every third tool turn also emits a call whose arguments did not parse."""
+    _, k = _step(i)
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage(f"Answer {i}.")
+    calls = _calls(i)
+    bad = (
+        [
+            {
+                "name": "read_file",
+                "args": '{"path": "src/broken',
+                "id": f"bad_{i}",
+                "error": "Unterminated string",
+                "type": "invalid_tool_call",
+            }
+        ]
+        if i % 3 == 0
+        else []
+    )
+    return AIMessage(f"Turn {i}.", tool_calls=calls, invalid_tool_calls=bad)
+
+
+# ------------------------------------------------------------------------ results
+
+
+def tool_messages(response: AIMessage, size: int = 1_400) -> list[BaseMessage]:
+    return [
+        ToolMessage(_result_text(c["id"] or "", size), tool_call_id=c["id"] or "", name=c["name"])
+        for c in response.tool_calls
+    ]
+
+
+def native_results(response: AIMessage, size: int = 1_400) -> list[BaseMessage]:
+    ids = [b["id"] for b in response.content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if not ids:
+        return []
+    return [
+        HumanMessage(
+            [
+                {"type": "tool_result", "tool_use_id": cid, "content": _result_text(cid, size)}
+                for cid in ids
+            ]
+        )
+    ]
+
+
+def image_results(response: AIMessage) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for n, c in enumerate(response.tool_calls):
+        w, h = ((1920, 1080), (640, 480), (4000, 3000))[n % 3]
+        out.append(
+            ToolMessage(
+                [
+                    {"type": "text", "text": f"screenshot {c['id']}"},
+                    {"type": "image", "base64": png_b64(w, h), "mime_type": "image/png"},
+                ],
+                tool_call_id=c["id"] or "",
+                name=c["name"],
+            )
+        )
+    return out
+
+
+def image_directive(d: int) -> HumanMessage:
+    """A directive with an attached screenshot (OpenAI chat shape, a data URL)."""
+    return HumanMessage(
+        [
+            {"type": "text", "text": DIRECTIVES[d]},
+            {
+                "type": "image_url",
+                "image_url": {"url": f"data:image/png;base64,{png_b64(1280, 720)}"},
+            },
+        ]
+    )
+
+
+# ------------------------------------------------------------------------ wire checks
+
+
+def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -> list[str]:
+    """Format with langchain-anthropic, then check the Messages API's rules.
+
+    Roles alternate and start with a user turn; every ``tool_use`` is answered by a
+    ``tool_result`` in the next user turn and every ``tool_result`` answers the turn
+    before; no base64 survives outside an image / document source; with thinking on,
+    thinking blocks come first and the running tool loop's first assistant turn opens
+    with one.
+    """
+    try:
+        _system, wire = _format_messages(list(messages), model="claude-sonnet-4-5")
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"langchain-anthropic could not format the request: {exc}"]
+    problems: list[str] = []
+    if not wire or wire[0]["role"] != "user":
+        problems.append("the first message is not a user turn")
+    for a, b in itertools.pairwise(wire):
+        if a["role"] == b["role"]:
+            problems.append(f"two {a['role']} turns in a row")
+    turn_start = 0
+    for i, m in enumerate(wire):
+        blocks = (
+            m["content"]
+            if isinstance(m["content"], list)
+            else [{"type": "text", "text": m["content"]}]
+        )
+        kinds = [b.get("type") for b in blocks]
+        if m["role"] == "user" and "tool_result" not in kinds:
+            turn_start = i
+        if m["role"] == "assistant":
+            uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+            thinks = [k in ("thinking", "redacted_thinking") for k in kinds]
+            if any(thinks) and not all(thinks[: sum(thinks)]):
+                problems.append(f"wire {i}: thinking is not first: {kinds}")
+            nxt = wire[i + 1] if i + 1 < len(wire) else None
+            answered = (
+                [
+                    b.get("tool_use_id")
+                    for b in nxt["content"]
+                    if isinstance(b, dict) and b.get("type") == "tool_result"
+                ]
+                if nxt is not None and isinstance(nxt["content"], list)
+                else []
+            )
+            if uses and sorted(answered) != sorted(uses):
+                problems.append(f"wire {i}: tool_use {uses} answered by {answered}")
+        if m["role"] == "user" and i > 0:
+            prev = wire[i - 1]
+            prev_uses = (
+                {
+                    b.get("id")
+                    for b in prev["content"]
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                }
+                if isinstance(prev["content"], list)
+                else set()
+            )
+            for b in blocks:
+                if b.get("type") == "tool_result" and b.get("tool_use_id") not in prev_uses:
+                    problems.append(f"wire {i}: orphan tool_result {b.get('tool_use_id')}")
+    if (
+        thinking
+        and wire
+        and any(
+            m["role"] == "assistant"
+            and isinstance(m["content"], list)
+            and any(b.get("type") == "tool_use" for b in m["content"])
+            for m in wire[turn_start:]
+        )
+    ):
+        first = next((m for m in wire[turn_start:] if m["role"] == "assistant"), None)
+        if first is not None:
+            head = (
+                first["content"][0].get("type")
+                if isinstance(first["content"], list) and first["content"]
+                else "text"
+            )
+            if head not in ("thinking", "redacted_thinking"):
+                problems.append(
+                    f"the running tool loop's assistant turn opens with {head!r}, not thinking"
+                )
+    return problems
+
+
+def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
+    """Format with langchain-openai's Responses input builder, then check its rules.
+
+    A ``reasoning`` item must be followed by the output item it preceded (a
+    ``function_call`` or an assistant message); every ``function_call`` has one
+    ``function_call_output`` after it, and every output answers a call before it.
+    """
+    try:
+        items = _construct_responses_api_input(list(messages))
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"langchain-openai could not format the request: {exc}"]
+    problems: list[str] = []
+    convo = [
+        it
+        for it in items
+        if not (it.get("type") == "message" and it.get("role") in ("system", "developer"))
+    ]
+    if not convo or convo[0].get("role") != "user":
+        problems.append("the first input item is not a user message")
+    calls: dict[str, int] = {}
+    for i, it in enumerate(items):
+        kind = it.get("type")
+        if kind == "reasoning":
+            nxt = items[i + 1] if i + 1 < len(items) else None
+            if nxt is None or not (
+                nxt.get("type") == "function_call"
+                or (nxt.get("type") == "message" and nxt.get("role") == "assistant")
+            ):
+                problems.append(f"item {i}: reasoning {it.get('id')} without its following item")
+        elif kind == "function_call":
+            calls[it["call_id"]] = i
+        elif kind == "function_call_output":
+            if it["call_id"] not in calls:
+                problems.append(f"item {i}: output for unknown call {it['call_id']}")
+            calls.pop(it["call_id"], None)
+    problems.extend(f"item {at}: call {cid} has no output" for cid, at in calls.items())
+    return problems
+
+
+def openai_chat_wire(messages: Sequence[BaseMessage]) -> list[str]:
+    """Format with langchain-openai's chat-completions converter, then check its rules.
+
+    Every assistant ``tool_calls`` entry (invalid ones included: langchain-openai sends
+    their raw arguments) is answered by the ``tool`` messages right after it; a ``tool``
+    message answers the assistant message before it; no system message mid-conversation.
+    """
+    wire = [_convert_message_to_dict(m) for m in messages]
+    problems: list[str] = []
+    lead = 0
+    while lead < len(wire) and wire[lead]["role"] in ("system", "developer"):
+        lead += 1
+    if lead == len(wire) or wire[lead]["role"] != "user":
+        problems.append("no user message after the system prompt")
+    open_ids: set[str] = set()
+    for i, m in enumerate(wire[lead:], lead):
+        if m["role"] == "tool":
+            if m["tool_call_id"] not in open_ids:
+                problems.append(f"wire {i}: tool message for a call not in front of it")
+            open_ids.discard(m["tool_call_id"])
+            continue
+        if open_ids:
+            problems.append(f"wire {i}: calls {sorted(open_ids)} never answered")
+        open_ids = {c["id"] for c in m.get("tool_calls", [])}
+        if m["role"] in ("system", "developer"):
+            problems.append(f"wire {i}: a system message mid-conversation")
+    if open_ids:
+        problems.append(f"calls {sorted(open_ids)} never answered at the end")
+    return problems
+
+
+def image_wire(messages: Sequence[BaseMessage]) -> list[str]:
+    """Both providers' formatters accept the images; no image goes over as text."""
+    problems = anthropic_wire(messages) + openai_chat_wire(messages)
+    for m in messages:
+        if isinstance(m.content, str) and "base64" in m.content:
+            problems.append("an image was flattened into text")
+    return problems
+
+
+SHAPES: dict[str, Shape] = {
+    "anthropic_thinking": Shape(
+        "anthropic_thinking",
+        anthropic_thinking_response,
+        tool_messages,
+        lambda ms: anthropic_wire(ms, thinking=True),
+        thinking=True,
+    ),
+    "anthropic_native": Shape(
+        "anthropic_native",
+        anthropic_native_response,
+        native_results,
+        anthropic_wire,
+        native_results=True,
+    ),
+    "openai_reasoning": Shape(
+        "openai_reasoning", openai_reasoning_response, tool_messages, openai_responses_wire
+    ),
+    "images": Shape("images", image_response, image_results, image_wire),
+    "invalid_tool_calls": Shape(
+        "invalid_tool_calls", invalid_call_response, tool_messages, openai_chat_wire
+    ),
+}
+
+
+def directive_message(shape: Shape, d: int) -> HumanMessage:
+    return image_directive(d) if shape.name == "images" else HumanMessage(DIRECTIVES[d])
+
+
+def system_prompt() -> SystemMessage:
+    return SystemMessage("You are a coding agent. Use the tools; keep the tests green.")

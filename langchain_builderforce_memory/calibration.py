@@ -16,7 +16,7 @@ per thread, the measured ratio of that number to our count of the request that g
 - until the first usage arrives the budget keeps a safety margin (:data:`FIRST_MARGIN`);
 - it is reset when the serving model changes (another tokenizer);
 - an overflow (``ContextOverflowError``) teaches a ceiling: the refused request's size,
-  in provider tokens, less a tenth.
+  in provider tokens, times :data:`OVERFLOW_SHRINK`.
 
 Budgets are then enforced as ``our count x factor <= budget``: :meth:`UsageCalibration.
 scale` turns a budget in provider tokens into our counter's tokens. The calibration is
@@ -57,8 +57,9 @@ FIRST_MARGIN: Final = 1.25
 measured error (18% low on TSX source) with room to spare."""
 HEADROOM: Final = 1.02
 """Kept on top of a measured ratio: the next request is not the one that was measured."""
-OVERFLOW_SHRINK: Final = 0.9
-"""A refused request teaches a ceiling of its size times this."""
+OVERFLOW_SHRINK: Final = 0.75
+"""A refused request teaches a ceiling of its size times this: midway between the refused
+size and the half of it its retry is cut to (the limit lies between the two)."""
 
 
 def input_tokens_of(message: BaseMessage) -> int | None:
@@ -92,12 +93,22 @@ class UsageCalibration:
     """Our count of the last request sent, waiting for its usage report."""
     sent_at: int | None = None
     """The record's length when it was sent: its response is the first AI message after."""
+    silent: bool = False
+    """A response came back without a usage report: this model does not report one."""
+    off: bool = False
+    """Calibration disabled (``usage_calibration=False``): budgets in our count only."""
 
     @property
     def factor(self) -> float:
-        """Provider tokens per token of ours, as budgets use it (margins included)."""
+        """Provider tokens per token of ours, as budgets use it (margins included).
+
+        Before the first usage report: :data:`FIRST_MARGIN`; once a response came back
+        without one (the model does not report usage): 1, our count is all there is.
+        """
+        if self.off:
+            return 1.0
         if self.samples == 0:
-            return FIRST_MARGIN
+            return 1.0 if self.silent else FIRST_MARGIN
         return self.ratio * HEADROOM
 
     def scale(self, budget: int) -> int:
@@ -132,17 +143,18 @@ class UsageCalibration:
         if our_tokens <= 0 or input_tokens <= 0:
             return self
         sample = min(RATIO_MAX, max(RATIO_MIN, input_tokens / our_tokens))
-        if self.samples == 0 or sample >= self.ratio:
-            ratio = sample
-        else:
-            ratio = (self.ratio + sample) / 2
+        ratio = sample if self.samples == 0 or sample >= self.ratio else (self.ratio + sample) / 2
         return replace(self, ratio=round(ratio, 4), samples=self.samples + 1, sent_tokens=None)
 
     def overflowed(self, our_tokens: int) -> UsageCalibration:
         """Learn from a refused request of ``our_tokens``: its provider size was too much.
 
-        The ceiling becomes that size in provider tokens less a tenth; the ratio, when it
-        was still a guess, is kept at the margin.
+        The ceiling becomes that size in provider tokens (our count times the factor it
+        was sent under) times :data:`OVERFLOW_SHRINK`; it only ever comes down.
+
+        Example:
+            >>> UsageCalibration(ratio=1.0, samples=1).overflowed(20_000).ceiling
+            15300
         """
         refused = math.floor(our_tokens * self.factor * OVERFLOW_SHRINK)
         ceiling = refused if self.ceiling is None else min(self.ceiling, refused)
@@ -165,7 +177,7 @@ class UsageCalibration:
             if isinstance(m, AIMessage):
                 reported = input_tokens_of(m)
                 if reported is None:
-                    return replace(self, sent_tokens=None, sent_at=None)
+                    return replace(self, sent_tokens=None, sent_at=None, silent=True)
                 return self.observe(reported, self.sent_tokens)
         return self
 
@@ -202,4 +214,5 @@ class UsageCalibration:
             ceiling=ceiling if isinstance(ceiling, int) and ceiling > 0 else None,
             sent_tokens=sent_tokens if isinstance(sent_tokens, int) else None,
             sent_at=sent_at if isinstance(sent_at, int) else None,
+            silent=raw.get("silent") is True,
         )

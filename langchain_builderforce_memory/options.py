@@ -36,7 +36,17 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "(drops the oldest messages, in chunks)."
         ),
         "max_tokens": (
-            "Tokens a request may hold: the system prompt, the view and the volatile tail together."
+            "Tokens a request may hold: the system prompt, the view and the volatile tail "
+            "together, in the provider's tokens (see ``usage_calibration``). A fraction "
+            '(``0.8`` or ``("fraction", 0.8)``) is that share of the serving model\'s '
+            "``profile['max_input_tokens']``, less its reply reserve and tool schemas, "
+            "resolved per request (so a fallback model is fitted too)."
+        ),
+        "usage_calibration": (
+            "Enforce budgets in the provider's tokens: each response's "
+            "``usage_metadata['input_tokens']`` is compared with our count of the request, "
+            "and the thread keeps the ratio (clamped, smoothed, reset when the model "
+            "changes; a 25% margin until the first response). ``False``: our count only."
         ),
         "max_messages": "Conversation messages the view may hold (system messages excluded).",
         "tail_tokens": (

@@ -11,6 +11,7 @@ directives.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -25,7 +27,9 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_builderforce_memory.handoff.budget import tools_tokens
 from langchain_builderforce_memory.messages import request_problems
+from langchain_builderforce_memory.tokens import count_tokens, resolve_token_counter
 
 __all__ = [
     "CodingRun",
@@ -78,6 +82,15 @@ class ScriptedChatModel(BaseChatModel):
     """When set, every call raises it (a failing primary model for fallback tests)."""
     model_name: str = "scripted"
     """Reported in ``response_metadata`` and in hand-off notes."""
+    usage_counter: Any = None
+    """A ``TokenCounter``: when set, each response reports ``usage_metadata`` input tokens
+    of ``usage_ratio`` x its count of the request (messages and bound tool schemas), the
+    way a provider whose tokenizer differs from ours would."""
+    usage_ratio: float = 1.0
+    """The provider's tokens per token of ``usage_counter`` (e.g. 1.3 or 0.8)."""
+    overflow_above: int | None = None
+    """When set, a request of more input tokens than this (as reported) raises
+    ``ContextOverflowError``, as a provider refusing an over-long prompt does."""
 
     _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _position: int = PrivateAttr(default=0)
@@ -110,11 +123,26 @@ class ScriptedChatModel(BaseChatModel):
         self._tools = list(tools)
         return self
 
+    def input_tokens(self, messages: Sequence[BaseMessage]) -> int:
+        """What this model reports as the input tokens of ``messages`` (see ``usage_ratio``)."""
+        counter = resolve_token_counter(self.usage_counter)
+        tools = tools_tokens(self._tools, token_counter=counter) if self._tools else 0
+        return math.ceil(self.usage_ratio * (count_tokens(messages, counter) + tools))
+
     def _next(self, messages: list[BaseMessage]) -> AIMessage:
         with self._lock:
             self._requests.append(list(messages))
             if self.fail_with is not None:
                 raise self.fail_with
+            if (
+                self.overflow_above is not None
+                and self.input_tokens(messages) > self.overflow_above
+            ):
+                msg = (
+                    f"prompt is too long: {self.input_tokens(messages)} tokens > "
+                    f"{self.overflow_above} maximum"
+                )
+                raise ContextOverflowError(msg)
             if self._position >= len(self.script):
                 return AIMessage("(script exhausted)")
             step = self.script[self._position]
@@ -141,11 +169,17 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         message = self._next(messages)
-        message = message.model_copy(
-            update={
-                "response_metadata": {**message.response_metadata, "model_name": self.model_name}
+        update: dict[str, Any] = {
+            "response_metadata": {**message.response_metadata, "model_name": self.model_name}
+        }
+        if self.usage_counter is not None:
+            n = self.input_tokens(messages)
+            update["usage_metadata"] = {
+                "input_tokens": n,
+                "output_tokens": 1,
+                "total_tokens": n + 1,
             }
-        )
+        message = message.model_copy(update=update)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

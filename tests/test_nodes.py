@@ -23,6 +23,7 @@ from langchain_builderforce_memory.agents.node import (
     WorkingTranscriptState,
 )
 from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
+from langchain_builderforce_memory.calibration import CALIBRATION_KEY
 from langchain_builderforce_memory.handoff import is_volatile_tail
 from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.store import CodeMapStore
@@ -61,7 +62,7 @@ def test_as_a_pre_model_hook_it_returns_the_view_and_its_keys_never_messages() -
     state = _long_state()
     before = list(state["messages"])
     update = node.invoke(state)
-    assert set(update) == {"llm_input_messages", MEMO_KEY, WORKING_MEMORY_KEY}
+    assert set(update) == {"llm_input_messages", MEMO_KEY, WORKING_MEMORY_KEY, CALIBRATION_KEY}
     assert "messages" not in update
     assert state["messages"] == before  # the caller's state is not touched
     view = update["llm_input_messages"]

@@ -13,6 +13,7 @@ store recalled) -> the fold (``fold_plan``) -> ``view`` (the volatile tail last)
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
@@ -46,12 +47,14 @@ from langchain_builderforce_memory.agents.turn import (
     TurnPlan,
     TurnView,
 )
+from langchain_builderforce_memory.calibration import CALIBRATION_KEY, UsageCalibration
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     ToolLike,
     handoff_budget_for_model,
     is_volatile_tail,
+    tools_tokens,
     volatile_tail,
 )
 from langchain_builderforce_memory.messages import is_stamped, message_id, role_of
@@ -174,9 +177,25 @@ class MemoryCore:
         *,
         system: SystemMessage | None,
         config: RunnableConfig | None,
+        model: Runnable[Any, Any] | None = None,
+        tools: Sequence[BaseTool | ToolLike] | None = None,
+        model_settings: Mapping[str, object] | None = None,
+        overflowed: int | None = None,
     ) -> TurnPlan:
-        """Read the state and the record's new part; decide what this turn must fetch."""
+        """Read the state and the record's new part; decide what this turn must fetch.
+
+        Also this request's budgets: ``max_tokens`` resolved against the serving model
+        (a fraction of its window) and scaled by the thread's usage calibration.
+        ``overflowed``: our count of a request the provider just refused; this one is cut
+        to half of it, and the calibration learns the ceiling.
+        """
         source = record if isinstance(record, list) else list(record)
+        calibration = self.calibration(source, state, model)
+        cap: int | None = None
+        if overflowed is not None:
+            calibration = calibration.overflowed(overflowed)
+            cap = max(1, overflowed // 2)
+        policy = self.request_policy(calibration, model, tools, model_settings, cap=cap)
         memo_raw = state_get(state, MEMO_KEY)
         run: RunMemoryState | None = None
         brief: str | None = None
@@ -204,7 +223,67 @@ class MemoryCore:
             scope=scope,
             cached=self._folds.get(source, memo_raw, system),
             compact=compact_request(state),
+            policy=policy,
+            calibration=calibration,
+            overflow=overflowed is not None,
+            tools_tokens=tools_tokens(list(tools), token_counter=self.counter) if tools else 0,
         )
+
+    def calibration(
+        self, source: Sequence[BaseMessage], state: object, model: object | None
+    ) -> UsageCalibration:
+        """The thread's usage calibration, with the last request's usage report read."""
+        if not self.policy.usage_calibration:
+            return UsageCalibration(off=True)
+        held = UsageCalibration.from_state(state_get(state, CALIBRATION_KEY))
+        return held.read_usage(source).for_model(_model_name(model) if model is not None else None)
+
+    def request_policy(
+        self,
+        calibration: UsageCalibration,
+        model: Runnable[Any, Any] | None,
+        tools: Sequence[BaseTool | ToolLike] | None,
+        model_settings: Mapping[str, object] | None,
+        *,
+        cap: int | None = None,
+    ) -> MemoryPolicy:
+        """This request's policy: a fractional ``max_tokens`` resolved, in our tokens.
+
+        Raises:
+            ValueError: a fractional ``max_tokens`` and no model, or a model without
+                ``profile["max_input_tokens"]``, naming the fix.
+        """
+        policy = self.policy
+        share = policy.fraction
+        if share is not None:
+            policy = policy.resolved(self.fraction_budget(share, model, tools, model_settings))
+        ceiling = calibration.scale(policy.budget)  # the learned ceiling, in our tokens
+        return policy.scaled(
+            calibration.factor, ceiling=ceiling if cap is None else min(cap, ceiling)
+        )
+
+    def fraction_budget(
+        self,
+        share: float,
+        model: Runnable[Any, Any] | None,
+        tools: Sequence[BaseTool | ToolLike] | None,
+        model_settings: Mapping[str, object] | None,
+    ) -> int:
+        """``share`` of the serving model's window, less its reply reserve and tool schemas."""
+        window = self.model_budget(model, [], None, reserve=0) if model is not None else None
+        if model is None or window is None:
+            name = _model_name(model) if model is not None else "no model"
+            msg = (
+                f"max_tokens={self.policy.max_tokens!r} is a share of the serving model's "
+                f"profile['max_input_tokens'], and {name} has none. Fix: give the model a "
+                "profile (ChatModel(..., profile={'max_input_tokens': 128_000})), or pass "
+                "max_tokens as a token count (max_tokens=64_000)."
+            )
+            raise ValueError(msg)
+        budget = self.model_budget(
+            model, tools, model_settings, max_input_tokens=max(1, math.floor(window * share))
+        )
+        return max(1, budget or 1)
 
     def with_code_maps(self, plan: TurnPlan, maps: Sequence[CodeMap]) -> TurnPlan:
         """``plan`` with the code maps recalled for its task (sent in the volatile tail)."""
@@ -224,7 +303,7 @@ class MemoryCore:
             plan.record,
             memo=plan.memo,
             system_prompt=plan.system,
-            policy=self.policy.fold_policy,
+            policy=plan.policy.fold_policy,
             token_counter=self.counter,
             can_summarize=self.summarizer is not None,
             requested=plan.compact is not None,
@@ -247,7 +326,7 @@ class MemoryCore:
             return None
         sections = [plan.brief, plan.run.get("code_maps")]
         tail = volatile_tail(sections)
-        reserve = self.policy.reserve
+        reserve = plan.policy.reserve
         if tail is None or self.counter.count_message(tail) <= reserve:
             return tail
         lines = "\n\n".join(s for s in sections if s).split("\n")
@@ -272,12 +351,16 @@ class MemoryCore:
         model: Runnable[Any, Any],
         tools: Sequence[BaseTool | ToolLike] | None,
         model_settings: Mapping[str, object] | None,
+        *,
+        reserve: int | None = None,
+        max_input_tokens: int | None = None,
     ) -> int | None:
         """Tokens ``model`` takes for the messages; ``None`` when its profile does not say.
 
-        Its profile's window, less the reply's reserve and the tool schemas.
+        Its profile's window (or ``max_input_tokens``), less the reply's reserve and the
+        tool schemas.
         """
-        reserve = self.policy.reserve_output_tokens
+        reserve = self.policy.reserve_output_tokens if reserve is None else reserve
         asked = (model_settings or {}).get("max_tokens")
         if reserve is None and isinstance(asked, int) and not isinstance(asked, bool):
             reserve = asked
@@ -286,6 +369,7 @@ class MemoryCore:
                 model,
                 tools=list(tools) if tools is not None else None,
                 reserve_output_tokens=reserve,
+                max_input_tokens=max_input_tokens,
                 token_counter=self.counter,
             )
         except ValueError:
@@ -309,9 +393,11 @@ class MemoryCore:
         ``min_tail_messages`` verbatim however large they are (correctness over size), and
         a few 20k-token tool results can carry that past the budget.
         """
-        limit, to_model = self.policy.max_tokens, None
+        limit, to_model = plan.policy.budget, None
         if self.policy.fit_to_model and model is not None:
+            # The window is in the provider's tokens: scaled like every other budget.
             window = self.model_budget(model, tools, model_settings)
+            window = plan.calibration.scale(window) if window is not None else None
             if window is not None and window < limit:
                 limit, to_model = window, _model_name(model)
         if count_tokens(view, self.counter) <= limit:
@@ -361,6 +447,11 @@ class MemoryCore:
             update[COMPACT_KEY] = honoured(plan.compact)
         if self.policy.agent_tools:
             update[VIEW_KEY] = view_mark(len(plan.source), sent)
+        sent_tokens = count_tokens(pack.messages if pack is not None else view, self.counter)
+        sent_tokens += plan.tools_tokens
+        if self.policy.usage_calibration:
+            # What was sent, to read its usage report from the record next turn.
+            update[CALIBRATION_KEY] = plan.calibration.sent(sent_tokens, len(plan.source)).to_dict()
         events: list[dict[str, object]] = []
         # A retried call reuses its turn's fold (plan.cached): report the fold once.
         if transcript.fold is not None and plan.cached is None:
@@ -384,6 +475,9 @@ class MemoryCore:
             events.append(
                 {
                     EVENT_KEY: "fit",
+                    "reason": "overflow"
+                    if plan.overflow
+                    else ("model" if fit.options["to_model"] else "budget"),
                     "model": fit.options["to_model"],
                     "budget": pack.budget,
                     "dropped_messages": pack.dropped,
@@ -402,6 +496,7 @@ class MemoryCore:
             pack=pack,
             tail=tail if isinstance(tail, HumanMessage) else None,
             run=plan.run,
+            sent_tokens=sent_tokens,
         )
 
     def end_of_run(

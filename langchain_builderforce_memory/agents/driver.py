@@ -114,17 +114,30 @@ def run_turn(
     tools: Sequence[BaseTool | ToolLike] | None = None,
     model_settings: Mapping[str, object] | None = None,
     config: RunnableConfig | None = None,
+    overflowed: int | None = None,
 ) -> TurnView:
     """One turn, sync: the record and the state in; the view and the state updates out.
+
+    ``overflowed`` retries a request the provider refused (``ContextOverflowError``): our
+    count of it; this turn is fitted to half of it (the fold is reused, the packer cuts).
 
     Example:
         >>> from langchain_core.messages import HumanMessage
         >>> from langchain_builderforce_memory.agents.policy import MemoryPolicy
         >>> turn = run_turn(MemoryCore(MemoryPolicy()), [HumanMessage("hi")], {})
         >>> [m.content for m in turn.messages], sorted(turn.update)
-        (['hi'], ['builderforce_working_memory'])
+        (['hi'], ['builderforce_calibration', 'builderforce_working_memory'])
     """
-    plan = core.begin(record, state, system=system, config=config)
+    plan = core.begin(
+        record,
+        state,
+        system=system,
+        config=config,
+        model=model,
+        tools=tools,
+        model_settings=model_settings,
+        overflowed=overflowed,
+    )
     if plan.recall_task is not None and core.code_maps is not None and plan.scope is not None:
         found = core.code_maps.maps_for(
             plan.recall_task, scope=plan.scope, limit=core.policy.code_map_limit
@@ -149,9 +162,19 @@ async def arun_turn(
     tools: Sequence[BaseTool | ToolLike] | None = None,
     model_settings: Mapping[str, object] | None = None,
     config: RunnableConfig | None = None,
+    overflowed: int | None = None,
 ) -> TurnView:
     """Async twin of :func:`run_turn`: the summarizer, the store and recall are awaited."""
-    plan = core.begin(record, state, system=system, config=config)
+    plan = core.begin(
+        record,
+        state,
+        system=system,
+        config=config,
+        model=model,
+        tools=tools,
+        model_settings=model_settings,
+        overflowed=overflowed,
+    )
     if plan.recall_task is not None and core.code_maps is not None and plan.scope is not None:
         found = await core.code_maps.amaps_for(
             plan.recall_task, scope=plan.scope, limit=core.policy.code_map_limit

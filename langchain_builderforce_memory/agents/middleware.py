@@ -40,15 +40,17 @@ Every fold is reported as a custom stream event (``stream_mode="custom"``,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, cast
 
-from langchain_core.messages import AnyMessage
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired
+from typing_extensions import NotRequired, TypedDict
 
 try:
     from langchain.agents.middleware import (
@@ -80,6 +82,7 @@ from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
     CodeMapScope,
+    MaxTokens,
     MemoryPolicy,
 )
 from langchain_builderforce_memory.agents.state import RunMemoryState
@@ -103,6 +106,8 @@ from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = ["BuilderforceMemoryMiddleware", "BuilderforceMemoryState"]
 
+logger = logging.getLogger(__name__)
+
 
 class BuilderforceMemoryState(AgentState[Any]):
     """The agent state with this middleware's private keys (plain JSON, checkpointed)."""
@@ -115,6 +120,8 @@ class BuilderforceMemoryState(AgentState[Any]):
     """What the last view showed (``agent_tools``: search_history searches the rest)."""
     builderforce_compact: NotRequired[Annotated[CompactState | None, PrivateStateAttr]]
     """A fold the model asked for with compact_context, and when (the rate limit)."""
+    builderforce_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    """The thread's usage calibration (``UsageCalibration.to_dict()``)."""
 
 
 def _current_config() -> RunnableConfig:
@@ -133,6 +140,33 @@ def _writer(runtime: object) -> Callable[[Any], None] | None:
 def _sent(turn: TurnView) -> list[AnyMessage]:
     # The view holds the record's own messages plus generated HumanMessages: all AnyMessage.
     return cast("list[AnyMessage]", turn.messages)
+
+
+class _TurnArgs(TypedDict):
+    system: SystemMessage | None
+    model: Any
+    tools: list[Any]
+    model_settings: dict[str, Any]
+    config: RunnableConfig
+
+
+def _turn_args(request: ModelRequest[Any]) -> _TurnArgs:
+    """What a turn reads from the request besides its messages and state."""
+    return _TurnArgs(
+        system=request.system_message,
+        model=request.model,
+        tools=request.tools,
+        model_settings=request.model_settings,
+        config=_current_config(),
+    )
+
+
+def _log_overflow(turn: TurnView) -> None:
+    logger.warning(
+        "the provider refused a request of ~%d tokens (ContextOverflowError): "
+        "retrying once with the view fitted to half of it",
+        turn.sent_tokens,
+    )
 
 
 def _respond(response: ModelResponse[Any], turn: TurnView) -> Any:
@@ -178,7 +212,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         self,
         summarizer: SummarizerLike | None = None,
         *,
-        max_tokens: int = HISTORY_TOKEN_BUDGET,
+        max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
         max_messages: int = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         min_tail_messages: int = COMPACT_TAIL_TURNS,
@@ -200,6 +234,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",
         tool_mapper: ToolObservationMapper | None = None,
+        usage_calibration: bool = True,
     ) -> None:
         super().__init__()
         policy = MemoryPolicy(
@@ -221,6 +256,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             clear_at_least=clear_at_least,
             restore_tokens=restore_tokens,
             clear_tool_results=clear_tool_results,
+            usage_calibration=usage_calibration,
         )
         self.core = MemoryCore(
             policy,
@@ -240,19 +276,27 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Any:
-        """Send the view instead of the record; write the memo and the working memory."""
-        turn = run_turn(
+        """Send the view instead of the record; write the memo and the working memory.
+
+        When the provider still refuses the request (``ContextOverflowError``), the view
+        is fitted to half of it and sent once more, reported as a ``fit`` event with
+        ``reason="overflow"``; a second refusal is raised unchanged.
+        """
+        turn = run_turn(self.core, request.messages, request.state, **_turn_args(request))
+        emit_events(turn.events, _writer(request.runtime))
+        try:
+            return _respond(handler(request.override(messages=_sent(turn))), turn)
+        except ContextOverflowError:
+            _log_overflow(turn)
+        retry = run_turn(
             self.core,
             request.messages,
             request.state,
-            system=request.system_message,
-            model=request.model,
-            tools=request.tools,
-            model_settings=request.model_settings,
-            config=_current_config(),
+            overflowed=turn.sent_tokens,
+            **_turn_args(request),
         )
-        emit_events(turn.events, _writer(request.runtime))
-        return _respond(handler(request.override(messages=_sent(turn))), turn)
+        emit_events(retry.events, _writer(request.runtime))
+        return _respond(handler(request.override(messages=_sent(retry))), retry)
 
     async def awrap_model_call(
         self,
@@ -260,18 +304,21 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Any:
         """Async :meth:`wrap_model_call` (the summarizer and the store are awaited)."""
-        turn = await arun_turn(
+        turn = await arun_turn(self.core, request.messages, request.state, **_turn_args(request))
+        emit_events(turn.events, _writer(request.runtime))
+        try:
+            return _respond(await handler(request.override(messages=_sent(turn))), turn)
+        except ContextOverflowError:
+            _log_overflow(turn)
+        retry = await arun_turn(
             self.core,
             request.messages,
             request.state,
-            system=request.system_message,
-            model=request.model,
-            tools=request.tools,
-            model_settings=request.model_settings,
-            config=_current_config(),
+            overflowed=turn.sent_tokens,
+            **_turn_args(request),
         )
-        emit_events(turn.events, _writer(request.runtime))
-        return _respond(await handler(request.override(messages=_sent(turn))), turn)
+        emit_events(retry.events, _writer(request.runtime))
+        return _respond(await handler(request.override(messages=_sent(retry))), retry)
 
     def after_agent(
         self, state: BuilderforceMemoryState, runtime: Runtime[Any]

@@ -50,6 +50,7 @@ from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
     CodeMapScope,
+    MaxTokens,
     MemoryPolicy,
 )
 from langchain_builderforce_memory.agents.state import (
@@ -98,8 +99,10 @@ class WorkingTranscriptKeys(TypedDict, total=False):
         >>> from langgraph.graph import MessagesState
         >>> class State(MessagesState, WorkingTranscriptKeys):
         ...     pass
-        >>> print(*sorted(k for k in State.__annotations__ if k.startswith("builderforce")))
-        builderforce_compact builderforce_memo builderforce_view builderforce_working_memory
+        >>> keys = sorted(k for k in State.__annotations__ if k.startswith("builderforce"))
+        >>> print(*keys)  # doctest: +NORMALIZE_WHITESPACE
+        builderforce_calibration builderforce_compact builderforce_memo
+        builderforce_view builderforce_working_memory
     """
 
     llm_input_messages: list[AnyMessage]
@@ -112,6 +115,8 @@ class WorkingTranscriptKeys(TypedDict, total=False):
     """What the last view showed (``agent_tools``: search_history searches the rest)."""
     builderforce_compact: CompactState | None
     """A fold the model asked for with compact_context, and when (the rate limit)."""
+    builderforce_calibration: dict[str, Any] | None
+    """The thread's usage calibration (``UsageCalibration.to_dict()``), plain JSON."""
 
 
 class WorkingTranscriptState(WorkingTranscriptKeys):
@@ -190,7 +195,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         messages_key: str = "messages",
         view_key: str = DEFAULT_VIEW_KEY,
         overwrite_messages: bool = False,
-        max_tokens: int = HISTORY_TOKEN_BUDGET,
+        max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
         max_messages: int = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         min_tail_messages: int = COMPACT_TAIL_TURNS,
@@ -212,6 +217,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",
         tool_mapper: ToolObservationMapper | None = None,
+        usage_calibration: bool = True,
     ) -> None:
         for name, key in (("messages_key", messages_key), ("view_key", view_key)):
             if not isinstance(key, str) or not key:
@@ -251,6 +257,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             clear_at_least=clear_at_least,
             restore_tokens=restore_tokens,
             clear_tool_results=clear_tool_results,
+            usage_calibration=usage_calibration,
         )
         self.core = MemoryCore(
             policy,
@@ -260,6 +267,10 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             code_map_scope=code_map_scope,
             tool_mapper=tool_mapper,
         )
+        if policy.fraction is not None:
+            # A share of the model's window needs that model and its profile: say so now,
+            # not on the graph's first step.
+            self.core.fraction_budget(policy.fraction, model, tools, None)
         self.policy = policy
         self.system_prompt = (
             SystemMessage(system_prompt) if isinstance(system_prompt, str) else system_prompt

@@ -7,9 +7,10 @@ limits.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Final, TypeAlias
+from dataclasses import dataclass, replace
+from typing import Final, Literal, TypeAlias
 
 from langchain_core.runnables import RunnableConfig
 
@@ -24,7 +25,51 @@ from langchain_builderforce_memory.transcript.plan import (
 from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_TIMEOUT
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 
-__all__ = ["CODE_MAP_LIMIT", "TAIL_RESERVE_TOKENS", "CodeMapScope", "MemoryPolicy"]
+__all__ = [
+    "CODE_MAP_LIMIT",
+    "TAIL_RESERVE_TOKENS",
+    "CodeMapScope",
+    "MaxTokens",
+    "MemoryPolicy",
+    "budget_fraction",
+]
+
+MaxTokens: TypeAlias = "int | float | tuple[Literal['fraction'], float]"
+"""A request budget: a token count, or a share of the serving model's window (``0.8`` or
+``("fraction", 0.8)``, as ``SummarizationMiddleware.trigger`` takes it)."""
+
+
+def budget_fraction(value: object) -> float | None:
+    """The share ``value`` asks for (``None`` for a token count).
+
+    Raises:
+        ValueError: a fraction outside ``(0, 1]`` or a malformed tuple, naming the fix.
+
+    Example:
+        >>> budget_fraction(0.8), budget_fraction(("fraction", 0.5)), budget_fraction(32_000)
+        (0.8, 0.5, None)
+    """
+    share: object = None
+    if isinstance(value, float):
+        share = value
+    elif isinstance(value, tuple):
+        if len(value) != 2 or value[0] != "fraction" or isinstance(value[1], bool):
+            msg = (
+                f"max_tokens: expected a token count, a fraction such as 0.8 or "
+                f"('fraction', 0.8); got {value!r}."
+            )
+            raise ValueError(msg)
+        share = float(value[1]) if isinstance(value[1], int | float) else value[1]
+    else:
+        return None
+    if not isinstance(share, float) or not 0 < share <= 1:
+        msg = (
+            f"max_tokens: a fraction of the model's window must be in (0, 1]; got {value!r}. "
+            "Fix: pass e.g. max_tokens=0.8, or a token count such as max_tokens=64_000."
+        )
+        raise ValueError(msg)
+    return share
+
 
 CodeMapScope: TypeAlias = "str | Sequence[str] | Callable[[RunnableConfig], str | Sequence[str]]"
 """Whose code maps a run reads and writes: labels, or a function of the run's config
@@ -66,7 +111,7 @@ class MemoryPolicy:
     """
 
     # Each field's paragraph is in options.OPTION_DOCS, shared with the adapters' docs.
-    max_tokens: int = HISTORY_TOKEN_BUDGET
+    max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET
     max_messages: int = HISTORY_WINDOW
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     min_tail_messages: int = COMPACT_TAIL_TURNS
@@ -84,6 +129,7 @@ class MemoryPolicy:
     clear_at_least: int | None = None
     restore_tokens: int | None = None
     clear_tool_results: bool = True
+    usage_calibration: bool = True
 
     def __post_init__(self) -> None:
         for flag in (
@@ -92,6 +138,7 @@ class MemoryPolicy:
             "handoff_summarize",
             "agent_tools",
             "clear_tool_results",
+            "usage_calibration",
         ):
             if not isinstance(getattr(self, flag), bool):
                 msg = (
@@ -99,6 +146,12 @@ class MemoryPolicy:
                     f"Fix: pass {flag}=True or {flag}=False."
                 )
                 raise ValueError(msg)
+        if self.fraction is not None:
+            # Resolved per request from the serving model's profile (see resolved()).
+            _check_int(
+                "tail_reserve_tokens", self.tail_reserve_tokens, TAIL_RESERVE_TOKENS, minimum=0
+            )
+            return
         _check_int("max_tokens", self.max_tokens, HISTORY_TOKEN_BUDGET)
         _check_int("tail_reserve_tokens", self.tail_reserve_tokens, TAIL_RESERVE_TOKENS, minimum=0)
         _check_int("code_map_limit", self.code_map_limit, CODE_MAP_LIMIT)
@@ -117,6 +170,64 @@ class MemoryPolicy:
         self.fold_policy  # noqa: B018 - the fold validates its own numbers, with its messages
 
     @property
+    def fraction(self) -> float | None:
+        """The share of the serving model's window ``max_tokens`` asks for, or ``None``."""
+        return budget_fraction(self.max_tokens)
+
+    @property
+    def budget(self) -> int:
+        """``max_tokens`` as a token count (a fraction must be :meth:`resolved` first)."""
+        if isinstance(self.max_tokens, int):
+            return self.max_tokens
+        msg = (
+            f"max_tokens={self.max_tokens!r} is a share of the serving model's window: "
+            "resolve it per request with MemoryPolicy.resolved(window)."
+        )
+        raise ValueError(msg)
+
+    def resolved(self, max_tokens: int) -> MemoryPolicy:
+        """This policy with ``max_tokens`` a token count (a fraction's share, resolved).
+
+        Raises:
+            ValueError: the count cannot hold the volatile tail's reserve.
+
+        Example:
+            >>> MemoryPolicy(max_tokens=0.5).resolved(16_000).fold_budget
+            13000
+        """
+        return replace(self, max_tokens=max_tokens)
+
+    def scaled(self, factor: float, *, ceiling: int | None = None) -> MemoryPolicy:
+        """This policy in a counter's tokens when budgets are in the provider's.
+
+        Every token number is divided by ``factor`` (provider tokens per token of ours,
+        see :class:`~langchain_builderforce_memory.calibration.UsageCalibration`);
+        ``ceiling`` (our tokens) caps ``max_tokens`` after that.
+
+        Example:
+            >>> MemoryPolicy(max_tokens=13_000).scaled(1.3).max_tokens
+            10000
+        """
+        if factor == 1.0 and ceiling is None:
+            return self
+        top = max(1, math.floor(self.budget / factor))
+        if ceiling is not None:
+            top = max(1, min(top, ceiling))
+        reserve = min(math.floor(self.tail_reserve_tokens / factor), top - 1)
+
+        def ours(tokens: int | None) -> int | None:
+            return None if tokens is None else max(1, math.floor(tokens / factor))
+
+        return replace(
+            self,
+            max_tokens=top,
+            tail_tokens=max(1, math.floor(self.tail_tokens / factor)),
+            tail_reserve_tokens=max(0, reserve),
+            clear_at_least=ours(self.clear_at_least),
+            restore_tokens=ours(self.restore_tokens),
+        )
+
+    @property
     def reserve(self) -> int:
         """Tokens held for the volatile tail (0 without working memory)."""
         return self.tail_reserve_tokens if self.working_memory else 0
@@ -131,7 +242,7 @@ class MemoryPolicy:
     @property
     def fold_budget(self) -> int:
         """The fold's (and window's) budget: ``max_tokens`` less the tail's reserve."""
-        return self.max_tokens - self.reserve
+        return self.budget - self.reserve
 
     @property
     def fold_policy(self) -> FoldPolicy:

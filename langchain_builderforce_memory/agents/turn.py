@@ -17,8 +17,10 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from typing_extensions import TypedDict
 
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.toolstate import CompactRequest
+from langchain_builderforce_memory.calibration import UsageCalibration
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -47,6 +49,8 @@ class TurnView:
     """The volatile tail sent last (never stored), if one was sent."""
     run: RunMemoryState | None
     """The working memory as of this turn (``None``: working memory off)."""
+    sent_tokens: int = 0
+    """Our count of the request: system prompt, messages and tool schemas."""
 
     @property
     def steps(self) -> ViewSteps:
@@ -81,8 +85,16 @@ class TurnPlan:
     """The code-map scope (``None`` without a store)."""
     cached: WorkingTranscript | None
     """This very turn's fold, when the model call is being retried."""
+    policy: MemoryPolicy
+    """This request's numbers: ``max_tokens`` resolved and in our counter's tokens."""
+    calibration: UsageCalibration
+    """The thread's usage calibration, the last request's usage report read."""
     compact: CompactRequest | None = None
     """A fold the model asked for (``compact_context``), made this turn."""
+    overflow: bool = False
+    """This request retries one the provider refused (``ContextOverflowError``)."""
+    tools_tokens: int = 0
+    """Our count of the tool schemas the request carries."""
 
 
 class PackOptions(TypedDict):

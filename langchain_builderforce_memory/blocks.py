@@ -50,6 +50,7 @@ __all__ = [
     "thinking_first",
     "thinking_out_of_place",
     "thinking_problems",
+    "thinking_restart",
     "thinking_span",
     "tool_result_ids",
 ]
@@ -230,18 +231,17 @@ def _turn_role(message: BaseMessage) -> str:
 def current_turn_start(messages: Sequence[BaseMessage]) -> int:
     """Where the provider's current turn begins; ``len(messages)`` when there is none.
 
-    The last user message that is not a tool result and does not follow one: a user
-    message after tool results is merged into their turn on the wire (langchain-anthropic
-    sends both as one user turn), so it does not end the tool loop.
+    The last user message that is not a tool result: the model answers it with a new
+    turn (with thinking on, a turn that opens with thinking), and every cut a view makes
+    is at such a message.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> current_turn_start([HumanMessage("a"), AIMessage("b"), HumanMessage("c")])
         2
     """
-    roles = [_turn_role(m) for m in messages]
     for i in range(len(messages) - 1, -1, -1):
-        if roles[i] == "user" and (i == 0 or roles[i - 1] != "tool"):
+        if _turn_role(messages[i]) == "user":
             return i
     return len(messages)
 
@@ -254,8 +254,9 @@ def thinking_problems(
     Anthropic's rule: with extended thinking on, the assistant turn whose tool loop is
     running (the current turn, see :func:`current_turn_start`) must open with its
     ``thinking`` / ``redacted_thinking`` block, and thinking blocks come before the text
-    and tool calls of their message. ``thinking=None`` infers "thinking is on" from any
-    assistant message that carries a thinking block.
+    and tool calls of their message. ``thinking=None`` infers "thinking is on" from a
+    thinking block in the current turn; pass ``thinking=True`` when the provider has it
+    on (then a turn that lost all its thinking is reported too).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -270,14 +271,11 @@ def thinking_problems(
         for i, m in enumerate(messages)
         if isinstance(m, AIMessage) and thinking_out_of_place(m)
     ]
-    uses = thinking if thinking is not None else any(has_thinking(m) for m in messages)
+    start = current_turn_start(messages)
+    uses = thinking if thinking is not None else any(has_thinking(m) for m in messages[start:])
     if not uses:
         return problems
-    turn = [
-        (i, m)
-        for i, m in enumerate(messages)
-        if i >= current_turn_start(messages) and isinstance(m, AIMessage)
-    ]
+    turn = [(i, m) for i, m in enumerate(messages) if i >= start and isinstance(m, AIMessage)]
     if turn and any(call_ids(m) for _, m in turn) and not opens_with_thinking(turn[0][1]):
         at, first = turn[0]
         kinds = [b.get("type") for b in _blocks(first)] or ["text"]
@@ -314,6 +312,23 @@ def thinking_span(messages: Sequence[BaseMessage]) -> tuple[int, int] | None:
     while end < len(messages) and _turn_role(messages[end]) == "tool":
         end += 1
     return first, end
+
+
+def thinking_restart(messages: Sequence[BaseMessage]) -> int:
+    """Where a new turn must begin so the current one opens with its thinking, or -1.
+
+    A current turn whose first assistant message has no thinking block while a later one
+    does (a record that turned thinking on mid-turn): starting a turn right before that
+    later message makes the request valid. -1 when there is nothing to do or no such
+    message (a turn that lost all its thinking cannot be repaired).
+    """
+    start = current_turn_start(messages)
+    turn = [i for i in range(start, len(messages)) if isinstance(messages[i], AIMessage)]
+    if not turn or not any(call_ids(messages[i]) for i in turn):
+        return -1
+    if opens_with_thinking(messages[turn[0]]):
+        return -1
+    return next((i for i in turn if opens_with_thinking(messages[i])), -1)
 
 
 def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:

@@ -33,6 +33,7 @@ from langchain_builderforce_memory.blocks import (
     is_tool_result_turn,
     thinking_first,
     thinking_problems,
+    thinking_restart,
     tool_result_ids,
 )
 
@@ -572,6 +573,11 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
             ),
         )
         repairs.append("inserted a placeholder user turn: the conversation began with no user turn")
+    restart = thinking_restart(out)
+    if restart >= 0:
+        turn = stamp(HumanMessage("[continue]"), "repair", reason="thinking_turn")
+        out.insert(restart, turn)
+        repairs.append("started a new turn where thinking begins: the turn opened without it")
     return out, repairs
 
 

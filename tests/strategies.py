@@ -5,6 +5,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_builderforce_memory.blocks import has_thinking, is_tool_result_turn
+
 SIZES = st.one_of(
     st.integers(min_value=0, max_value=200),  # chat-sized
     st.integers(min_value=200, max_value=8_000),  # a file window
@@ -35,10 +37,54 @@ def user_turn(draw: st.DrawFn) -> HumanMessage:
     return HumanMessage(body)
 
 
+def _tool_use(ids: list[str]) -> list[dict[str, object]]:
+    return [{"type": "tool_use", "id": c, "name": "read_file", "input": {"path": c}} for c in ids]
+
+
+@st.composite
+def provider_round(draw: st.DrawFn, ids: list[str], body: str) -> list[BaseMessage]:
+    """One tool round in a provider's own shape (issue 13's shapes).
+
+    Anthropic native (``tool_use`` blocks, answered by a user turn of ``tool_result``
+    blocks); Anthropic extended thinking (a signed thinking block first); OpenAI Responses
+    (a reasoning item, ``function_call`` items); a call with unparsable arguments (in
+    ``invalid_tool_calls``, answered with an error); a result carrying an image.
+    """
+    shape = draw(st.sampled_from(["native", "thinking", "reasoning", "invalid", "image"]))
+    calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
+    if shape == "native":
+        call = AIMessage([{"type": "text", "text": body}, *_tool_use(ids)])
+        results = [{"type": "tool_result", "tool_use_id": c, "content": body} for c in ids]
+        return [call, HumanMessage(results)]
+    answers: list[BaseMessage] = [ToolMessage(body, tool_call_id=c, name="read_file") for c in ids]
+    if shape == "thinking":
+        thought = {"type": "thinking", "thinking": body[:400] or "hm", "signature": "sig"}
+        content = [thought, {"type": "text", "text": "reading"}, *_tool_use(ids)]
+        return [AIMessage(content, tool_calls=calls), *answers]
+    if shape == "reasoning":
+        reasoning = {"type": "reasoning", "id": f"rs_{ids[0]}", "summary": []}
+        items = [
+            {"type": "function_call", "call_id": c, "name": "read_file", "arguments": "{}"}
+            for c in ids
+        ]
+        return [AIMessage([reasoning, *items], tool_calls=calls), *answers]
+    if shape == "invalid":
+        bad = {"name": "read_file", "args": "{oops", "id": f"{ids[0]}_bad", "error": "bad json"}
+        error = ToolMessage("Error: bad JSON", tool_call_id=f"{ids[0]}_bad", status="error")
+        return [AIMessage(body, tool_calls=calls, invalid_tool_calls=[bad]), *answers, error]
+    image = {"type": "image", "url": "https://example.com/screen.png"}
+    results = [
+        ToolMessage([{"type": "text", "text": body}, image], tool_call_id=c, name="read_file")
+        for c in ids
+    ]
+    return [AIMessage(body, tool_calls=calls), *results]
+
+
 @st.composite
 def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
-    """One whole unit: a user turn, an assistant answer, or a tool round (parallel calls)."""
-    kinds = ["assistant", "tools", "tools"] + (["user", "user"] if allow_user else [])
+    """One whole unit: a user turn, an assistant answer, or a tool round (parallel calls),
+    in LangChain's shape or in a provider's own (see :func:`provider_round`)."""
+    kinds = ["assistant", "tools", "tools", "provider"] + (["user", "user"] if allow_user else [])
     kind = draw(st.sampled_from(kinds))
     if kind == "user":
         return [draw(user_turn())]
@@ -47,6 +93,8 @@ def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
     n_calls = draw(st.integers(min_value=1, max_value=3))
     uid = draw(st.uuids()).hex[:8]
     ids = [f"call_{uid}_{k}" for k in range(n_calls)]
+    if kind == "provider":
+        return draw(provider_round(ids, draw(text())))
     call = AIMessage(
         draw(text()),
         tool_calls=[
@@ -63,6 +111,36 @@ def valid_records(draw: st.DrawFn, *, min_units: int = 1, max_units: int = 60) -
     out.append(draw(user_turn()))
     for _ in range(draw(st.integers(min_value=min_units, max_value=max_units))):
         out.extend(draw(units()))
+    return with_thinking_turns(out)
+
+
+THOUGHT = {"type": "thinking", "thinking": "first, the plan", "signature": "sig"}
+
+
+def with_thinking_turns(record: list[BaseMessage]) -> list[BaseMessage]:
+    """A record where thinking is on opens every turn's assistant side with thinking.
+
+    That is what Claude sends with extended thinking (it thinks once, at the start of
+    its turn); a record that mixes the two is not a valid request, so valid records
+    never do.
+    """
+    if not any(has_thinking(m) for m in record):
+        return record
+    out = list(record)
+    expect = False
+    for i, m in enumerate(out):
+        if isinstance(m, HumanMessage) and not is_tool_result_turn(m):
+            expect = True
+            continue
+        if expect and isinstance(m, AIMessage):
+            expect = False
+            if not has_thinking(m):
+                body = (
+                    m.content
+                    if isinstance(m.content, list)
+                    else [{"type": "text", "text": m.content}]
+                )
+                out[i] = m.model_copy(update={"content": [THOUGHT, *body]})
     return out
 
 
@@ -78,6 +156,11 @@ def any_records(draw: st.DrawFn) -> list[BaseMessage]:
             out.append(
                 AIMessage("", tool_calls=[{"name": "finish", "args": {}, "id": f"u_{len(out)}"}])
             )
+        elif choice == 3:  # an invalid call never answered; an orphan tool_result turn
+            bad = {"name": "edit", "args": "{", "id": f"bad_{len(out)}", "error": "bad json"}
+            out.append(AIMessage("", invalid_tool_calls=[bad]))
+            orphan = {"type": "tool_result", "tool_use_id": f"gone_{len(out)}", "content": "x"}
+            out.append(HumanMessage([orphan]))
         elif choice == 2:
             out.append(SystemMessage(draw(text())))
         else:

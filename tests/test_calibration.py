@@ -41,7 +41,11 @@ BUDGET = 24_000
 
 
 def _coding_run(
-    model_kwargs: dict[str, Any], *, kind: str = "create_agent", mode: str = "invoke", **options: Any
+    model_kwargs: dict[str, Any],
+    *,
+    kind: str = "create_agent",
+    mode: str = "invoke",
+    **options: Any,
 ) -> tuple[ScriptedChatModel, list[dict[str, Any]]]:
     run = coding_agent_script(turns=60, directives=3, seed=3)
     model = ScriptedChatModel(script=run.script, **model_kwargs)
@@ -200,9 +204,11 @@ def test_a_model_that_always_overflows_surfaces_the_error_after_one_retry(use_as
     model = ScriptedChatModel(fail_with=ContextOverflowError("prompt is too long"))
     agent = build_agent("create_agent", model, [], max_tokens=32_000)
     payload = {"messages": [HumanMessage("hi")]}
+    call = (
+        (lambda: asyncio.run(agent.ainvoke(payload)))
+        if use_async
+        else (lambda: agent.invoke(payload))
+    )
     with pytest.raises(ContextOverflowError, match="too long"):
-        if use_async:
-            asyncio.run(agent.ainvoke(payload))
-        else:
-            agent.invoke(payload)
+        call()
     assert len(model.requests) == 2

@@ -65,7 +65,7 @@ def main() -> None:
             under = [e for e in errors if e < 0]
             print(
                 f"| cl100k x {ratio} | {name} | {statistics.mean(abs(e) for e in errors):.1%} "
-                f"| {len(under) / len(errors):.0%} | {min(errors):.1%} |"
+                f"| {len(under) / len(errors):.0%} | {min(0.0, *errors):.1%} |"
             )
 
 

@@ -1,9 +1,9 @@
 """Usage-anchored counting: budgets in the provider's own tokens.
 
 Every budget here is counted with a :class:`~langchain_builderforce_memory.tokens.
-TokenCounter`, and no local counter is the provider's tokenizer: the approximate
-``ceil(chars / 4)`` is ~18% low on TSX source and ~27% high on prose against cl100k, and
-Claude's and Gemini's tokenizers differ again. The provider says the truth after every
+TokenCounter`, and no local counter is the provider's tokenizer: the approximate estimate
+errs high against cl100k on purpose, and Claude's, Gemini's and GPT's tokenizers differ
+from cl100k and from each other. The provider says the truth after every
 call, in ``AIMessage.usage_metadata["input_tokens"]``. :class:`UsageCalibration` keeps,
 per thread, the measured ratio of that number to our count of the request that got it:
 

@@ -267,16 +267,16 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             code_map_scope=code_map_scope,
             tool_mapper=tool_mapper,
         )
-        if policy.fraction is not None:
-            # A share of the model's window needs that model and its profile: say so now,
-            # not on the graph's first step.
-            self.core.fraction_budget(policy.fraction, model, tools, None)
         self.policy = policy
         self.system_prompt = (
             SystemMessage(system_prompt) if isinstance(system_prompt, str) else system_prompt
         )
         self.model = resolve_model(model, what="model")
         self.tools = list(tools) if tools is not None else None
+        if policy.fraction is not None:
+            # A share of the model's window needs that model and its profile: say so now,
+            # not on the graph's first step.
+            self.core.fraction_budget(policy.fraction, self.model, self.tools, None)
         self.messages_key = messages_key
         self.view_key = view_key
         self.overwrite_messages = overwrite_messages

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import leading_system_count, request_problems, stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
@@ -57,7 +58,8 @@ def irreducible_core(
     record: list[BaseMessage], view: list[BaseMessage], system: SystemMessage, policy: FoldPolicy
 ) -> tuple[int, int]:
     """Tokens and conversation messages of what no view may drop: the system messages, the
-    note shown (if any), the latest directive and the minimum verbatim tail."""
+    note shown (if any), the latest directive, with thinking on the running loop's opening
+    thinking turn, and the minimum verbatim tail."""
     lead = leading_system_count(record)
     convo = record[lead:]
     note = [m for m in view if (s := stamp_of(m)) is not None and s["kind"] == MEMORY_NOTE_KIND]
@@ -71,8 +73,15 @@ def irreducible_core(
             max_tail_messages=policy.tail_message_cap,
         ) :
     ]
-    core = [system, *record[:lead], *note, *directive, *tail]
-    return count_tokens(core), len(note) + len(directive) + len(tail)
+    span = thinking_span(convo)
+    in_tail = {id(m) for m in tail}
+    thinking = (
+        [m for m in convo[span[0] : span[1]] if id(m) not in in_tail]
+        if span is not None and span[0] > last_user >= 0
+        else []
+    )
+    core = [system, *record[:lead], *note, *directive, *thinking, *tail]
+    return count_tokens(core), len(note) + len(directive) + len(thinking) + len(tail)
 
 
 def replay(

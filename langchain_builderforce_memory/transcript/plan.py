@@ -539,13 +539,22 @@ def trim_compacted_tail(
         tail_start = verbatim_start(convo, directive + 1) if directive >= 0 else 0
     if directive >= 0:
         head.append(convo[directive])
+    # With thinking on, the running loop's opening thinking turn stays with the directive.
+    span = thinking_span(convo)
+    opening = span[0] if span is not None and 0 <= directive < span[0] else -1
+    if span is not None and opening >= 0 and span[1] <= tail_start:
+        head.extend(convo[span[0] : span[1]])
     tail = list(convo[tail_start:])
     total = sum(counter.count_message(m) for m in (*head, *tail))
     units = tool_call_units(tail)
     k = 0
+    kept_opening: list[BaseMessage] = []
     while k < len(units) - 1 and total > max_tokens:
         u = units[k]
-        total -= sum(counter.count_message(m) for m in tail[u.start : u.end])
+        if tail_start + u.start == opening:
+            kept_opening = tail[u.start : u.end]  # moved next to the directive, still counted
+        else:
+            total -= sum(counter.count_message(m) for m in tail[u.start : u.end])
         k += 1
     start = units[k].start if units else 0
-    return [*head, *tail[start:]], start
+    return [*head, *kept_opening, *tail[start:]], start - len(kept_opening)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     request_problems,
@@ -77,10 +78,13 @@ class Faulty:
 
 def only_latest_unit_left(view: list[BaseMessage]) -> bool:
     """Nothing more could be dropped: after the system messages and the last user-role
-    message (the directive, the note, or a repair's inserted turn), one unit is left."""
+    message (the directive, the note, or a repair's inserted turn), one unit is left
+    (after the loop's opening thinking turn, which stays with the directive, issue 13)."""
     convo = view[leading_system_count(view) :]
     last_user = max((i for i, m in enumerate(convo) if role_of(m) == "user"), default=-1)
-    return len(tool_call_units(convo[last_user + 1 :])) <= 1
+    span = thinking_span(convo)
+    rest = span[1] if span is not None and span[0] == last_user + 1 else last_user + 1
+    return len(tool_call_units(convo[rest:])) <= 1
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))

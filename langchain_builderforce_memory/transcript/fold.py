@@ -39,6 +39,7 @@ from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
+from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     log_repairs,
@@ -321,6 +322,10 @@ def plan_working_transcript(
             return replace(plan, clear=step)
     last_user = latest_user_index(convo)
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
+    span = thinking_span(convo)
+    if span is not None and 0 <= last_user < span[0]:
+        # With thinking on, the loop's opening turn is pinned with the directive (issue 13).
+        directive_tokens += sums[span[1]] - sums[span[0]]
     counts_fit = False
     held_note_tokens = 0
     if held is not None:

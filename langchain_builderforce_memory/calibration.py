@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Final
 
@@ -41,6 +41,7 @@ __all__ = [
     "RATIO_MIN",
     "UsageCalibration",
     "input_tokens_of",
+    "scaled_tokens",
 ]
 
 logger = logging.getLogger(__name__)
@@ -181,6 +182,30 @@ class UsageCalibration:
                 return self.observe(reported, self.sent_tokens)
         return self
 
+    def read_added(
+        self, added: Sequence[BaseMessage], count: Callable[[BaseMessage], int]
+    ) -> UsageCalibration:
+        """Fold in a chat history's usage report, read from what an app appends.
+
+        ``added`` is what an app appends after a call (its input, then the model's
+        answer); the view it read last was sent. The messages before the answer were
+        sent too (the new input), so they count toward the request; a system prompt the
+        app adds is not seen here, which errs high.
+        """
+        if self.off or self.sent_tokens is None:
+            return self
+        extra = 0
+        for m in added:
+            if isinstance(m, AIMessage):
+                model = m.response_metadata.get("model_name")
+                here = self.for_model(model if isinstance(model, str) else None)
+                reported = input_tokens_of(m)
+                if reported is None:
+                    return replace(here, sent_tokens=None, sent_at=None, silent=True)
+                return here.observe(reported, (self.sent_tokens or 0) + extra)
+            extra += count(m)
+        return self
+
     def to_dict(self) -> dict[str, object]:
         """Plain JSON for the graph state."""
         return asdict(self)
@@ -216,3 +241,14 @@ class UsageCalibration:
             sent_at=sent_at if isinstance(sent_at, int) else None,
             silent=raw.get("silent") is True,
         )
+
+
+def scaled_tokens(tokens: int | None, factor: float) -> int | None:
+    """A token number of the provider's in ours, at ``factor`` provider tokens per token
+    of ours (``None``, a default the fold derives from the budget, stays ``None``).
+
+    Example:
+        >>> scaled_tokens(13_000, 1.3), scaled_tokens(None, 1.3)
+        (10000, None)
+    """
+    return None if tokens is None else max(1, math.floor(tokens / factor))

@@ -73,6 +73,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import replace
@@ -82,6 +83,11 @@ import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.calibration import (
+    UsageCalibration,
+    input_tokens_of,
+    scaled_tokens,
+)
 from langchain_builderforce_memory.guards import FoldGuard
 from langchain_builderforce_memory.messages import (
     leading_system_count,
@@ -92,6 +98,7 @@ from langchain_builderforce_memory.search import RecordIndex, SearchResult, sear
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
+    count_tokens,
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
@@ -247,6 +254,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         restore_tokens: Tokens of the working set's file outputs the clear tier keeps
             verbatim (``None``: an eighth of ``max_tokens``).
         clear_tool_results: Clear stale tool results in the view before folding.
+        usage_calibration: Learn the provider's count from the ``usage_metadata`` of the
+            answers appended, and keep the budgets in the provider's tokens (see
+            :class:`~langchain_builderforce_memory.calibration.UsageCalibration`).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -276,6 +286,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         clear_at_least: int | None = None,
         restore_tokens: int | None = None,
         clear_tool_results: bool = True,
+        usage_calibration: bool = True,
     ) -> None:
         super().__init__()
         candidate: object = backing
@@ -323,13 +334,52 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self._backoff: SummarizerBackoff | None = None
         # Whether the backing keeps a marker's stamp (None: not known until the first).
         self._markers_kept: bool | None = None
+        flag: object = usage_calibration
+        if not isinstance(flag, bool):
+            msg = (
+                f"usage_calibration must be True or False; got {flag!r}. "
+                "Fix: pass usage_calibration=True or usage_calibration=False."
+            )
+            raise ValueError(msg)
+        # The session's usage calibration: the view read last is what the app sent, the
+        # answer it appends says what the provider counted (kept per wrapper, in memory).
+        self._calibration = UsageCalibration(off=not usage_calibration)
+
+    @property
+    def budget_policy(self) -> FoldPolicy:
+        """:attr:`policy` in our counter's tokens, scaled by the session's usage calibration."""
+        factor = self._calibration.factor
+        if factor == 1.0:
+            return self.policy
+        return replace(
+            self.policy,
+            max_tokens=max(1, math.floor(self.policy.max_tokens / factor)),
+            tail_tokens=max(1, math.floor(self.policy.tail_tokens / factor)),
+            clear_at_least=scaled_tokens(self.policy.clear_at_least, factor),
+            restore_tokens=scaled_tokens(self.policy.restore_tokens, factor),
+        )
+
+    def _sent(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The view of ``record`` an app reads to send, noted as sent for the calibration."""
+        cal = self._calibration
+        if not cal.off and cal.samples == 0 and not cal.silent:
+            # Answers already stored without a usage report: this model does not report
+            # one, so the first read needs no margin either.
+            last = next((m for m in reversed(record) if isinstance(m, AIMessage)), None)
+            if last is not None and input_tokens_of(last) is None:
+                self._calibration = replace(cal, silent=True)
+        view = self.view_of(record)
+        if not self._calibration.off:
+            sent = count_tokens(view, self.token_counter)
+            self._calibration = self._calibration.sent(sent, len(record))
+        return view
 
     # ------------------------------------------------------------------ reads
 
     @property
     def messages(self) -> list[BaseMessage]:
         """The working view of the stored record (see the class docstring)."""
-        return self.view_of(self._read())
+        return self._sent(self._read())
 
     @messages.setter
     def messages(self, value: list[BaseMessage]) -> None:
@@ -342,7 +392,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages` (reads the backing store asynchronously)."""
-        return self.view_of(await self._aread())
+        return self._sent(await self._aread())
 
     @property
     def full_messages(self) -> list[BaseMessage]:
@@ -372,7 +422,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         plan = plan_working_transcript(
             messages,
             memo=memo,
-            policy=self.policy,
+            policy=self.budget_policy,
             token_counter=self.token_counter,
             can_summarize=False,
             keep_memo=True,
@@ -419,6 +469,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         new = with_ids(messages)
         with self._lock:
+            self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
             self._append(new)
             if self.summarizer is None or self._fold_plan(self._read()) is None:
                 return
@@ -447,6 +498,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         new = with_ids(messages)
         async with self._lock:
+            self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
             await self._aappend(new)
             if self.summarizer is None or self._fold_plan(await self._aread()) is None:
                 return
@@ -551,7 +603,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         plan = plan_working_transcript(
             messages,
             memo=memo,
-            policy=self.policy,
+            policy=self.budget_policy,
             token_counter=self.token_counter,
             backoff=self._backoff,
             keep_memo=True,

@@ -27,6 +27,7 @@ from langchain_builderforce_memory.calibration import (
     RATIO_MAX,
     UsageCalibration,
 )
+from langchain_builderforce_memory.history import CompactingChatMessageHistory
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
     coding_agent_script,
@@ -212,3 +213,36 @@ def test_a_model_that_always_overflows_surfaces_the_error_after_one_retry(use_as
     with pytest.raises(ContextOverflowError, match="too long"):
         call()
     assert len(model.requests) == 2
+
+
+# ----------------------------------------------------------------------- the chat history
+
+
+def _history_run(ratio: float, **options: Any) -> list[int]:
+    """A 60-exchange chat through the history; the provider's count of each view read."""
+    history = CompactingChatMessageHistory(
+        summarizer=ScriptedSummarizer(), max_tokens=12_000, **options
+    )
+    provider = ScriptedChatModel(usage_counter=EXACT, usage_ratio=ratio)
+    read_file = coding_tools(min_tokens=300, max_tokens=1_500, seed=7)[0]
+    reported: list[int] = []
+    for i in range(60):
+        view = history.messages
+        reported.append(_reported(provider, view))
+        question = HumanMessage(f"Explain src/m{i}.py, please.")
+        n = provider.input_tokens([*view, question])
+        usage = {"input_tokens": n, "output_tokens": 1, "total_tokens": n + 1}
+        answer = AIMessage(read_file.invoke({"path": f"src/m{i}.py"}), usage_metadata=usage)
+        history.add_messages([question, answer])
+    return reported
+
+
+@pytest.mark.parametrize("ratio", [1.3, 0.8])
+def test_the_chat_history_anchors_on_the_usage_of_the_answers_appended(ratio: float) -> None:
+    reported = _history_run(ratio)
+    assert max(reported[1:]) <= 12_000, max(reported[1:])
+    assert max(reported[1:]) > 0.7 * 12_000
+
+
+def test_the_unanchored_history_overshoots_a_provider_counting_1_3x() -> None:
+    assert max(_history_run(1.3, usage_calibration=False)) > 12_000

@@ -14,6 +14,7 @@ from typing import Final, Literal, TypeAlias
 
 from langchain_core.runnables import RunnableConfig
 
+from langchain_builderforce_memory.calibration import scaled_tokens
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
@@ -214,17 +215,13 @@ class MemoryPolicy:
         if ceiling is not None:
             top = max(1, min(top, ceiling))
         reserve = min(math.floor(self.tail_reserve_tokens / factor), top - 1)
-
-        def ours(tokens: int | None) -> int | None:
-            return None if tokens is None else max(1, math.floor(tokens / factor))
-
         return replace(
             self,
             max_tokens=top,
             tail_tokens=max(1, math.floor(self.tail_tokens / factor)),
             tail_reserve_tokens=max(0, reserve),
-            clear_at_least=ours(self.clear_at_least),
-            restore_tokens=ours(self.restore_tokens),
+            clear_at_least=scaled_tokens(self.clear_at_least, factor),
+            restore_tokens=scaled_tokens(self.restore_tokens, factor),
         )
 
     @property

@@ -42,6 +42,8 @@ __all__ = [
     "THINKING_TYPES",
     "call_ids",
     "current_turn_start",
+    "cuttable_text",
+    "has_structure",
     "has_thinking",
     "is_tool_result_turn",
     "media_tokens",
@@ -53,6 +55,7 @@ __all__ = [
     "thinking_restart",
     "thinking_span",
     "tool_result_ids",
+    "with_cut_text",
 ]
 
 THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
@@ -154,6 +157,100 @@ def is_tool_result_turn(message: BaseMessage) -> bool:
     return bool(content) and all(
         isinstance(b, Mapping) and b.get("type") in _RESULT_BLOCK_TYPES for b in content
     )
+
+
+_STRUCTURAL_TYPES: Final = THINKING_TYPES | _CALL_BLOCK_TYPES | _RESULT_BLOCK_TYPES
+_CUT_RESULT: Final = "[output cut]"
+
+
+def has_structure(message: BaseMessage) -> bool:
+    """True when the content holds blocks a provider pairs or orders.
+
+    Thinking, calls and results: a cut must keep them and shorten only the text around.
+    """
+    return any(b.get("type") in _STRUCTURAL_TYPES for b in _blocks(message))
+
+
+def _result_text(block: Mapping[str, object]) -> str:
+    inner = block.get("content")
+    if isinstance(inner, str):
+        return inner
+    if isinstance(inner, list):
+        return "\n".join(
+            str(b.get("text", "")) for b in inner if isinstance(b, Mapping) and "text" in b
+        )
+    return ""
+
+
+def cuttable_text(message: BaseMessage) -> str:
+    """The text of ``message`` a cut may shorten.
+
+    A tool-result turn's results, else its plain text (strings and ``text`` blocks);
+    never thinking, calls or their arguments.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> cuttable_text(HumanMessage([{"type": "tool_result", "tool_use_id": "t1",
+        ...                              "content": "42 lines"}]))
+        '42 lines'
+    """
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if is_tool_result_turn(message):
+        return "\n".join(_result_text(b) for b in _blocks(message))
+    parts = [
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in content
+        if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
+    ]
+    return "\n".join(parts)
+
+
+def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, object]]:
+    """``message``'s content with its cuttable text replaced by ``text``, blocks in place.
+
+    Thinking, calls and results keep their order (a provider checks it); in a tool-result
+    turn the first result carries ``text`` and the others a short marker, so every call
+    is still answered; elsewhere ``text`` takes the place of the first non-structural
+    part and the other text, images and files are dropped.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> m = AIMessage([{"type": "thinking", "thinking": "hm", "signature": "s"},
+        ...                {"type": "text", "text": "long " * 100},
+        ...                {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
+        >>> [b["type"] for b in with_cut_text(m, "short")]
+        ['thinking', 'text', 'tool_use']
+    """
+    out: list[str | dict[str, object]] = []
+    placed = False
+    result_turn = is_tool_result_turn(message)
+    content = message.content if isinstance(message.content, list) else [message.content]
+    for block in content:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if isinstance(block, Mapping) and kind in _STRUCTURAL_TYPES:
+            if result_turn:
+                body = text if not placed else _CUT_RESULT
+                out.append({**block, "content": body})
+                placed = True
+            else:
+                out.append(dict(block))
+        elif not placed:
+            out.append({"type": "text", "text": text})
+            placed = True
+    if not placed:
+        # Only structure (thinking and calls): the text goes after thinking, before calls.
+        at = next(
+            (
+                i
+                for i, b in enumerate(out)
+                if isinstance(b, dict) and b.get("type") not in THINKING_TYPES
+            ),
+            len(out),
+        )
+        out.insert(at, {"type": "text", "text": text})
+    return out
 
 
 def opens_with_thinking(message: BaseMessage) -> bool:

@@ -244,8 +244,9 @@ class UsageCalibration:
 
 
 def scaled_tokens(tokens: int | None, factor: float) -> int | None:
-    """A token number of the provider's in ours, at ``factor`` provider tokens per token
-    of ours (``None``, a default the fold derives from the budget, stays ``None``).
+    """A token number of the provider's, in ours at ``factor`` provider tokens per ours.
+
+    ``None`` (a default the fold derives from the budget) stays ``None``.
 
     Example:
         >>> scaled_tokens(13_000, 1.3), scaled_tokens(None, 1.3)

@@ -201,10 +201,21 @@ def test_the_ceiling_an_overflow_teaches_stops_the_next_ones() -> None:
 
 
 @pytest.mark.parametrize("use_async", [False, True])
-def test_a_model_that_always_overflows_surfaces_the_error_after_one_retry(use_async: bool) -> None:
+@pytest.mark.parametrize(
+    ("words", "requests"),
+    [
+        pytest.param(6_000, 2, id="retried-once-at-half-then-raised"),
+        # Half of a 27-token request cannot hold the system prompt: nothing is left to
+        # cut, so the refusal is raised at once (no futile resend).
+        pytest.param(1, 1, id="nothing-to-cut-raised-at-once"),
+    ],
+)
+def test_a_model_that_always_overflows_surfaces_the_error_after_one_retry(
+    use_async: bool, words: int, requests: int
+) -> None:
     model = ScriptedChatModel(fail_with=ContextOverflowError("prompt is too long"))
     agent = build_agent("create_agent", model, [], max_tokens=32_000)
-    payload = {"messages": [HumanMessage("hi")]}
+    payload = {"messages": [HumanMessage(" ".join(["hi"] * words))]}
     call = (
         (lambda: asyncio.run(agent.ainvoke(payload)))
         if use_async
@@ -212,7 +223,9 @@ def test_a_model_that_always_overflows_surfaces_the_error_after_one_retry(use_as
     )
     with pytest.raises(ContextOverflowError, match="too long"):
         call()
-    assert len(model.requests) == 2
+    assert len(model.requests) == requests
+    if requests == 2:
+        assert count_tokens(model.requests[1]) < count_tokens(model.requests[0])
 
 
 # ----------------------------------------------------------------------- the chat history

@@ -227,3 +227,48 @@ def test_a_current_turn_that_lost_its_thinking_is_flagged() -> None:
     # A finished turn may drop its thinking (Anthropic strips it from past turns).
     done = [HumanMessage("go"), stripped, *results, AIMessage("ok"), HumanMessage("next")]
     assert request_problems(done, thinking=True) == []
+
+
+# ----------------------------------------------------------------------- cuts keep blocks
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param(
+            HumanMessage(
+                [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a " * 3_000},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "b " * 3_000},
+                ]
+            ),
+            id="anthropic-tool-result-turn",
+        ),
+        pytest.param(
+            AIMessage(
+                [
+                    {"type": "thinking", "thinking": "plan " * 50, "signature": "sig"},
+                    {"type": "text", "text": "notes " * 3_000},
+                    {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}},
+                ]
+            ),
+            id="thinking-then-tool-use",
+        ),
+    ],
+)
+def test_an_elided_message_keeps_its_thinking_calls_and_results(message: BaseMessage) -> None:
+    # Found when the view policy met Anthropic-native records: the cut turned a
+    # tool_result turn into plain text, and the calls before it went unanswered.
+    from langchain_builderforce_memory.blocks import call_ids, tool_result_ids
+    from langchain_builderforce_memory.transcript.elide import elide_message
+
+    cut = elide_message(message, 600, EXACT)
+    assert EXACT.count_message(cut) <= 600
+    assert call_ids(cut) == call_ids(message)
+    assert tool_result_ids(cut) == tool_result_ids(message)
+    assert is_tool_result_turn(cut) == is_tool_result_turn(message)
+    kinds = [b["type"] for b in cut.content if isinstance(b, dict)]
+    original = [b["type"] for b in message.content if isinstance(b, dict)]
+    assert [k for k in kinds if k != "text"] == [k for k in original if k != "text"]
+    if isinstance(message, AIMessage):
+        assert cut.content[0] == message.content[0]  # the signed thinking block, verbatim

@@ -286,15 +286,21 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         emit_events(turn.events, _writer(request.runtime))
         try:
             return _respond(handler(request.override(messages=_sent(turn))), turn)
-        except ContextOverflowError:
+        except ContextOverflowError as refused:
             _log_overflow(turn)
-        retry = run_turn(
-            self.core,
-            request.messages,
-            request.state,
-            overflowed=turn.sent_tokens,
-            **_turn_args(request),
-        )
+            overflow = refused
+        try:
+            retry = run_turn(
+                self.core,
+                request.messages,
+                request.state,
+                overflowed=turn.sent_tokens,
+                **_turn_args(request),
+            )
+        except ValueError as exc:
+            # Half the refused request cannot hold the system prompt: nothing left to
+            # cut, so the provider's refusal stands (the planning error is its cause).
+            raise overflow from exc
         emit_events(retry.events, _writer(request.runtime))
         return _respond(handler(request.override(messages=_sent(retry))), retry)
 
@@ -308,15 +314,21 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         emit_events(turn.events, _writer(request.runtime))
         try:
             return _respond(await handler(request.override(messages=_sent(turn))), turn)
-        except ContextOverflowError:
+        except ContextOverflowError as refused:
             _log_overflow(turn)
-        retry = await arun_turn(
-            self.core,
-            request.messages,
-            request.state,
-            overflowed=turn.sent_tokens,
-            **_turn_args(request),
-        )
+            overflow = refused
+        try:
+            retry = await arun_turn(
+                self.core,
+                request.messages,
+                request.state,
+                overflowed=turn.sent_tokens,
+                **_turn_args(request),
+            )
+        except ValueError as exc:
+            # Half the refused request cannot hold the system prompt: nothing left to
+            # cut, so the provider's refusal stands (the planning error is its cause).
+            raise overflow from exc
         emit_events(retry.events, _writer(request.runtime))
         return _respond(await handler(request.override(messages=_sent(retry))), retry)
 

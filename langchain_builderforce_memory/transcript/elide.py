@@ -25,6 +25,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.blocks import cuttable_text, has_structure, with_cut_text
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -107,12 +108,15 @@ human message (14 tokens); raise max_tokens to at least 109 or shorten the syste
 
 
 def _text_of(message: BaseMessage) -> str:
+    if has_structure(message):
+        return cuttable_text(message)  # thinking, calls and results are kept whole
     text, _ = content_text_for_count(message.content)
     return text
 
 
 def _with_text(message: BaseMessage, text: str, cut: int) -> BaseMessage:
-    copy = message.model_copy(update={"content": text})
+    content = with_cut_text(message, text) if has_structure(message) else text
+    copy = message.model_copy(update={"content": content})
     original = stamp_of(message)
     meta: dict[str, object] = {}
     if original is not None:

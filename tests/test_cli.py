@@ -380,10 +380,11 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
         (["--directives", "0"], "argument --directives: must be at least 1; got 0"),
         (
             ["--budget", "100"],
-            "argument --budget: must be at least 3,056 (the brief alone is given 3,000, the "
-            "system prompt and one message need the rest); got 100",
+            "argument --budget: must be at least 3,070 (the brief alone is given 3,000, the "
+            "system prompt and one message need the rest, with the first request's safety "
+            "margin); got 100",
         ),
-        (["--budget", "3055"], "argument --budget: must be at least 3,056"),
+        (["--budget", "3069"], "argument --budget: must be at least 3,070"),
         (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG file"),
         (["--plot", "."], "argument --plot: the plot is a PNG file"),
         (["--db", "."], "argument --db: '.' is a folder: give a file path"),
@@ -505,7 +506,8 @@ def test_the_help_names_every_flag_and_what_the_demo_keeps(command: str, flags: 
         assert "cache directory" not in text
 
 
-def _library_defaults() -> list[tuple[str, int, int]]:
+def _library_defaults() -> list[tuple[str, float, float]]:
+    from langchain_builderforce_memory import calibration
     from langchain_builderforce_memory.agents.policy import MemoryPolicy
     from langchain_builderforce_memory.cli import inspect as inspect_module
     from langchain_builderforce_memory.transcript import fold, window
@@ -528,6 +530,7 @@ def _library_defaults() -> list[tuple[str, int, int]]:
             cli_main.TAIL_RESERVE_TOKENS,
             MemoryPolicy().tail_reserve_tokens,
         ),
+        ("FIRST_MARGIN", cli_main.FIRST_MARGIN, calibration.FIRST_MARGIN),
     ]
 
 

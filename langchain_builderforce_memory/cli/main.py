@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
@@ -43,10 +44,12 @@ DEFAULT_TARGET_MODEL_TOKENS = 8_192
 """``cli.inspect.DEFAULT_TARGET_MODEL_TOKENS``."""
 TAIL_RESERVE_TOKENS = 3_000
 """``MemoryPolicy.tail_reserve_tokens``: the room the middleware gives the brief."""
-MIN_DEMO_BUDGET = TAIL_RESERVE_TOKENS + 56
+FIRST_MARGIN = 1.25
+"""``calibration.FIRST_MARGIN``: budgets are cut by it until the first usage report."""
+MIN_DEMO_BUDGET = math.ceil((TAIL_RESERVE_TOKENS // FIRST_MARGIN + 56) * FIRST_MARGIN)
 """The demo's smallest ``--budget``: the brief's room, plus what every request must hold
 (the demo's 42-token system prompt and one short human message, 14 tokens: the view
-policy raises below that)."""
+policy raises below that), both before the first usage report's safety margin."""
 
 
 class _WholeNumber:
@@ -143,7 +146,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
         type=_WholeNumber(
             MIN_DEMO_BUDGET,
             f"the brief alone is given {TAIL_RESERVE_TOKENS:,}, the system prompt and one "
-            "message need the rest",
+            "message need the rest, with the first request's safety margin",
         ),
         default=HISTORY_TOKEN_BUDGET,
         help=(

@@ -131,12 +131,15 @@ config = {"configurable": {"thread_id": "ticket-42"}, "recursion_limit": 1_000}
 # tagged `nostream`, so it never streams into the user's output.
 
 # %%
+calls = 0  # model calls finished: the "updates" stream reports each one after its events
 for directive in run.directives[:2]:
     print(f"> {directive}")
     inputs = {"messages": [HumanMessage(directive)]}
     for mode, chunk in agent.stream(inputs, config, stream_mode=["custom", "updates"]):
         if mode == "custom":
-            print(f"  model call {len(model.requests)}: {chunk}")
+            print(f"  model call {calls + 1}: {chunk}")
+        elif "model" in chunk:
+            calls += 1
 print(f"{len(model.requests)} model calls, {len(summarizer_calls)} summarizer calls")
 
 # %% [markdown]

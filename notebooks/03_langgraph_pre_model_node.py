@@ -122,10 +122,14 @@ print(graph.get_graph().draw_mermaid())
 
 # %%
 config = {"configurable": {"thread_id": "graph-1"}, "recursion_limit": 1_000}
+calls = 0  # model calls finished: the "updates" stream reports each one after its events
 for directive in run.directives:
     inputs = {"messages": [HumanMessage(directive)]}
-    for event in graph.stream(inputs, config, stream_mode="custom"):
-        print(f"  model call {len(model.requests)}: {event}")
+    for mode, chunk in graph.stream(inputs, config, stream_mode=["custom", "updates"]):
+        if mode == "custom":
+            print(f"  model call {calls + 1}: {chunk}")
+        elif "model" in chunk:
+            calls += 1
 state = graph.get_state(config).values
 record = state["messages"]
 print(f"record: {len(record)} messages, {count_tokens(record):,} tokens")

@@ -150,6 +150,8 @@ class MemoryCore:
                 msg = f"{name} must be {wanted}; got {type(value).__name__}."
                 raise TypeError(msg)
         self.policy = policy
+        # Built (and validated) once: the policy is frozen, and a turn should not pay for it.
+        self.fold_policy = policy.fold_policy
         self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
@@ -224,7 +226,7 @@ class MemoryCore:
             plan.record,
             memo=plan.memo,
             system_prompt=plan.system,
-            policy=self.policy.fold_policy,
+            policy=self.fold_policy,
             token_counter=self.counter,
             can_summarize=self.summarizer is not None,
             requested=plan.compact is not None,

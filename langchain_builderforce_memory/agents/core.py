@@ -153,6 +153,8 @@ class MemoryCore:
                 msg = f"{name} must be {wanted}; got {type(value).__name__}."
                 raise TypeError(msg)
         self.policy = policy
+        # Built (and validated) once: the policy is frozen, and a turn should not pay for it.
+        self.fold_policy = policy.fold_policy
         self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
+from langchain_builderforce_memory.incremental import PrefixCache, last_index
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -145,11 +146,18 @@ def latest_directive(record: Sequence[BaseMessage]) -> str | None:
         >>> latest_directive([HumanMessage("fix it"), AIMessage("done")])
         'fix it'
     """
-    for m in reversed(record):
-        if isinstance(m, HumanMessage) and not is_stamped(m):
-            text = m.text.strip()
-            return text[:_MAX_TASK_CHARS] if text else None
-    return None
+    i = last_index(_LATEST_DIRECTIVE, record, _is_user_written)
+    if i < 0:
+        return None
+    text = record[i].text.strip()
+    return text[:_MAX_TASK_CHARS] if text else None
+
+
+def _is_user_written(message: BaseMessage) -> bool:
+    return isinstance(message, HumanMessage) and not is_stamped(message)
+
+
+_LATEST_DIRECTIVE: Final[PrefixCache[int]] = PrefixCache()
 
 
 def _resume_at(record: Sequence[BaseMessage], scanned: int, scanned_id: str | None) -> int:

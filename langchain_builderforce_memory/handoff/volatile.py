@@ -27,9 +27,11 @@ stays in the text for the model and for caching layers that split on it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import is_stamped, role_of, stamp
 
 __all__ = [
@@ -67,7 +69,16 @@ def volatile_tail(sections: Iterable[str | None]) -> HumanMessage | None:
     if not body:
         return None
     text = f"{VOLATILE_TAIL_TAG}\n{body}\n{VOLATILE_TAIL_CLOSE}"
-    return stamp(HumanMessage(text), VOLATILE_TAIL_KIND)
+    tail = _TAILS.get(text)
+    if tail is None:
+        # The brief changes only when the working memory does: one object per text keeps
+        # its token count cached across the turns it is sent.
+        tail = stamp(HumanMessage(text), VOLATILE_TAIL_KIND)
+        _TAILS.put(text, tail)
+    return tail
+
+
+_TAILS: Final[Recent[str, HumanMessage]] = Recent(64)
 
 
 def is_volatile_tail(message: BaseMessage) -> bool:

@@ -27,8 +27,10 @@ stays byte-identical while the horizon holds, and when it moves it moves a whole
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
+import operator
 import re
 import weakref
 from collections.abc import Mapping, Sequence
@@ -37,6 +39,7 @@ from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.incremental import PrefixCache, Recent
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
@@ -170,8 +173,23 @@ def _info(
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class _ResultsSoFar:
+    """:func:`tool_results` of a record, kept to extend when the record grows."""
+
+    calls: dict[str, tuple[str, Mapping[str, object]]]
+    answered: frozenset[str]
+    results: tuple[ToolResult, ...]
+
+
+_RESULTS: Final[PrefixCache[_ResultsSoFar]] = PrefixCache()
+
+
 def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[ToolResult]:
     """Every tool result in ``convo`` with its call, size and kind, in order.
+
+    O(new messages) over a record that grew at the end since the last call (see
+    :mod:`~langchain_builderforce_memory.incremental`).
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -183,13 +201,29 @@ def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[To
         ...     ApproximateTokenCounter())]
         [('read', 'a.py')]
     """
-    calls = _calls_by_id(convo)
-    out: list[ToolResult] = []
-    for i, m in enumerate(convo):
+    hit = _RESULTS.resume(convo, counter)
+    known, calls, answered, out = 0, {}, frozenset[str](), list[ToolResult]()
+    if hit is not None:
+        known, so_far = hit
+        new_calls = _calls_by_id(convo[known:])
+        # A call id re-used after a result already answered it changes that result's
+        # call (the last call of an id wins): start over.
+        if so_far.answered.isdisjoint(new_calls):
+            calls = {**so_far.calls, **new_calls}
+            answered, out = so_far.answered, list(so_far.results)
+        else:
+            known = 0
+    if known == 0:
+        calls = _calls_by_id(convo)
+    new_answered: list[str] = []
+    for i in range(known, len(convo)):
+        m = convo[i]
         if not isinstance(m, ToolMessage):
             continue
         name, text, kind, target, mid = _info(m, calls.get(m.tool_call_id))
         out.append(ToolResult(i, name, text, counter.count_message(m), kind, target, mid))
+        new_answered.append(m.tool_call_id)
+    _RESULTS.save(convo, counter, _ResultsSoFar(calls, answered.union(new_answered), tuple(out)))
     return out
 
 
@@ -232,21 +266,69 @@ def working_set(results: Sequence[ToolResult], keep_tokens: int) -> list[ToolRes
     return chosen
 
 
+@dataclass(frozen=True, slots=True)
+class _CutsSoFar:
+    chunk: int
+    total: int
+    next_cut: int
+    points: tuple[int, ...]
+
+
+_CUTS: Final[PrefixCache[_CutsSoFar]] = PrefixCache()
+
+
+def _cuts(results: Sequence[ToolResult], chunk: int) -> _CutsSoFar:
+    """The cut points of ``results``, extended over the new results."""
+    hit = _CUTS.resume(results)
+    known, so_far = hit if hit is not None and hit[1].chunk == chunk else (0, None)
+    if so_far is not None and known == len(results):
+        return so_far
+    step = max(1, chunk)
+    total, next_cut = (so_far.total, so_far.next_cut) if so_far else (0, step)
+    points = list(so_far.points) if so_far else []
+    for r in results[known:]:
+        total += r.size
+        if total >= next_cut:
+            points.append(r.index + 1)
+            next_cut = (total // step + 1) * step
+    out = _CutsSoFar(chunk, total, next_cut, tuple(points))
+    _CUTS.save(results, None, out)
+    return out
+
+
+_ORDER: Final[PrefixCache[tuple[tuple[int, ...], bool]]] = PrefixCache()
+
+
+def _indices(results: Sequence[ToolResult]) -> tuple[tuple[int, ...], bool]:
+    """Every result's index, and whether they ascend (``tool_results`` gives them so)."""
+    hit = _ORDER.resume(results)
+    known, (indices, ordered) = hit if hit is not None else (0, ((), True))
+    if known == len(results):
+        return indices, ordered
+    more = [r.index for r in results[known:]]
+    seq = [*indices[-1:], *more]  # the last known index, then the new ones
+    ordered = ordered and all(map(operator.lt, seq, seq[1:]))
+    out = ((*indices, *more), ordered)
+    _ORDER.save(results, None, out)
+    return out
+
+
 def clear_cut_points(results: Sequence[ToolResult], chunk: int) -> list[int]:
     """Conversation indices a horizon may take.
 
     Just after each result where the running total of tool output crosses a multiple of
-    ``chunk``: fixed positions as the record grows.
+    ``chunk``: fixed positions as the record grows (so only new results are summed).
     """
-    points: list[int] = []
-    total = 0
-    next_cut = max(1, chunk)
-    for r in results:
-        total += r.size
-        if total >= next_cut:
-            points.append(r.index + 1)
-            next_cut = (total // max(1, chunk) + 1) * max(1, chunk)
-    return points
+    return list(_cuts(results, chunk).points)
+
+
+_CLEARABLE_LIMIT: Final = 256
+"""Horizons whose clearing is kept (a turn probes a handful; they hold while the record
+grows)."""
+_Cleared = tuple[list[ToolResult], list[ToolResult]]
+_CLEARABLE: Final[Recent[tuple[int, int, int, int], _Cleared]] = Recent(_CLEARABLE_LIMIT)
+"""By (start, horizon, keep_tokens, results before the horizon): those results (checked
+on every hit) and what they clear."""
 
 
 def clearable(
@@ -255,11 +337,26 @@ def clearable(
     """The results a horizon clears.
 
     Those in ``[start, horizon)`` outside the working set judged from the record before
-    the horizon (so the choice never changes as the record grows after it).
+    the horizon (so the choice never changes as the record grows after it, and is worked
+    out once a horizon: kept, and checked against the results before the horizon).
     """
-    before = [r for r in results if r.index < horizon]
+    indices, ordered = _indices(results)
+    if ordered:
+        before = list(results[: bisect.bisect_left(indices, horizon)])
+    else:
+        before = [r for r in results if r.index < horizon]
+    key = (start, horizon, keep_tokens, len(before))
+    hit = _CLEARABLE.get(key)
+    if hit is not None and hit[0] == before:
+        if any(map(operator.is_not, hit[0], before)):
+            # Equal results, new objects (a record restored from a checkpoint): keep
+            # these, so the next check is by identity again.
+            _CLEARABLE.put(key, (before, hit[1]))
+        return list(hit[1])
     kept = {r.index for r in working_set(before, keep_tokens)}
-    return [r for r in before if r.index >= start and r.index not in kept]
+    cleared = [r for r in before if r.index >= start and r.index not in kept]
+    _CLEARABLE.put(key, (before, cleared))
+    return list(cleared)
 
 
 def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:

@@ -81,7 +81,11 @@ _MIN_MARKER: Final = "[cut in this view; see the record]"
 
 def minimal_human_tokens(counter: TokenCounter) -> int:
     """Tokens of the smallest human message a view can open on (an elided directive)."""
-    return counter.count_message(HumanMessage(_MIN_MARKER))
+    return counter.count_message(_MIN_MESSAGE)
+
+
+_MIN_MESSAGE: Final = HumanMessage(_MIN_MARKER)
+"""One object, so its count is cached (the floor is checked on every turn)."""
 
 
 def check_budget_floor(

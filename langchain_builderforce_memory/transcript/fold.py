@@ -508,7 +508,12 @@ def _compacted(
             or ClearStep()
         )
     view = assemble_compacted(
-        plan.system, with_clear(convo, clear), memo.note, memo.covered_end, shown_restored
+        plan.system,
+        with_clear(convo, clear),
+        memo.note,
+        memo.covered_end,
+        shown_restored,
+        latest_user=latest_user_index(convo),
     )
     fitted, elision = fit_view(
         _checked(view), policy.max_tokens, counter, where="build_working_transcript"

@@ -32,6 +32,7 @@ from typing import Final, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.incremental import PrefixCache, last_index
 from langchain_builderforce_memory.messages import message_id, stamp, stamp_of
 
 __all__ = [
@@ -183,10 +184,10 @@ def last_consolidation_index(messages: Sequence[BaseMessage]) -> int:
         >>> last_consolidation_index([HumanMessage("a"), consolidation_marker("s")])
         1
     """
-    for i in range(len(messages) - 1, -1, -1):
-        if is_consolidation_marker(messages[i]):
-            return i
-    return -1
+    return last_index(_LAST_MARKER, messages, is_consolidation_marker)
+
+
+_LAST_MARKER: Final[PrefixCache[int]] = PrefixCache()
 
 
 def scope_to_consolidation(messages: Sequence[M]) -> list[M]:

@@ -24,7 +24,13 @@ from typing import Final
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
-from langchain_builderforce_memory.messages import is_stamped, role_of, stamp, tool_call_units
+from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    role_of,
+    stamp,
+    tool_call_units,
+)
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -328,7 +334,16 @@ def memory_note(note: str, covered_end: int) -> HumanMessage:
         >>> stamp_of(memory_note("MEMO", 5))
         {'kind': 'memory_note', 'covered_end': 5}
     """
-    return stamp(HumanMessage(note), MEMORY_NOTE_KIND, covered_end=covered_end)
+    key = (note, covered_end)
+    shown = _NOTES.get(key)
+    if shown is None:
+        # One object per note: the view reuses it turn after turn, so its count is cached.
+        shown = stamp(HumanMessage(note), MEMORY_NOTE_KIND, covered_end=covered_end)
+        _NOTES.put(key, shown)
+    return shown
+
+
+_NOTES: Final[Recent[tuple[str, int], HumanMessage]] = Recent(64)
 
 
 def present_leading_marker(convo: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -430,12 +445,18 @@ def compact_tail_start_for_budget(
 
 
 def latest_user_index(convo: Sequence[BaseMessage]) -> int:
-    """Index of the latest user turn the USER wrote (stamped, generated ones skipped), or -1."""
-    for i in range(len(convo) - 1, -1, -1):
-        m = convo[i]
-        if role_of(m) == "user" and not is_stamped(m):
-            return i
-    return -1
+    """Index of the latest user turn the USER wrote (stamped, generated ones skipped), or -1.
+
+    O(new messages) over a record that grew since the last call.
+    """
+    return last_index(_LATEST_USER, convo, _is_directive)
+
+
+def _is_directive(message: BaseMessage) -> bool:
+    return role_of(message) == "user" and not is_stamped(message)
+
+
+_LATEST_USER: Final[PrefixCache[int]] = PrefixCache()
 
 
 def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int:
@@ -462,6 +483,8 @@ def assemble_compacted(
     note: str,
     covered_end: int,
     restored: Sequence[BaseMessage] = (),
+    *,
+    latest_user: int | None = None,
 ) -> list[BaseMessage]:
     """A compacted view: system, the note, re-attached files, the directive, the tail.
 
@@ -477,6 +500,8 @@ def assemble_compacted(
         note: The note's text.
         covered_end: The conversation index the note covers up to (exclusive).
         restored: Re-attached file outputs, shown right after the note.
+        latest_user: :func:`latest_user_index` of ``convo``, when the caller has it (a
+            view with cleared results has the record's: placeholders are tool results).
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -491,13 +516,13 @@ def assemble_compacted(
     out = system_messages(system)
     out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
     out.extend(restored)
-    directive = pinned_directive_index(convo, tail_start)
-    if directive >= 0:
-        out.append(convo[directive])
+    last = latest_user_index(convo) if latest_user is None else latest_user
+    if 0 <= last < tail_start:
+        out.append(convo[last])
         # With thinking on, the running tool loop must open with its thinking turn: it
         # stays with the directive while later steps of the loop go to the note.
         span = thinking_span(convo)
-        if span is not None and directive < span[0] and span[1] <= tail_start:
+        if span is not None and last < span[0] and span[1] <= tail_start:
             out.extend(convo[span[0] : span[1]])
     out.extend(convo[tail_start:])
     return out

@@ -24,6 +24,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.clear import (
@@ -207,14 +208,26 @@ def restored_message(message: BaseMessage, result: ToolResult) -> HumanMessage:
         >>> restored_message(ToolMessage("print(1)", tool_call_id="c1"), r).content
         '[re-attached: the latest output of read_file({"path": "a.py"}), verbatim]\nprint(1)'
     """
+    key = (id(message), id(message.content), result.name, result.args, result.target)
+    hit = _RESTORED.get(key)
+    if hit is not None and hit[0] is message:
+        # The same object every turn the file stays re-attached: its count is cached.
+        return hit[1]
     text = message.text
     head = f"[re-attached: the latest output of {result.name}({result.args}), verbatim]"
-    return stamp(
+    shown = stamp(
         HumanMessage(f"{head}\n{text}"),
         RESTORED_KIND,
         of=message_id(message),
         file=result.target,
     )
+    _RESTORED.put(key, (message, shown))
+    return shown
+
+
+_RestoredKey = tuple[int, int, str, str, str | None]
+_RESTORED: Final[Recent[_RestoredKey, tuple[BaseMessage, HumanMessage]]] = Recent(256)
+"""Re-attached outputs by their source message (held, so its ``id`` is not reused)."""
 
 
 def restored_of(
@@ -224,8 +237,11 @@ def restored_of(
     if not memo.restored:
         return []
     wanted = set(memo.restored)
+    # A result's own message_id is message_id(convo[r.index]) (tool_results sets it).
     return [
-        r for r in results if r.index < memo.covered_end and message_id(convo[r.index]) in wanted
+        r
+        for r in results
+        if r.index < memo.covered_end and (r.message_id or message_id(convo[r.index])) in wanted
     ]
 
 

@@ -1,0 +1,249 @@
+"""The per-record caches that make a turn O(new messages) never change an answer.
+
+Each cached fact (tool results, cut points, the latest user turn, the last marker, the
+clear tier's choice, whole views turn by turn) is compared with the same fact computed
+cold: after :func:`clear_caches` and with a fresh token counter. The record is grown,
+edited in the middle, replaced by a shorter one, restored as equal copies, and
+interleaved with another thread's record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory.incremental import PrefixCache, clear_caches, last_index
+from langchain_builderforce_memory.messages import stamp
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+from langchain_builderforce_memory.transcript.clear import (
+    ToolResult,
+    clear_cut_points,
+    clearable,
+    tool_results,
+)
+from langchain_builderforce_memory.transcript.fold import CompactMemo, build_working_transcript
+from langchain_builderforce_memory.transcript.markers import (
+    consolidation_marker,
+    last_consolidation_index,
+)
+from langchain_builderforce_memory.transcript.plan import latest_user_index
+
+from .helpers import ScriptedSummarizer, model_turns
+from .strategies import valid_records
+
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _call(cid: str, name: str = "read_file", path: str = "a.py") -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": {"path": path}, "id": cid}])
+
+
+def _loop(n: int, size: int = 400) -> list[BaseMessage]:
+    """A directive, then ``n`` tool rounds reading files of ``size`` characters."""
+    out: list[BaseMessage] = [HumanMessage("fix the parser", id="u0")]
+    for i in range(n):
+        out.append(_call(f"c{i}", path=f"src/f{i % 5}.py"))
+        out.append(ToolMessage("x" * size, tool_call_id=f"c{i}", id=f"t{i}"))
+    return out
+
+
+def _cold_results(convo: Sequence[BaseMessage]) -> list[ToolResult]:
+    clear_caches()
+    return tool_results(convo, ApproximateTokenCounter())
+
+
+# ------------------------------------------------------------------ the cache itself
+
+
+def test_a_record_that_grew_resumes_where_it_was_left() -> None:
+    cache: PrefixCache[str] = PrefixCache()
+    record = _loop(3)
+    cache.save(record, None, "three rounds")
+    assert cache.resume([*record, HumanMessage("more")]) == (len(record), "three rounds")
+    assert cache.resume(record) == (len(record), "three rounds")
+
+
+def test_an_edited_shorter_or_other_record_is_not_resumed() -> None:
+    cache: PrefixCache[str] = PrefixCache()
+    record = _loop(3)
+    cache.save(record, None, "state")
+    edited = list(record)
+    edited[2] = ToolMessage("changed", tool_call_id="c0", id="t0")
+    assert cache.resume(edited) is None
+    assert cache.resume(record[:4]) is None  # RemoveMessage shrank it
+    other = [*record[:2], HumanMessage("another thread")]
+    assert cache.resume(other) is None
+
+
+def test_a_restored_copy_starts_afresh_and_the_owner_must_be_the_same_object() -> None:
+    cache: PrefixCache[str] = PrefixCache()
+    record = _loop(2)
+    owner = ApproximateTokenCounter()
+    cache.save(record, owner, "state")
+    restored = [m.model_copy() for m in record]  # a checkpoint gives equal new objects
+    assert cache.resume(restored, owner) is None
+    assert cache.resume(record, ApproximateTokenCounter()) is None
+    assert cache.resume(record, owner) == (len(record), "state")
+
+
+def test_records_sharing_their_opening_keep_their_own_entries() -> None:
+    cache: PrefixCache[int] = PrefixCache()
+    a = _loop(2)
+    b = [*a[:2], HumanMessage("b")]
+    cache.save(a, None, 1)
+    cache.save(b, None, 2)
+    assert cache.resume([*a, HumanMessage("x")]) == (len(a), 1)
+    assert cache.resume([*b, HumanMessage("y")]) == (len(b), 2)
+
+
+def test_last_index_tests_only_the_new_messages_and_follows_edits() -> None:
+    cache: PrefixCache[int] = PrefixCache()
+    tested: list[BaseMessage] = []
+
+    def is_user(m: BaseMessage) -> bool:
+        tested.append(m)
+        return isinstance(m, HumanMessage)
+
+    record = _loop(3)
+    assert last_index(cache, record, is_user) == 0
+    tested.clear()
+    grown = [*record, _call("c9")]
+    assert last_index(cache, grown, is_user) == 0
+    assert tested == [grown[-1]]
+    assert last_index(cache, [record[0]], is_user) == 0
+    assert last_index(cache, [_call("z"), *record[1:]], is_user) == -1
+
+
+# ------------------------------------------------------------------ facts, warm vs cold
+
+
+def test_tool_results_follow_growth_edits_and_a_shorter_record() -> None:
+    counter = ApproximateTokenCounter()
+    record = _loop(6)
+    for n in range(1, len(record) + 1):
+        assert tool_results(record[:n], counter) == _cold_results(record[:n])
+    edited = list(record)
+    edited[4] = ToolMessage("y" * 5_000, tool_call_id="c1", id="t1-edited", status="error")
+    tool_results(record, counter)
+    assert tool_results(edited, counter) == _cold_results(edited)
+    assert tool_results(record[:5], counter) == _cold_results(record[:5])
+
+
+def test_a_call_id_reused_after_its_result_starts_over() -> None:
+    counter = ApproximateTokenCounter()
+    record = _loop(2)
+    tool_results(record, counter)
+    # The last call of an id wins: the earlier result now answers a "bash" call.
+    grown = [*record, _call("c0", name="bash", path="ls")]
+    warm = tool_results(grown, counter)
+    assert warm == _cold_results(grown)
+    assert warm[0].name == "bash"
+
+
+def test_latest_user_and_marker_indices_follow_edits() -> None:
+    record: list[BaseMessage] = [*_loop(3), HumanMessage("next"), *_loop(2)[1:]]
+    assert latest_user_index(record) == 7
+    assert last_consolidation_index(record) == -1
+    with_marker = [*record[:3], consolidation_marker("done so far"), *record[3:]]
+    assert last_consolidation_index(with_marker) == 3
+    assert last_consolidation_index(record) == -1
+    stamped = list(record)
+    stamped[7] = stamp(HumanMessage("next"), "note")
+    assert latest_user_index(stamped) == 0
+    assert latest_user_index(record[:7]) == 0
+    assert latest_user_index(record) == 7
+
+
+def test_cut_points_and_clearing_match_a_cold_computation() -> None:
+    counter = ApproximateTokenCounter()
+    record = _loop(30, size=3_000)
+    for n in (10, 31, 47, 61):
+        results = tool_results(record[:n], counter)
+        points = clear_cut_points(results, 2_000)
+        warm = [clearable(results, start=0, horizon=p, keep_tokens=1_500) for p in points]
+        cold_results = _cold_results(record[:n])
+        assert clear_cut_points(cold_results, 2_000) == points
+        assert [
+            clearable(cold_results, start=0, horizon=p, keep_tokens=1_500) for p in points
+        ] == warm
+    # Results given out of order are judged as given, not by a stale bisection.
+    results = tool_results(record, counter)
+    shuffled = [*results[5:], *results[:5]]
+    expected = clearable(list(shuffled), start=0, horizon=20, keep_tokens=0)
+    clear_caches()
+    assert clearable(shuffled, start=0, horizon=20, keep_tokens=0) == expected
+
+
+# ------------------------------------------------------------------ whole views
+
+
+_View = tuple[list[tuple[str, object, object]], CompactMemo | None, str]
+
+
+def _view(
+    record: list[BaseMessage], memo: CompactMemo | None, counter: ApproximateTokenCounter
+) -> _View | str:
+    """The view's messages, memo and mode; or the ValueError a too-small budget raises."""
+    try:
+        out = build_working_transcript(
+            record,
+            memo=memo,
+            summarizer=ScriptedSummarizer("n" * 400),
+            system_prompt="You are a coding agent.",
+            max_tokens=20_000,
+            token_counter=counter,
+        )
+    except ValueError as exc:  # the documented floor: system messages over the budget
+        return str(exc)
+    shown = [(m.type, m.content, m.additional_kwargs) for m in out.messages]
+    return shown, out.memo, out.mode
+
+
+def _replay_warm_and_cold(record: list[BaseMessage], edits: list[int]) -> None:
+    """Every turn's view with warm caches equals the view computed cold."""
+    warm_counter = ApproximateTokenCounter()
+    memo: CompactMemo | None = None
+    for turn, prefix in enumerate(model_turns(record)):
+        current = list(prefix)
+        if turn in edits and len(current) > 3:
+            # Edits in the middle and near the end: LangGraph replaces a message with a new
+            # object; these grow it, so every count and decision after it changes.
+            for i in (len(current) // 2, len(current) - 3):
+                old = current[i]
+                current[i] = old.model_copy(update={"content": "edited " + "y" * 8_000})
+        if turn - 1 in edits:
+            current = current[: max(1, len(current) * 2 // 3)]  # shrunk by RemoveMessage
+        warm = _view(current, memo, warm_counter)
+        clear_caches()
+        cold = _view(current, memo, ApproximateTokenCounter())
+        assert warm == cold, f"turn {turn}: the warm view differs from the cold one"
+        memo = warm[1] if not isinstance(warm, str) else None
+
+
+def test_views_turn_by_turn_match_cold_views_over_a_tool_loop() -> None:
+    _replay_warm_and_cold(_loop(80, size=4_000), edits=[30, 55])
+
+
+@PROPERTY
+@given(valid_records(max_units=40), st.lists(st.integers(0, 60), max_size=3))
+def test_views_match_cold_views_over_random_records(
+    record: list[BaseMessage], edits: list[int]
+) -> None:
+    _replay_warm_and_cold(record, edits)
+
+
+def test_two_threads_interleaved_match_cold_views() -> None:
+    a = _loop(40, size=5_000)
+    b = [*a[:3], HumanMessage("a different task"), *_loop(40, size=3_000)[1:]]
+    counter = ApproximateTokenCounter()
+    memos: dict[str, CompactMemo | None] = {"a": None, "b": None}
+    for n in range(4, 80, 3):
+        for name, record in (("a", a), ("b", b)):
+            warm = _view(record[:n], memos[name], counter)
+            clear_caches()
+            assert warm == _view(record[:n], memos[name], ApproximateTokenCounter())
+            assert not isinstance(warm, str)
+            memos[name] = warm[1]

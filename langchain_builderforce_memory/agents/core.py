@@ -12,6 +12,7 @@ store recalled) -> the fold (``fold_plan``) -> ``view`` (the volatile tail last)
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -70,7 +71,7 @@ from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
     plan_working_transcript,
 )
-from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, FoldPolicy
 from langchain_builderforce_memory.transcript.summary import (
     SummarizerLike,
     resolve_summarizer,
@@ -153,8 +154,6 @@ class MemoryCore:
                 msg = f"{name} must be {wanted}; got {type(value).__name__}."
                 raise TypeError(msg)
         self.policy = policy
-        # Built (and validated) once: the policy is frozen, and a turn should not pay for it.
-        self.fold_policy = policy.fold_policy
         self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
@@ -305,7 +304,7 @@ class MemoryCore:
             plan.record,
             memo=plan.memo,
             system_prompt=plan.system,
-            policy=plan.policy.fold_policy,
+            policy=fold_policy_of(plan.policy),
             token_counter=self.counter,
             can_summarize=self.summarizer is not None,
             requested=plan.compact is not None,
@@ -512,3 +511,13 @@ class MemoryCore:
         if self.code_maps is None:
             return update, None, None
         return update, read.memory.snapshot, self.scope_for(config)
+
+
+@functools.lru_cache(maxsize=64)
+def fold_policy_of(policy: MemoryPolicy) -> FoldPolicy:
+    """``policy.fold_policy``, built (and validated) once per distinct request policy.
+
+    The policy is frozen; a request's differs from the configured one only when a fraction
+    is resolved or the calibration scales it, so a turn seldom pays for the validation.
+    """
+    return policy.fold_policy

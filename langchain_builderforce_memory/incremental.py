@@ -113,11 +113,16 @@ class PrefixCache(Generic[S]):
                 *self._entries.get((key[0], key[1], 0), []),
             ]
         for entry in found:
-            known = len(entry.refs)
+            refs = entry.refs
+            known = len(refs)
+            # Cheap rejections first (a record sharing the opening, a shorter one); then
+            # the whole prefix, without a copy when the record has no new message.
             if entry.owner is not owner or known > len(messages):
                 continue
-            head = messages[:known]
-            if entry.refs == (head if isinstance(head, list) else list(head)):
+            if refs[-1] is not messages[known - 1] and refs[-1] != messages[known - 1]:
+                continue
+            head = messages if known == len(messages) else messages[:known]
+            if refs == (head if isinstance(head, list) else list(head)):
                 return entry
         return None
 
@@ -137,11 +142,14 @@ class PrefixCache(Generic[S]):
             return
         key = self._key(messages, owner)
         entry = _Entry(owner, list(messages), state)
+        n = len(messages)
         with self._lock:
+            # Entries this record extends are superseded (judged by their last message:
+            # keeping or dropping one wrongly costs a recount, never a wrong answer).
             kept = [
                 e
                 for e in self._entries.get(key, ())
-                if not (len(e.refs) <= len(messages) and e.refs == entry.refs[: len(e.refs)])
+                if not (len(e.refs) <= n and e.refs[-1] is messages[len(e.refs) - 1])
             ]
             self._entries[key] = [entry, *kept[: _PER_KEY - 1]]
             self._entries.move_to_end(key)
@@ -185,7 +193,7 @@ V = TypeVar("V")
 
 
 class Recent(Generic[K, V]):
-    """A small least-recently-used map, safe to share between threads.
+    """A small map that forgets its oldest entries, safe to share between threads.
 
     For the messages a turn generates again and again (the note, the re-attached files,
     the brief): the same object every turn keeps the per-message token cache hitting.
@@ -206,15 +214,11 @@ class Recent(Generic[K, V]):
         _ALL.add(self)  # type: ignore[arg-type]  # cleared, never read, through the set
 
     def get(self, key: K) -> V | None:
-        """The value kept for ``key``, or ``None``."""
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-        return value
+        """The value kept for ``key``, or ``None`` (a lookup is atomic: no lock taken)."""
+        return self._entries.get(key)
 
     def put(self, key: K, value: V) -> None:
-        """Keep ``value`` for ``key`` (the least recently used goes past the limit)."""
+        """Keep ``value`` for ``key`` (the oldest kept goes past the limit)."""
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -101,6 +101,9 @@ def role_of(message: BaseMessage) -> Role:
         >>> role_of(HumanMessage("hi")), role_of(ChatMessage(role="developer", content="x"))
         ('user', 'system')
     """
+    known = _ROLE_OF_TYPE.get(type(message))
+    if known is not None:  # the common classes, exactly: one lookup, every turn, every message
+        return known
     candidate: object = message  # checked at run time: users pass dicts here
     if not isinstance(candidate, BaseMessage):
         msg = (
@@ -140,6 +143,16 @@ def role_of(message: BaseMessage) -> Role:
         "Use HumanMessage, AIMessage, SystemMessage, ToolMessage or ChatMessage."
     )
     raise ValueError(msg)
+
+
+_ROLE_OF_TYPE: Final[dict[type, Role]] = {
+    HumanMessage: "user",
+    AIMessage: "assistant",
+    ToolMessage: "tool",
+    FunctionMessage: "tool",
+    SystemMessage: "system",
+}
+"""Roles of the exact message classes (subclasses take :func:`role_of`'s checks)."""
 
 
 def stamp(message: M, kind: str, **meta: object) -> M:

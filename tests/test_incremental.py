@@ -198,8 +198,10 @@ def _view(
         )
     except ValueError as exc:  # the documented floor: system messages over the budget
         return str(exc)
-    shown = [(m.type, m.content, m.additional_kwargs) for m in out.messages]
-    return shown, out.memo, out.mode
+    shown: list[tuple[str, object, object]] = [
+        (m.type, m.content, m.additional_kwargs) for m in out.messages
+    ]
+    return shown, out.memo, str(out.mode)
 
 
 def _replay_warm_and_cold(record: list[BaseMessage], edits: list[int]) -> None:
@@ -247,3 +249,68 @@ def test_two_threads_interleaved_match_cold_views() -> None:
             assert warm == _view(record[:n], memos[name], ApproximateTokenCounter())
             assert not isinstance(warm, str)
             memos[name] = warm[1]
+
+
+# ------------------------------------------------------------------ working memory, counts
+
+
+def test_the_working_memory_is_reused_only_while_its_snapshot_is_unchanged() -> None:
+    from langchain_builderforce_memory.agents.state import WORKING_MEMORY_KEY, read_run_memory
+    from langchain_builderforce_memory.callbacks import ToolObservationMapper
+
+    mapper = ToolObservationMapper()
+    record = _loop(12)
+    first = read_run_memory(record, {}, mapper)
+    state = {WORKING_MEMORY_KEY: first.state}
+    grown = [*record, _call("c99", path="src/new.py")]
+    grown.append(ToolMessage("new", tool_call_id="c99", id="t99"))
+    warm = read_run_memory(grown, state, mapper)
+    clear_caches()
+    cold = read_run_memory(grown, state, mapper)
+    assert warm.state == cold.state
+    assert warm.memory.brief() == cold.memory.brief()
+    # A snapshot edited in place (not through this package) is read again, not reused.
+    edited = read_run_memory(record, {}, mapper).state
+    edited["snapshot"]["read"].append("src/edited_in_place.py")
+    edited["snapshot"]["observations"] += 1
+    again = read_run_memory(record, {WORKING_MEMORY_KEY: edited}, mapper)
+    assert "src/edited_in_place.py" in (again.memory.brief() or "")
+
+
+def test_a_working_memory_copy_is_independent_and_its_brief_follows_changes() -> None:
+    from langchain_builderforce_memory.working.memory import Observation, WorkingMemory
+
+    memory = WorkingMemory()
+    for i in range(12):
+        memory.observe(Observation.read(f"f{i}.py"))
+    before = memory.brief()
+    copy = memory.copy()
+    copy.observe(Observation.edited("f3.py"))
+    assert memory.brief() == before
+    assert copy.brief() != before
+    assert "Changed:" in (copy.brief() or "")
+    assert copy.brief() == WorkingMemory.from_snapshot(copy.snapshot).brief()
+
+
+def test_a_count_follows_content_replaced_or_a_block_list_grown_in_place() -> None:
+    counter = ApproximateTokenCounter()
+    message = HumanMessage(content=[{"type": "text", "text": "x" * 400}])
+    first = counter.count_message(message)
+    assert isinstance(message.content, list)
+    message.content.append({"type": "text", "text": "y" * 400})
+    grown = counter.count_message(message)
+    assert grown > first
+    message.content = "short"
+    assert counter.count_message(message) == ApproximateTokenCounter().count_message(message)
+
+
+def test_the_working_set_over_a_growing_record_matches_a_cold_one() -> None:
+    from langchain_builderforce_memory.transcript.clear import in_use_files, working_set
+
+    counter = ApproximateTokenCounter()
+    record = _loop(40, size=2_000)
+    for n in (9, 30, 55, 81):
+        results = tool_results(record[:n], counter)
+        warm = (in_use_files(results), working_set(results, 3_000))
+        cold = _cold_results(record[:n])
+        assert (in_use_files(cold), working_set(cold, 3_000)) == warm

@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
-from langchain_builderforce_memory.incremental import PrefixCache, last_index
+from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -210,11 +210,23 @@ def _observe_new(
 def _prior_memory(raw: object) -> tuple[Mapping[str, Any], WorkingMemory]:
     prior: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     snapshot = prior.get("snapshot")
+    if isinstance(snapshot, Mapping):
+        known = _MEMORIES.get(id(snapshot))
+        # The snapshot this module wrote last turn, unchanged since (compared by value
+        # with the copy kept of it): reuse its memory and brief instead of re-reading.
+        if known is not None and known[0] is snapshot and known[1] == snapshot:
+            return prior, known[2].copy()
     try:
         return prior, WorkingMemory.from_snapshot(snapshot if isinstance(snapshot, Mapping) else {})
     except ValueError:
         logger.warning("resetting an unreadable %s", WORKING_MEMORY_KEY, exc_info=True)
         return {}, WorkingMemory()
+
+
+_Written = tuple[Mapping[str, Any], WorkingMemorySnapshot, WorkingMemory]
+_MEMORIES: Final[Recent[int, _Written]] = Recent(64)
+"""Snapshots written by :func:`read_run_memory` (held, so an ``id`` is not reused), a copy
+of each as written, and the memory it was written from."""
 
 
 def read_run_memory(
@@ -247,7 +259,10 @@ def read_run_memory(
     if task:
         memory.set_task(task)
     last_id = message_id(record[-1]) if record else None
-    run = RunMemoryState(snapshot=memory.snapshot, scanned=len(record), scanned_id=last_id)
+    snapshot = memory.snapshot
+    memory.brief()  # worked out once per change; the copy kept carries it to the next turn
+    _MEMORIES.put(id(snapshot), (snapshot, memory.snapshot, memory.copy()))
+    run = RunMemoryState(snapshot=snapshot, scanned=len(record), scanned_id=last_id)
     for key in ("code_maps", "code_maps_task"):
         value = prior.get(key)
         if isinstance(value, str):

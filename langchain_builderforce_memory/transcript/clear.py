@@ -33,7 +33,7 @@ import json
 import operator
 import re
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -205,6 +205,8 @@ def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[To
     known, calls, answered, out = 0, {}, frozenset[str](), list[ToolResult]()
     if hit is not None:
         known, so_far = hit
+        if known == len(convo):
+            return list(so_far.results)
         new_calls = _calls_by_id(convo[known:])
         # A call id re-used after a result already answered it changes that result's
         # call (the last call of an id wins): start over.
@@ -227,22 +229,55 @@ def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[To
     return out
 
 
-def in_use_files(results: Sequence[ToolResult]) -> list[str]:
-    """Files the run is working on, best first.
+@dataclass(frozen=True, slots=True)
+class _FileStats:
+    """What the working-memory ranking needs of a run's results, kept to extend."""
 
-    Edited before only read, then the most recently touched, then the most often touched
-    (the working memory's ranking).
-    """
-    last: dict[str, int] = {}
-    count: dict[str, int] = {}
-    edited: set[str] = set()
-    for r in results:
+    last: dict[str, int]
+    """Each file's latest result index."""
+    count: dict[str, int]
+    """How many results touched each file."""
+    edited: frozenset[str]
+    """Files an edit touched."""
+    latest_read: dict[str, ToolResult]
+    """Each file's latest read."""
+
+
+_FILES: Final[PrefixCache[_FileStats]] = PrefixCache()
+
+
+def _file_stats(results: Sequence[ToolResult]) -> _FileStats:
+    """The ranking's counts over ``results``, extended over the results new since."""
+    hit = _FILES.resume(results)
+    if hit is not None and hit[0] == len(results):
+        return hit[1]
+    known, so_far = hit if hit is not None else (0, None)
+    last = dict(so_far.last) if so_far else {}
+    count = dict(so_far.count) if so_far else {}
+    latest = dict(so_far.latest_read) if so_far else {}
+    edited = set(so_far.edited) if so_far else set()
+    for r in results[known:]:
         if r.target is None:
             continue
         last[r.target] = r.index
         count[r.target] = count.get(r.target, 0) + 1
         if r.kind == "edit":
             edited.add(r.target)
+        elif r.kind == "read":
+            latest[r.target] = r
+    out = _FileStats(last, count, frozenset(edited), latest)
+    _FILES.save(results, None, out)
+    return out
+
+
+def in_use_files(results: Sequence[ToolResult]) -> list[str]:
+    """Files the run is working on, best first.
+
+    Edited before only read, then the most recently touched, then the most often touched
+    (the working memory's ranking). Counted over the results new since the last call.
+    """
+    stats = _file_stats(results)
+    last, count, edited = stats.last, stats.count, stats.edited
     return sorted(last, key=lambda p: (p not in edited, -last[p], -count[p]))
 
 
@@ -252,10 +287,7 @@ def working_set(results: Sequence[ToolResult], keep_tokens: int) -> list[ToolRes
     A read too big for what is left is skipped and the next file tried, so one huge file
     does not crowd out the rest.
     """
-    latest: dict[str, ToolResult] = {}
-    for r in results:
-        if r.kind == "read" and r.target is not None:
-            latest[r.target] = r
+    latest = _file_stats(results).latest_read
     chosen: list[ToolResult] = []
     room = keep_tokens
     for path in in_use_files(results):
@@ -322,13 +354,57 @@ def clear_cut_points(results: Sequence[ToolResult], chunk: int) -> list[int]:
     return list(_cuts(results, chunk).points)
 
 
-_CLEARABLE_LIMIT: Final = 256
-"""Horizons whose clearing is kept (a turn probes a handful; they hold while the record
-grows)."""
-_Cleared = tuple[list[ToolResult], list[ToolResult]]
-_CLEARABLE: Final[Recent[tuple[int, int, int, int], _Cleared]] = Recent(_CLEARABLE_LIMIT)
-"""By (start, horizon, keep_tokens, results before the horizon): those results (checked
-on every hit) and what they clear."""
+def results_before(results: Sequence[ToolResult], index: int) -> list[ToolResult]:
+    """The results at conversation indices below ``index``, in order.
+
+    A bisection when the indices ascend (as :func:`tool_results` gives them).
+    """
+    indices, ordered = _indices(results)
+    if ordered:
+        return list(results[: bisect.bisect_left(indices, index)])
+    return [r for r in results if r.index < index]
+
+
+_MEMO_LIMIT: Final = 256
+"""Answers kept by :func:`memo_over` (a turn asks a handful; they hold as the record grows)."""
+_MEMO: Final[Recent[tuple[Hashable, int], tuple[list[ToolResult], object]]] = Recent(_MEMO_LIMIT)
+
+
+def memo_over(before: list[ToolResult], key: Hashable) -> object | None:
+    """What :func:`remember_over` kept for ``key`` and exactly these results, or ``None``.
+
+    For answers that depend only on the results before some index: as the record grows,
+    those stay the same objects, so the check is a list comparison at C speed.
+    """
+    hit = _MEMO.get((key, len(before)))
+    if hit is None or hit[0] != before:
+        return None
+    if hit[0] and hit[0][-1] is not before[-1]:
+        # Equal results, new objects (a record restored from a checkpoint): keep these,
+        # so the next check is by identity again.
+        _MEMO.put((key, len(before)), (before, hit[1]))
+    return hit[1]
+
+
+def remember_over(before: list[ToolResult], key: Hashable, value: object) -> None:
+    """Keep ``value`` as the answer for ``key`` over exactly ``before``."""
+    _MEMO.put((key, len(before)), (before, value))
+
+
+def _clearing(
+    results: Sequence[ToolResult], start: int, horizon: int, keep_tokens: int
+) -> tuple[tuple[ToolResult, ...], int]:
+    """:func:`clearable`'s results and their saving (kept per horizon)."""
+    before = results_before(results, horizon)
+    key = ("clearable", start, horizon, keep_tokens)
+    hit = memo_over(before, key)
+    if isinstance(hit, tuple):
+        return hit
+    kept = {r.index for r in working_set(before, keep_tokens)}
+    cleared = tuple(r for r in before if r.index >= start and r.index not in kept)
+    value = (cleared, _saving(cleared))
+    remember_over(before, key, value)
+    return value
 
 
 def clearable(
@@ -340,23 +416,7 @@ def clearable(
     the horizon (so the choice never changes as the record grows after it, and is worked
     out once a horizon: kept, and checked against the results before the horizon).
     """
-    indices, ordered = _indices(results)
-    if ordered:
-        before = list(results[: bisect.bisect_left(indices, horizon)])
-    else:
-        before = [r for r in results if r.index < horizon]
-    key = (start, horizon, keep_tokens, len(before))
-    hit = _CLEARABLE.get(key)
-    if hit is not None and hit[0] == before:
-        if any(map(operator.is_not, hit[0], before)):
-            # Equal results, new objects (a record restored from a checkpoint): keep
-            # these, so the next check is by identity again.
-            _CLEARABLE.put(key, (before, hit[1]))
-        return list(hit[1])
-    kept = {r.index for r in working_set(before, keep_tokens)}
-    cleared = [r for r in before if r.index >= start and r.index not in kept]
-    _CLEARABLE.put(key, (before, cleared))
-    return list(cleared)
+    return list(_clearing(results, start, horizon, keep_tokens)[0])
 
 
 def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
@@ -408,13 +468,16 @@ def choose_horizon(
     """
     if need <= 0:
         return 0
-    points = [p for p in clear_cut_points(results, chunk) if start < p <= protect_from]
+    cuts = _cuts(results, chunk).points
+    if _indices(results)[1]:  # ascending results, ascending cut points
+        points = cuts[bisect.bisect_right(cuts, start) : bisect.bisect_right(cuts, protect_from)]
+    else:
+        points = tuple(p for p in cuts if start < p <= protect_from)
     lo, hi = 0, len(points)
     # Savings grow with the horizon (more results before it), so bisect for the first fit.
     while lo < hi:
         mid = (lo + hi) // 2
-        cleared = clearable(results, start=start, horizon=points[mid], keep_tokens=keep_tokens)
-        if _saving(cleared) >= need:
+        if _clearing(results, start, points[mid], keep_tokens)[1] >= need:
             hi = mid
         else:
             lo = mid + 1

@@ -18,6 +18,7 @@ range, the restore choice and the re-attached messages, and the closing :func:`f
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -32,6 +33,9 @@ from langchain_builderforce_memory.transcript.clear import (
     apply_clear,
     choose_horizon,
     clearable,
+    memo_over,
+    remember_over,
+    results_before,
     working_set,
 )
 from langchain_builderforce_memory.transcript.elide import Elision, fit_to_budget
@@ -236,13 +240,20 @@ def restored_of(
     """The results ``memo`` re-attaches, found again by id among what it covers."""
     if not memo.restored:
         return []
+    before = results_before(results, memo.covered_end)
+    key = ("restored", memo.restored)
+    hit = memo_over(before, key)
+    if isinstance(hit, tuple):  # asked every turn the note is held: the same answer
+        return list(hit)
     wanted = set(memo.restored)
     # A result's own message_id is message_id(convo[r.index]) (tool_results sets it).
-    return [
-        r
-        for r in results
-        if r.index < memo.covered_end and (r.message_id or message_id(convo[r.index])) in wanted
-    ]
+    found = tuple(r for r in before if (r.message_id or message_id(convo[r.index])) in wanted)
+    if all(map(_OWN_ID, before)):  # else the answer depends on convo too: not kept
+        remember_over(before, key, found)
+    return list(found)
+
+
+_OWN_ID: Final = operator.attrgetter("message_id")
 
 
 def fit_view(

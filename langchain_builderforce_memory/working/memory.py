@@ -190,7 +190,16 @@ class WorkingMemory:
         True
     """
 
-    __slots__ = ("_created", "_deleted", "_edited", "_observations", "_read", "_searched", "_task")
+    __slots__ = (
+        "_brief",
+        "_created",
+        "_deleted",
+        "_edited",
+        "_observations",
+        "_read",
+        "_searched",
+        "_task",
+    )
 
     def __init__(self) -> None:
         self._task: str | None = None
@@ -200,6 +209,22 @@ class WorkingMemory:
         self._read: list[str] = []
         self._searched: list[str] = []
         self._observations = 0
+        # brief() ranks every observation; kept until the memory changes (a turn asks
+        # for it again with nothing new observed).
+        self._brief: tuple[str | None] | None = None
+
+    def copy(self) -> WorkingMemory:
+        """An independent copy (the lists copied, not re-validated like from_snapshot)."""
+        out = WorkingMemory()
+        out._task = self._task
+        out._created = list(self._created)
+        out._edited = list(self._edited)
+        out._deleted = list(self._deleted)
+        out._read = list(self._read)
+        out._searched = list(self._searched)
+        out._observations = self._observations
+        out._brief = self._brief
+        return out
 
     def set_task(self, task: str) -> None:
         """Record what the run was asked: the consolidation names it, so a map is a lesson.
@@ -207,8 +232,9 @@ class WorkingMemory:
         Whitespace is collapsed; a blank task leaves the recorded one unchanged.
         """
         asked = _normalize_task(task)
-        if asked:
+        if asked and asked != self._task:
             self._task = asked
+            self._brief = None
 
     @property
     def task(self) -> str | None:
@@ -218,6 +244,7 @@ class WorkingMemory:
     def observe(self, observation: Observation) -> None:
         """Record one SUCCESSFUL observation. A blank path or query counts but is not kept."""
         self._observations += 1
+        self._brief = None
         target = observation.target.strip()
         if not target:
             return
@@ -311,9 +338,15 @@ class WorkingMemory:
             isinstance(observations, bool) or not isinstance(observations, int)
         ):
             raise ValueError(f"brief(observations=...) must be an int; got {observations!r}.")
-        if (self._observations if observations is None else observations) < (
-            BRIEF_MIN_OBSERVATIONS
-        ):
+        if observations is None and self._brief is not None:
+            return self._brief[0]
+        text = self._render_brief(self._observations if observations is None else observations)
+        if observations is None:
+            self._brief = (text,)
+        return text
+
+    def _render_brief(self, observations: int) -> str | None:
+        if observations < BRIEF_MIN_OBSERVATIONS:
             return None
         changed = list(dict.fromkeys([*self._created, *self._edited]))
         changed_set = set(changed)

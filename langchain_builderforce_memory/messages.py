@@ -103,6 +103,8 @@ def role_of(message: BaseMessage) -> Role:
     """
     known = _ROLE_OF_TYPE.get(type(message))
     if known is not None:  # the common classes, exactly: one lookup, every turn, every message
+        if known == "user" and isinstance(message.content, list) and is_tool_result_turn(message):
+            return "tool"  # an Anthropic-native tool result (see below)
         return known
     candidate: object = message  # checked at run time: users pass dicts here
     if not isinstance(candidate, BaseMessage):

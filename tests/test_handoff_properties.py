@@ -154,8 +154,10 @@ def test_a_pack_of_a_valid_record_keeps_every_invariant(case: Case) -> None:
     directive = latest_real_directive(case.messages)
     assert result.fits == (core_tokens(case.messages) <= case.budget)
     if not result.fits:
+        # system, the directive (cut to fit) and, with thinking on, the running loop's
+        # opening thinking turn: the irreducible core, nothing else
         assert out[: len(system)] == system
-        assert len(out) == len(system) + 1
+        assert len(out) == len(core_messages(case.messages))
     # the latest real directive is there (itself, or cut in the view)
     assert directive is None or any(_stands_for(m, directive) for m in out)
     # at most one volatile tail, and it is last

@@ -102,9 +102,9 @@ def role_of(message: BaseMessage) -> Role:
         ('user', 'system')
     """
     known = _ROLE_OF_TYPE.get(type(message))
-    if known is not None:  # the common classes, exactly: one lookup, every turn, every message
-        if known == "user" and isinstance(message.content, list) and is_tool_result_turn(message):
-            return "tool"  # an Anthropic-native tool result (see below)
+    # The common classes, exactly: one lookup, every turn, every message. A human message
+    # of content blocks takes the checks below (a turn of tool_result blocks is a tool).
+    if known is not None and (known != "user" or isinstance(message.content, str)):
         return known
     candidate: object = message  # checked at run time: users pass dicts here
     if not isinstance(candidate, BaseMessage):

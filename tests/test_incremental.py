@@ -314,3 +314,35 @@ def test_the_working_set_over_a_growing_record_matches_a_cold_one() -> None:
         warm = (in_use_files(results), working_set(results, 3_000))
         cold = _cold_results(record[:n])
         assert (in_use_files(cold), working_set(cold, 3_000)) == warm
+
+
+def test_the_role_lookup_keeps_a_turn_of_tool_result_blocks_a_tool_result() -> None:
+    from langchain_core.messages import SystemMessage
+
+    from langchain_builderforce_memory.messages import role_of
+
+    blocks = HumanMessage([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}])
+    assert role_of(blocks) == "tool"
+    assert role_of(HumanMessage([{"type": "text", "text": "fix it"}])) == "user"
+    assert [role_of(m) for m in (HumanMessage("a"), _call("c"), SystemMessage("s"))] == [
+        "user",
+        "assistant",
+        "system",
+    ]
+
+
+def test_views_of_an_anthropic_tool_round_stay_valid() -> None:
+    """The record hypothesis found when the role lookup called such a turn a user turn."""
+    from langchain_builderforce_memory.messages import request_problems
+    from langchain_builderforce_memory.transcript.window import windowed
+
+    record: list[BaseMessage] = [
+        HumanMessage([{"type": "text", "text": "go"}]),
+        AIMessage(
+            [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.py"}}]
+        ),
+        HumanMessage([{"type": "tool_result", "tool_use_id": "t1", "content": ""}]),
+    ]
+    assert request_problems(windowed(record, max_tokens=600)) == []
+    out = build_working_transcript(record, max_tokens=600, system_prompt="SYS")
+    assert request_problems(out.messages) == []

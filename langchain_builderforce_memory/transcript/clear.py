@@ -354,12 +354,19 @@ def clear_cut_points(results: Sequence[ToolResult], chunk: int) -> list[int]:
     return list(_cuts(results, chunk).points)
 
 
-def results_before(results: Sequence[ToolResult], index: int) -> list[ToolResult]:
+_Order = tuple[tuple[int, ...], bool]
+"""Every result's index, and whether they ascend (see :func:`_indices`)."""
+
+
+def results_before(
+    results: Sequence[ToolResult], index: int, order: _Order | None = None
+) -> list[ToolResult]:
     """The results at conversation indices below ``index``, in order.
 
-    A bisection when the indices ascend (as :func:`tool_results` gives them).
+    A bisection when the indices ascend (as :func:`tool_results` gives them). ``order``:
+    ``_indices(results)``, when the caller already has it.
     """
-    indices, ordered = _indices(results)
+    indices, ordered = order if order is not None else _indices(results)
     if ordered:
         return list(results[: bisect.bisect_left(indices, index)])
     return [r for r in results if r.index < index]
@@ -392,10 +399,14 @@ def remember_over(before: list[ToolResult], key: Hashable, value: object) -> Non
 
 
 def _clearing(
-    results: Sequence[ToolResult], start: int, horizon: int, keep_tokens: int
+    results: Sequence[ToolResult],
+    start: int,
+    horizon: int,
+    keep_tokens: int,
+    order: _Order | None = None,
 ) -> tuple[tuple[ToolResult, ...], int]:
     """:func:`clearable`'s results and their saving (kept per horizon)."""
-    before = results_before(results, horizon)
+    before = results_before(results, horizon, order)
     key = ("clearable", start, horizon, keep_tokens)
     hit = memo_over(before, key)
     if isinstance(hit, tuple):
@@ -469,7 +480,8 @@ def choose_horizon(
     if need <= 0:
         return 0
     cuts = _cuts(results, chunk).points
-    if _indices(results)[1]:  # ascending results, ascending cut points
+    order = _indices(results)  # once for every probe below
+    if order[1]:  # ascending results, ascending cut points
         points = cuts[bisect.bisect_right(cuts, start) : bisect.bisect_right(cuts, protect_from)]
     else:
         points = tuple(p for p in cuts if start < p <= protect_from)
@@ -477,7 +489,7 @@ def choose_horizon(
     # Savings grow with the horizon (more results before it), so bisect for the first fit.
     while lo < hi:
         mid = (lo + hi) // 2
-        if _clearing(results, start, points[mid], keep_tokens)[1] >= need:
+        if _clearing(results, start, points[mid], keep_tokens, order)[1] >= need:
             hi = mid
         else:
             lo = mid + 1

@@ -346,3 +346,14 @@ def test_views_of_an_anthropic_tool_round_stay_valid() -> None:
     assert request_problems(windowed(record, max_tokens=600)) == []
     out = build_working_transcript(record, max_tokens=600, system_prompt="SYS")
     assert request_problems(out.messages) == []
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(["a.py", "b.py", "c.py", "d/e.py", "B.py", "ä.py"]), max_size=40))
+def test_the_brief_ranking_is_by_count_then_name(items: list[str]) -> None:
+    from collections import Counter
+
+    from langchain_builderforce_memory.working.memory import rank_by_count
+
+    expected = sorted(Counter(items).items(), key=lambda kv: (-kv[1], kv[0]))
+    assert rank_by_count(items) == expected

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
@@ -88,6 +89,32 @@ def _tool_schema(tool: ToolLike) -> Mapping[str, Any]:
     return convert_to_openai_tool(tool)
 
 
+def _schema_json(tool: ToolLike) -> str:
+    """The JSON a tool's schema is counted as; kept per tool object for a non-dict tool.
+
+    ``convert_to_openai_tool`` builds a pydantic JSON schema: a fifth of a millisecond a
+    tool, on every turn of every request. The kept text is checked against the tool's
+    name, description and argument schema (what the schema is made from).
+    """
+    if isinstance(tool, Mapping):
+        return json.dumps(tool, ensure_ascii=False, sort_keys=True)
+    made_of = (
+        getattr(tool, "name", None),
+        getattr(tool, "description", None),
+        id(getattr(tool, "args_schema", None)),
+    )
+    hit = _SCHEMAS.get(id(tool))
+    if hit is not None and hit[0] is tool and hit[1] == made_of:
+        return hit[2]
+    text = json.dumps(_tool_schema(tool), ensure_ascii=False, sort_keys=True)
+    _SCHEMAS.put(id(tool), (tool, made_of, text))
+    return text
+
+
+_SCHEMAS: Final[Recent[int, tuple[object, tuple[object, object, int], str]]] = Recent(256)
+"""Schema JSON by tool object (held, so its ``id`` is not reused)."""
+
+
 def tools_tokens(tools: Sequence[ToolLike], *, token_counter: TokenCounterLike = None) -> int:
     """Tokens the tool schemas cost: each schema's JSON, counted as text.
 
@@ -99,10 +126,7 @@ def tools_tokens(tools: Sequence[ToolLike], *, token_counter: TokenCounterLike =
         18
     """
     counter = resolve_token_counter(token_counter)
-    return sum(
-        counter.count_text(json.dumps(_tool_schema(t), ensure_ascii=False, sort_keys=True))
-        for t in tools
-    )
+    return sum(counter.count_text(_schema_json(t)) for t in tools)
 
 
 def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLike] | None]:

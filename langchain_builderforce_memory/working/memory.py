@@ -21,6 +21,7 @@ host maps its own tool vocabulary onto `Observation` (see
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -163,7 +164,13 @@ def rank_by_count(items: Iterable[str]) -> list[tuple[str, int]]:
         >>> rank_by_count(["b", "a", "b"])
         [('b', 2), ('a', 1)]
     """
-    return sorted(Counter(items).items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = sorted(Counter(items).items(), key=_NAME)
+    ranked.sort(key=_COUNT, reverse=True)  # stable: equal counts stay in name order
+    return ranked
+
+
+_NAME: Final = operator.itemgetter(0)
+_COUNT: Final = operator.itemgetter(1)
 
 
 def _normalize_task(task: str) -> str:

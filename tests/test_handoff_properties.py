@@ -193,7 +193,14 @@ def test_a_pack_of_any_record_is_valid_and_within_budget(case: Case) -> None:
     assert result.estimated_tokens <= case.budget
     valid, _ = repair_request(case.messages)
     if any(isinstance(m, HumanMessage) and not is_volatile_tail(m) for m in valid):
-        assert request_problems(result.messages) == []
+        problems = request_problems(result.messages)
+        kept = [m for m in valid if not is_volatile_tail(m)]
+        if any("thinking" in p for p in request_problems(kept)):
+            # The record's own running loop opened without a thinking block (thinking
+            # was off for its first call): no view can restore a signed block the
+            # record never had. Everything else must still hold.
+            problems = [p for p in problems if "thinking" not in p]
+        assert problems == []
     if result.fits:
         assert result.estimated_tokens <= case.budget
     assert len([m for m in result.messages if is_volatile_tail(m)]) <= 1

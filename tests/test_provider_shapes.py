@@ -191,6 +191,10 @@ def test_a_tool_result_turn_is_a_tool_result_not_a_directive() -> None:
     assert request_problems([HumanMessage("go"), call, results]) == []
     assert request_problems([HumanMessage("go"), call])[0].endswith("is never answered")
     assert "does not follow" in request_problems([HumanMessage("go"), results])[-1]
+    # nor is it the task the working memory restates
+    from langchain_builderforce_memory.agents.state import latest_directive
+
+    assert latest_directive([HumanMessage("go"), call, results]) == "go"
 
 
 def test_an_unanswered_invalid_tool_call_is_flagged_and_answered_with_a_stamped_error() -> None:

@@ -23,6 +23,7 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_builderforce_memory.blocks import is_tool_result_turn
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
 from langchain_builderforce_memory.messages import (
@@ -154,7 +155,12 @@ def latest_directive(record: Sequence[BaseMessage]) -> str | None:
 
 
 def _is_user_written(message: BaseMessage) -> bool:
-    return isinstance(message, HumanMessage) and not is_stamped(message)
+    # A human turn made only of Anthropic tool_result blocks is a tool result, not a task.
+    return (
+        isinstance(message, HumanMessage)
+        and not is_stamped(message)
+        and not is_tool_result_turn(message)
+    )
 
 
 _LATEST_DIRECTIVE: Final[PrefixCache[int]] = PrefixCache()

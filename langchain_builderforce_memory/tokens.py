@@ -28,6 +28,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
+from zlib import adler32
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -92,62 +93,107 @@ TokenCounterLike: TypeAlias = (
 """What ``token_counter=`` arguments accept (see :func:`resolve_token_counter`)."""
 
 
-_BASE = 24
-"""Hundredths of a token every ASCII character costs (lower-case prose runs ~4.2 chars a
-token in cl100k; 0.24 a character keeps prose a little over)."""
-_DENSE = 95
-"""Extra hundredths a digit or newline costs: cl100k splits numbers into 1-3 digit groups
-and hex ids alternate letters and digits, so they run ~1.7 characters a token."""
-_MARK = 27
-"""Extra hundredths punctuation and upper-case letters cost: JSON, paths and identifiers
-break into many short tokens (~2.6 characters a token)."""
-_WIDE = {0xC0: 110, 0xE0: 120, 0xF0: 300}
-"""Hundredths a non-ASCII character costs by its UTF-8 lead byte: 2-byte (Greek, Cyrillic,
-Hebrew, Arabic) ~1 token; 3-byte (CJK, kana, Hangul, Indic, symbols) ~1-1.2; 4-byte
-(emoji, rare CJK) ~3, as cl100k falls back to its byte tokens."""
-_TEXT_OVERHEAD = 100
-"""Hundredths every text costs whatever its length: a two-letter chat turn is a token."""
-_SAMPLE_WINDOW = 64
-_SAMPLE_CHARS = _SAMPLE_WINDOW * 4
-"""ASCII texts longer than this are measured on evenly spaced windows of it, so the cost
-per character stays near the old ``len / 4`` (see ``benchmarks/estimate_bench.py``)."""
+_UNIT = 100
+"""Weights are in hundredths of a token."""
+_ROUND = 2 * _UNIT - 1
+"""Added before dividing by :data:`_UNIT`: rounds up, plus the token every text costs
+whatever its length (a two-letter chat turn is a token)."""
+_ROUND_1 = _ROUND - 1
+""":data:`_ROUND` less the 1 adler32 starts its sum at (its default seed)."""
+_WHOLE = 512
+"""ASCII texts up to this many characters are read whole; longer ones are sampled."""
+_SAMPLES = 64
+"""Characters a longer ASCII text is sampled at (see :data:`_STEPS`)."""
+_CONT = 50
+"""Hundredths a UTF-8 continuation byte carries; each lead byte carries its character's
+weight less its continuation bytes', so a whole character sums to the weights below."""
 
 
-_DENSE_BYTES = b"0123456789\n"
-_MARK_BYTES = bytes(b for b in range(33, 127) if not chr(b).isalnum() or chr(b).isupper())
-_CHEAP_BYTES = bytes(b for b in range(128) if b not in _DENSE_BYTES + _MARK_BYTES)
-"""ASCII by cost: dense (digits, newline), marks (punctuation, capitals), cheap (the rest:
-lower-case letters, spaces, tabs, control characters)."""
-_CLASS_MAP = bytes(
-    ord("d")
-    if b in _DENSE_BYTES
-    else ord("m")
-    if b in _MARK_BYTES
-    else ord("a")
-    if b < 0x80
-    else ord("c")
-    if b < 0xC0
-    else ord("2")
-    if b < 0xE0
-    else ord("3")
-    if b < 0xF0
-    else ord("4")
-    for b in range(256)
-)
-"""Every byte of UTF-8 text mapped to its class: a(scii), d(ense), m(ark), c(ontinuation),
-and the lead bytes of 2-, 3- and 4-byte characters."""
+def _byte_weights() -> bytes:
+    weights = bytearray(256)
+    for b in range(128):
+        char = chr(b)
+        if char.isdigit() or char == "\n":
+            # cl100k splits numbers into 1-3 digit groups and hex ids alternate letters and
+            # digits (~1.7 characters a token); a newline is a token of its own.
+            weights[b] = 119
+        elif char == ".":
+            # Its own token after a digit and at a sentence end; merged only in attribute
+            # access and file extensions (a printed numeric matrix is ~1 token a character).
+            weights[b] = 70
+        elif 33 <= b < 127 and (not char.isalnum() or char.isupper()):
+            # Punctuation and capitals: JSON, paths and identifiers break into many short
+            # tokens (~2.6 characters a token).
+            weights[b] = 51
+        else:
+            # Lower-case letters, spaces, tabs, control characters: prose runs ~4.2
+            # characters a token; 0.24 keeps it a little over.
+            weights[b] = 24
+    for b in range(0x80, 0x100):
+        # 2-byte characters (Greek, Cyrillic, Hebrew, Arabic) ~1 token: 1.1; 3-byte (CJK,
+        # kana, Hangul, Indic, symbols) ~1-1.2: 1.2; 4-byte (emoji, rare CJK) ~3, as cl100k
+        # falls back to its byte tokens: 3.0.
+        if b < 0xC0:
+            weights[b] = _CONT
+        elif b < 0xE0:
+            weights[b] = 110 - _CONT
+        elif b < 0xF0:
+            weights[b] = 120 - 2 * _CONT
+        else:
+            weights[b] = 300 - 3 * _CONT
+    return bytes(weights)
+
+
+_WEIGHTS = _byte_weights()
+"""Every byte of UTF-8 text mapped to its weight: ``text.encode().translate(_WEIGHTS)``
+turns a text into its weights, and ``adler32`` sums them in C (its low 16 bits are the
+byte sum modulo 65,521, exact while the sum stays below that)."""
+_CHUNK = 65_520 // max(_WEIGHTS)
+"""Bytes whose weights always sum below adler32's modulus (non-ASCII text is summed in
+chunks of this size)."""
+if _WHOLE * max(_WEIGHTS[:128]) >= 65_521:  # pragma: no cover - a guard on the constants
+    raise AssertionError("_WHOLE ASCII characters could overflow one adler32 sum")
+
+
+def _sample_steps(limit: int) -> list[int]:
+    """``steps[s]``: the smallest prime >= max(s, 11), for s < limit.
+
+    A prime stride shares no factor with a text's period (a numeric list repeats every 2-5
+    characters, a table every row) unless the period is a multiple of it, so the sample
+    cycles through every column instead of landing on the same one each time.
+    """
+    size = limit + 128  # prime gaps below 4,224 are under 40
+    sieve = bytearray([1]) * size
+    sieve[0] = sieve[1] = 0
+    for i in range(2, int(size**0.5) + 1):
+        if sieve[i]:
+            sieve[i * i :: i] = bytes(len(range(i * i, size, i)))
+    steps = [0] * limit
+    nxt = 0
+    for s in range(size - 1, -1, -1):
+        if sieve[s] and s >= 11:
+            nxt = s
+        if s < limit:
+            steps[s] = nxt
+    return steps
+
+
+_STEPS = _sample_steps(4096)
+"""Sampling strides by ``len(text) >> 6``: ~64 samples whatever the length (texts over
+262,143 characters use the next odd stride)."""
 
 
 def estimate_text_tokens(text: str) -> int:
     """A cheap, deliberately high estimate of ``text``'s tokens (cl100k-like tokenizers).
 
-    Per character class: ASCII letters and spaces 0.24, digits and newlines 1.19,
-    punctuation and capitals 0.51, then 1.1 / 1.2 / 3.0 for a 2- / 3- / 4-byte UTF-8
-    character, plus 1 a text. Calibrated against cl100k on prose, code, JSON, paths, hex
-    ids, chat turns, Chinese and mixed CJK / emoji / right-to-left text so that it never
-    undercounts a kind by more than 10% (the README's defaults table has the ratios).
-    Long ASCII texts are measured on four evenly spaced 64-character windows, so a count
-    costs about what ``len(text) / 4`` did; non-ASCII texts are read whole.
+    Per character: lower-case letters, spaces and other ASCII 0.24; digits and newlines
+    1.19; punctuation and capitals 0.51 (a period 0.70); then 1.1 / 1.2 / 3.0 for a 2- /
+    3- / 4-byte UTF-8 character; plus 1 a text. Calibrated against cl100k on prose, code,
+    JSON, paths, hex ids, chat turns, Chinese and mixed CJK / emoji / right-to-left text so
+    that it never undercounts a kind by more than 10% (the README's defaults table has the
+    ratios). ASCII texts over 512 characters are measured on ~64 characters sampled at a
+    prime stride across the whole text, so a count costs about twice what ``len(text) / 4``
+    did (``benchmarks/estimate_bench.py``); non-ASCII texts are read whole.
 
     Example:
         >>> estimate_text_tokens("x" * 40), estimate_text_tokens("3f9a" * 10)
@@ -157,36 +203,24 @@ def estimate_text_tokens(text: str) -> int:
     """
     n = len(text)
     if text.isascii():
-        if n <= _SAMPLE_CHARS:
-            if not n:
-                return 0
-            sample = text.encode("ascii")
-        else:
-            # Four windows: the start, two evenly spaced, the end (unrolled: this is the
-            # hot path of every uncached count).
-            w = _SAMPLE_WINDOW
-            third = (n - w) // 3
-            sample = (
-                text[:w] + text[third : third + w] + text[2 * third : 2 * third + w] + text[-w:]
-            ).encode("ascii")
-        # One pass deletes the cheap characters (lower-case letters, spaces); what is left
-        # is short on prose, and a second pass over it tells digits from marks.
-        costly = sample.translate(None, _CHEAP_BYTES)
-        dense = len(costly) - len(costly.translate(None, _DENSE_BYTES)) if costly else 0
-        per_sample = _BASE * len(sample) + _DENSE * dense + _MARK * (len(costly) - dense)
-        return (per_sample * n // len(sample) + _TEXT_OVERHEAD + 99) // 100
-    classes = text.encode("utf-8", "surrogatepass").translate(_CLASS_MAP)
-    ascii_n = classes.count(b"a") + classes.count(b"d") + classes.count(b"m")
-    hundredths = (
-        _BASE * ascii_n
-        + _DENSE * classes.count(b"d")
-        + _MARK * classes.count(b"m")
-        + _WIDE[0xC0] * classes.count(b"2")
-        + _WIDE[0xE0] * classes.count(b"3")
-        + _WIDE[0xF0] * classes.count(b"4")
-        + _TEXT_OVERHEAD
+        # The hot path of every uncached count: a few C calls and nothing per character in
+        # Python (encode, translate to weights, adler32 to sum them).
+        if n <= _WHOLE:
+            if n:
+                return ((adler32(text.encode().translate(_WEIGHTS)) & 0xFFFF) + _ROUND_1) // _UNIT
+            return 0
+        try:
+            step = _STEPS[n >> 6]
+        except IndexError:  # over 262,143 characters
+            step = (n >> 6) | 1
+        text = text[step >> 1 :: step]
+        total = (adler32(text.encode().translate(_WEIGHTS)) & 0xFFFF) - 1
+        return (total * n // len(text) + _ROUND) // _UNIT
+    weights = memoryview(text.encode("utf-8", "surrogatepass").translate(_WEIGHTS))
+    total = sum(
+        adler32(weights[i : i + _CHUNK], 0) & 0xFFFF for i in range(0, len(weights), _CHUNK)
     )
-    return -(-hundredths // 100)
+    return (total + _ROUND) // _UNIT
 
 
 def _block_text(

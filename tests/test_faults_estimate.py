@@ -90,3 +90,41 @@ def test_an_invalid_tool_call_counts_like_a_call(counter: ApproximateTokenCounte
     assert len(broken) > 40_000
     exact = EXACT.count_text(broken)
     assert counter.count_message(message) >= exact * 0.9
+
+
+# A recorded tool result (astropy run): a printed numpy matrix, where cl100k makes a token
+# of nearly every character ("1", ".", " ", ...). The character-class estimate before the
+# period got its own weight undercounted it by 13%.
+NUMPY_MATRICES = (
+    "<returncode>0</returncode>\n<output>\nBuggy cright:\n[[0. 0.]\n [0. 0.]\n [1. 1.]\n"
+    " [1. 1.]]\nFixed cright:\n[[0. 0.]\n [0. 0.]\n [1. 0.]\n [0. 1.]]\ncleft:\n[[1. 1.]\n"
+    " [1. 1.]\n [0. 0.]\n [0. 0.]]\n\nBuggy result:\n[[1. 1. 0. 0.]\n [1. 1. 0. 0.]\n"
+    " [0. 0. 1. 1.]\n [0. 0. 1. 1.]]\n\nFixed result:\n[[1. 1. 0. 0.]\n [1. 1. 0. 0.]\n"
+    " [0. 0. 1. 0.]\n [0. 0. 0. 1.]]\n</output>"
+)
+
+
+def test_a_printed_numeric_matrix_is_not_undercounted_by_more_than_10_percent() -> None:
+    assert EXACT.count_text(NUMPY_MATRICES) / estimate_text_tokens(NUMPY_MATRICES) <= 1.10
+
+
+@pytest.mark.skipif(not KIND_TEXTS["transcripts"], reason="recorded transcripts not present")
+def test_no_recorded_message_of_50_tokens_or_more_is_undercounted_by_more_than_10_percent() -> None:
+    worst = max(
+        (EXACT.count_text(t) / estimate_text_tokens(t), t[:80])
+        for t in KIND_TEXTS["transcripts"]
+        if EXACT.count_text(t) >= 50
+    )
+    assert worst[0] <= 1.10, worst
+
+
+@pytest.mark.parametrize("length", [513, 700, 1_000, 5_000, 16_000, 100_000, 300_000])
+def test_a_sampled_text_counts_like_a_whole_one(length: int) -> None:
+    # Long ASCII texts are sampled at a prime stride: a text that repeats with a short
+    # period (a numeric list, a table) must still be sampled across its columns, and
+    # a text made of one repeated kind must count at that kind's rate.
+    for unit in ("ab 1, ", "x", '{"k": 12}\n', "0123456789abcdef"):
+        text = (unit * (length // len(unit) + 1))[:length]
+        whole = estimate_text_tokens(text[:512])  # read whole: the rate per 512 characters
+        expected = (whole - 1) * length / 512
+        assert estimate_text_tokens(text) >= expected * 0.9, (unit, length)

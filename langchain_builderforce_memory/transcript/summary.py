@@ -253,8 +253,8 @@ def cap_note(
     any counter and any script.
 
     Example:
-        >>> cap_note("word " * 10, max_tokens=5)  # the cut mark counts too
-        'word [...]'
+        >>> cap_note("word " * 10, max_tokens=6)  # the cut mark counts too
+        'word w [...]'
     """
     counter = resolve_token_counter(token_counter)
     if counter.count_text(text) <= max_tokens:

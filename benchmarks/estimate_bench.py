@@ -27,7 +27,7 @@ from langchain_builderforce_memory.tokens import (
     FRAMING_TOKENS,
     ApproximateTokenCounter,
     TiktokenCounter,
-    content_text_for_count,
+    _content_of,
     tool_call_payload,
 )
 from tests.text_kinds import KINDS, text_kinds
@@ -39,10 +39,11 @@ def old_estimate_text_tokens(text: str) -> int:
 
 
 class OldEstimate(ApproximateTokenCounter):
-    """The counter before issue 16, line for line: ``ceil(chars / 4)`` of content and calls, + 4.
+    """The counter before issue 16: ``ceil(chars / 4)`` of content and calls, + 4.
 
-    Same framing, same helpers and the same call shape as ``ApproximateTokenCounter``, so
-    the two differ only in the text estimate.
+    Its ``_count_uncached`` is ``ApproximateTokenCounter``'s with the old text estimate
+    swapped in: the same helpers (today's: content blocks and tool calls are read the
+    same way), the same call shape, so the two differ only in the text estimate.
     """
 
     __slots__ = ()
@@ -51,7 +52,7 @@ class OldEstimate(ApproximateTokenCounter):
         return old_estimate_text_tokens(text)
 
     def _count_uncached(self, message: BaseMessage) -> int:
-        text, fixed = content_text_for_count(message.content)
+        text, fixed = _content_of(message, old_estimate_text_tokens)
         payload = tool_call_payload(message)
         return (
             old_estimate_text_tokens(text)

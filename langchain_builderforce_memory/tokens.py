@@ -280,9 +280,14 @@ def content_text_for_count(
 
 def _content_of(message: BaseMessage, count_text: Callable[[str], int]) -> tuple[str, int]:
     """:func:`content_text_for_count` of a message (its ``tool_calls`` ids not recounted)."""
+    content = message.content
+    if isinstance(content, str):
+        # The common case, and the hot path of every uncached count: only a block list can
+        # repeat a call's id, so there is nothing to skip.
+        return content, 0
     calls = message.tool_calls if isinstance(message, AIMessage) else []
     skip = frozenset(str(c.get("id")) for c in calls if c.get("id"))
-    return content_text_for_count(message.content, count_text, skip)
+    return content_text_for_count(content, count_text, skip)
 
 
 def tool_call_payload(message: BaseMessage) -> str:

@@ -123,7 +123,7 @@ def cost() -> None:
         old, new = old_s / mb * 1e3, new_s / mb * 1e3
         print(
             f"| {name} | {len(msgs)} | {mb * 1e6 / len(msgs):,.0f} | {old:.3f} | {new:.3f} "
-            f"| {new / old:.1f}x |"
+            f"| {new / old:.2f}x |"
         )
 
 

@@ -410,7 +410,9 @@ async def test_a_source_that_outlives_the_timeout_falls_through_sync() -> None:
     try:
         pack = pack_handoff(
             convo(20),
-            target_context_tokens=200,
+            # Room for a recalled note, as in the fall-through test above (a fixed 200 left
+            # recall 12 characters once the estimate charged the note's header its periods).
+            target_context_tokens=14 + note_tokens(20) + 14 * 4 + 13,
             reserve_output_tokens=0,
             summarizer=ScriptedSummarizer(block_until=release),
             recall=ScriptedRecall(),

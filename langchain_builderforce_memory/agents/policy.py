@@ -7,6 +7,7 @@ limits.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -211,6 +212,9 @@ class MemoryPolicy:
         """
         if factor == 1.0 and ceiling is None:
             return self
+        return _scaled(self, factor, ceiling)
+
+    def _scaled_now(self, factor: float, ceiling: int | None) -> MemoryPolicy:
         top = max(1, math.floor(self.budget / factor))
         if ceiling is not None:
             top = max(1, min(top, ceiling))
@@ -256,3 +260,11 @@ class MemoryPolicy:
             restore_tokens=self.restore_tokens,
             clear_tool_results=self.clear_tool_results,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _scaled(policy: MemoryPolicy, factor: float, ceiling: int | None) -> MemoryPolicy:
+    # Every request scales the policy (the calibration's margin or ratio, the learned
+    # ceiling), and building one validates every number: the same inputs, turn after
+    # turn, get the same frozen policy back.
+    return policy._scaled_now(factor, ceiling)

@@ -1,0 +1,110 @@
+"""The view policy through every agent-facing entry point (issue 12), under hypothesis.
+
+``windowed``, ``build_working_transcript`` and ``pack_handoff`` have their own property
+suites; this one drives the adapters a user drops into an agent: the middleware's turn
+(``run_turn`` over a ``MemoryCore``, what ``wrap_model_call`` sends), the LangGraph
+pre-model node and the chat history. For random valid records (single-directive tool
+loops, messages far over the budget, thinking and provider shapes included), every view
+passes ``request_problems``, is within budget, holds the latest directive (itself,
+restated or cut, naming it), and the caller's record is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_builderforce_memory.agents.core import MemoryCore
+from langchain_builderforce_memory.agents.driver import run_turn
+from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
+from langchain_builderforce_memory.blocks import is_tool_result_turn
+from langchain_builderforce_memory.history import CompactingChatMessageHistory
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    leading_system_count,
+    message_id,
+    request_problems,
+    stamp_of,
+)
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+
+from .helpers import ScriptedSummarizer
+from .strategies import valid_records
+
+COUNTER = ApproximateTokenCounter()
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _middleware_view(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    core = MemoryCore(
+        MemoryPolicy(max_tokens=budget), summarizer=ScriptedSummarizer(), token_counter=COUNTER
+    )
+    return list(run_turn(core, record, {"messages": record}).messages)
+
+
+def _node_view(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    node = WorkingTranscriptNode(ScriptedSummarizer(), max_tokens=budget, token_counter=COUNTER)
+    return list(node.invoke({"messages": record})["llm_input_messages"])
+
+
+def _history_view(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    history = CompactingChatMessageHistory(
+        summarizer=ScriptedSummarizer(),
+        max_tokens=budget,
+        tail_tokens=budget // 2,
+        token_counter=COUNTER,
+    )
+    history.add_messages(record)
+    return history.messages
+
+
+ENTRY_POINTS: dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]] = {
+    "middleware": _middleware_view,
+    "node": _node_view,
+    "history": _history_view,
+}
+
+
+def _directive(record: list[BaseMessage]) -> BaseMessage | None:
+    for m in reversed(record):
+        if isinstance(m, HumanMessage) and not is_stamped(m) and not is_tool_result_turn(m):
+            return m
+    return None
+
+
+def _shows(view: list[BaseMessage], wanted: BaseMessage) -> bool:
+    """``wanted`` is in ``view``: itself, a copy, restated or cut (stamped with its id)."""
+    wanted_id = message_id(wanted)
+    head = wanted.text[:40]
+    return any(
+        m is wanted
+        or m.content == wanted.content
+        or (stamp_of(m) or {}).get("of") == wanted_id
+        or (head.strip() and head in m.text)
+        for m in view
+    )
+
+
+@PROPERTY
+@given(
+    record=valid_records(max_units=25),
+    budget=st.integers(min_value=6_000, max_value=40_000),
+    entry=st.sampled_from(sorted(ENTRY_POINTS)),
+)
+def test_every_entry_point_sends_a_valid_view_in_budget_with_the_directive(
+    record: list[BaseMessage], budget: int, entry: str
+) -> None:
+    system = record[: leading_system_count(record)]
+    if count_tokens(system, COUNTER) + 100 > budget // 2:
+        return  # a system prompt the budget cannot hold is the documented ValueError
+    before = [m.model_dump() for m in record]
+    view = ENTRY_POINTS[entry](list(record), budget)
+    assert [m.model_dump() for m in record] == before  # the caller's record, untouched
+    assert request_problems(view) == []
+    assert count_tokens(view, COUNTER) <= budget
+    directive = _directive(record)
+    assert directive is None or _shows(view, directive)

@@ -104,11 +104,10 @@ from langchain_builderforce_memory.tokens import (
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
-    FoldPlan,
     FoldPolicy,
     finish_working_transcript,
-    plan_working_transcript,
 )
+from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     consolidation_marker_of,

@@ -6,7 +6,7 @@ into the note, or re-injected as the active directive), then what each view cost
 total, and any problem a strict provider would reject in the input itself.
 
 The fold is shown WITHOUT a summarizer: nothing is called. The fold's own planner
-(:func:`~langchain_builderforce_memory.transcript.fold.plan_working_transcript`, which
+(:func:`~langchain_builderforce_memory.transcript.fold_plan.plan_working_transcript`, which
 sizes the tail with ``compact_tail_start_for_budget``) says where it would cut and what
 stays verbatim after the note; the note, not yet written, is counted at the room the fold
 reserves for it (:func:`~langchain_builderforce_memory.transcript.plan.note_reserve`).
@@ -48,9 +48,9 @@ from langchain_builderforce_memory.transcript.fold import (
     COMPACT_TAIL_TOKEN_BUDGET,
     FoldPolicy,
     pinned_directive_index,
-    plan_working_transcript,
     verbatim_start,
 )
+from langchain_builderforce_memory.transcript.fold_plan import plan_working_transcript
 from langchain_builderforce_memory.transcript.plan import note_reserve
 from langchain_builderforce_memory.transcript.view import (
     RESTORED_KIND,

@@ -1,0 +1,379 @@
+"""When to fold: the pure plan of one turn's working view, before any summarizer call.
+
+:func:`plan_working_transcript` decides verbatim / clear / reuse the held memo / fold
+``[from, to)`` / window, and :class:`FoldPlan` carries that decision to
+:func:`~langchain_builderforce_memory.transcript.fold.finish_working_transcript`, which
+assembles the view. It is kept apart from :mod:`~langchain_builderforce_memory.transcript.
+fold` because it is pure and has more callers than the fold's twins: the agent adapters,
+the chat history and ``bfmem inspect`` plan with their own :class:`FoldPolicy`, and only
+the summarizer call that follows differs between them. (Where the cut goes and how a
+compacted view is put together is :mod:`~langchain_builderforce_memory.transcript.plan`.)
+
+Why INCREMENTAL: re-summarizing every few turns costs a model call a turn and rewrites the
+view's prefix every turn, so no provider prefix cache hits. The note is kept in a small
+:class:`CompactMemo` the caller persists (graph state), reused as is while its verbatim
+remainder fits, and re-folded only when it no longer does: the previous note plus exactly
+the messages since it, up to a token-sized tail. The tail takes at most ``tail_tokens``
+(40k of 64k by default), so a fold leaves ~20k tokens of headroom and the summarizer runs
+about once per 20k tokens of new work, never every turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.messages import leading_system_count, message_id
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    prefix_sums,
+    resolve_token_counter,
+)
+from langchain_builderforce_memory.transcript.backoff import (
+    SUMMARIZER_BACKOFF_KEY,
+    SummarizerBackoff,
+    parse_backoff,
+)
+from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
+from langchain_builderforce_memory.transcript.elide import check_budget_floor, elide_message
+from langchain_builderforce_memory.transcript.plan import (
+    TAIL_SHARE,
+    CompactMemo,
+    FoldPolicy,
+    compact_tail_start_for_budget,
+    latest_user_index,
+    memory_note,
+    note_reserve,
+    system_messages,
+    verbatim_start,
+)
+from langchain_builderforce_memory.transcript.view import (
+    ClearStep,
+    clear_range,
+    furthest_clear,
+    restore_plan,
+    restored_message,
+    restored_of,
+    with_clear,
+)
+
+__all__ = ["FoldPlan", "plan_working_transcript"]
+
+# Named as the fold's logger, as plan.py's is: the fold's log lines stay under the one
+# logger name users already configure, whichever module of the fold writes them.
+logger = logging.getLogger("langchain_builderforce_memory.transcript.fold")
+
+
+@dataclass(frozen=True, slots=True)
+class FoldPlan:
+    """What :func:`plan_working_transcript` decided.
+
+    :func:`~langchain_builderforce_memory.transcript.fold.finish_working_transcript` turns
+    it (and the summary, when one was asked for) into the view.
+    """
+
+    mode: Literal["verbatim", "window", "memo", "fold"]
+    """What to build; ``"fold"`` needs a summary of :attr:`fold_input`."""
+    system: list[BaseMessage]
+    """The view's system prefix."""
+    convo: Sequence[BaseMessage]
+    """The record without its leading system messages."""
+    memo: CompactMemo | None
+    """The memo held (validated, relocated after edits), or ``None``."""
+    policy: FoldPolicy
+    """The numbers the plan was made with."""
+    counter: TokenCounter
+    """The count it was made with."""
+    fold_from: int = 0
+    """First conversation index the fold compresses (the held note's ``covered_end``)."""
+    fold_to: int = 0
+    """Where the verbatim tail will begin: the new note's ``covered_end``."""
+    fold_input: tuple[BaseMessage, ...] = ()
+    """What the summarizer is given: the held note, then ``convo[fold_from:fold_to]``."""
+    focus: str | None = None
+    """For a fold the agent asked for (``compact_context``): what the note must keep."""
+    backoff: SummarizerBackoff | None = None
+    """The backoff held after a failed summarizer call (``None``: calls allowed)."""
+    total_tokens: int = 0
+    """The conversation's token total: where a backoff is measured from."""
+    backed_off: bool = False
+    """A fold was due but the summarizer is backed off (the view degrades within budget)."""
+
+    results: tuple[ToolResult, ...] = ()
+    """The conversation's tool results (empty when the record fits as it is)."""
+    clear: ClearStep = field(default_factory=ClearStep)
+    """What the clear tier clears in this view."""
+    restore: tuple[ToolResult, ...] = ()
+    """For a fold: the file outputs to re-attach after the new note."""
+
+
+def _held_memo(
+    memo: CompactMemo | Mapping[str, object] | None, convo: Sequence[BaseMessage]
+) -> CompactMemo | None:
+    """The memo if it belongs to this record (found again by id after edits), else None."""
+    if memo is None:
+        return None
+    candidate: object = memo
+    if isinstance(candidate, CompactMemo):
+        parsed = candidate
+    elif isinstance(candidate, Mapping):
+        if "note" not in candidate and SUMMARIZER_BACKOFF_KEY in candidate:
+            return None  # only a backoff is held, no note yet
+        try:
+            parsed = CompactMemo.from_dict(candidate)
+        except ValueError as exc:
+            logger.warning("build_working_transcript: discarded an unreadable memo: %s", exc)
+            return None
+    else:
+        logger.warning(
+            "build_working_transcript: discarded a memo of type %s (expected CompactMemo or "
+            "its to_dict())",
+            type(candidate).__name__,
+        )
+        return None
+    end = parsed.covered_end
+    if end <= len(convo) and message_id(convo[end - 1]) == parsed.last_covered_id:
+        return parsed
+    # RemoveMessage edits only shift messages left, and need real ids: look for the last
+    # covered message by its own id, never by a content hash (a rewritten record could
+    # hold an equal message elsewhere).
+    for j in range(min(end, len(convo)) - 1, -1, -1):
+        if convo[j].id == parsed.last_covered_id:
+            logger.info(
+                "build_working_transcript: the record was edited; the memo now covers %d "
+                "message(s) (was %d)",
+                j + 1,
+                end,
+            )
+            return replace(parsed, covered_end=j + 1)
+    logger.info(
+        "build_working_transcript: discarded a memo written for a different or rewritten "
+        "record (message %r is not where it covered up to)",
+        parsed.last_covered_id,
+    )
+    return None
+
+
+def plan_working_transcript(
+    messages: Sequence[BaseMessage],
+    *,
+    memo: CompactMemo | Mapping[str, object] | None = None,
+    system_prompt: str | SystemMessage | None = None,
+    policy: FoldPolicy | None = None,
+    token_counter: TokenCounterLike = None,
+    can_summarize: bool = True,
+    requested: bool = False,
+    focus: str | None = None,
+    backoff: SummarizerBackoff | None = None,
+    keep_memo: bool = False,
+) -> FoldPlan:
+    """Decide this turn's view (pure; the view policy, see :mod:`.view`).
+
+    ``requested``: the agent asked for a fold (``compact_context``): fold now, whatever
+    the budget, down to the minimum tail, with ``focus`` in the summarizer prompt.
+
+    Whole record fits -> verbatim (memo reset). Else the clear tier over the record, then
+    the held memo's view as is, then cleared. Otherwise fold the held note plus exactly the
+    messages since it, up to a token-sized tail (sized after the re-attached files); when
+    there is nothing new to fold or no summarizer, the held note, else the window. A fold
+    that could not bring the view within budget (its minimum tail alone is over) is held
+    back for the usual headroom of new work; the view is elided to the budget instead.
+
+    Raises:
+        ValueError: ``max_tokens`` cannot hold the system messages plus one human message.
+    """
+    policy = policy or FoldPolicy()
+    counter = resolve_token_counter(token_counter)
+    lead = leading_system_count(messages)
+    system = [*system_messages(system_prompt), *messages[:lead]]
+    convo = messages[lead:]
+    if backoff is None:
+        backoff = parse_backoff(memo)
+    sums = prefix_sums(convo, counter)
+    plan = FoldPlan(
+        "verbatim", system, convo, None, policy, counter, backoff=backoff, total_tokens=sums[-1]
+    )
+    system_tokens = sum(counter.count_message(m) for m in system)
+    check_budget_floor(system_tokens, policy.max_tokens, counter, where="build_working_transcript")
+    budget = policy.max_tokens
+    if requested and can_summarize:
+        asked = _requested_fold(plan, _held_memo(memo, convo), focus)
+        if asked is not None:
+            return asked
+    fits = len(convo) <= policy.max_messages and system_tokens + sums[-1] <= budget
+    if fits and not keep_memo:
+        return plan
+    held = _held_memo(memo, convo)
+    if fits and held is None:
+        return plan
+    results = tuple(tool_results(convo, counter))
+    plan = replace(plan, results=results)
+    if held is None and len(convo) <= policy.max_messages:
+        step = _clear(policy, results, len(convo), 0, system_tokens + sums[-1] - budget)
+        if step is not None:
+            return replace(plan, clear=step)
+    last_user = latest_user_index(convo)
+    directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
+    span = thinking_span(convo)
+    if span is not None and 0 <= last_user < span[0]:
+        # With thinking on, the loop's opening turn is pinned with the directive (issue 13).
+        directive_tokens += sums[span[1]] - sums[span[0]]
+    counts_fit = False
+    held_note_tokens = 0
+    if held is not None:
+        tail_start = verbatim_start(convo, held.covered_end)
+        directive = 0 <= last_user < tail_start
+        held_note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
+        restored = restored_of(convo, held, results)
+        tokens = (
+            system_tokens
+            + held_note_tokens
+            + sum(counter.count_message(restored_message(convo[r.index], r)) for r in restored)
+            + (directive_tokens if directive else 0)
+            + sums[-1]
+            - sums[tail_start]
+        )
+        counts_fit = (
+            1 + len(restored) + int(directive) + len(convo) - tail_start <= policy.max_messages
+        )
+        if counts_fit:
+            step = _clear(policy, results, len(convo), tail_start, tokens - budget)
+            if step is not None:
+                return replace(plan, mode="memo", memo=held, clear=step)
+    start = held.covered_end if held is not None else 0
+    # The note's room is reserved at its ceiling (its size is unknown until it is written),
+    # and the directive's whether or not it lands in the tail; the re-attached files come
+    # out of the room before the tail is sized, so the tail after a fold is smaller and the
+    # next fold further away.
+    room = budget - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
+    to = _tail_start(convo, policy, counter, room, start)
+    restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
+    if restore:
+        restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
+        to = _tail_start(convo, policy, counter, room - restore_cost, start)
+        restore = restore_plan(results, covered_end=to, room=restore_cost)
+    fallback = replace(plan, mode="memo" if held is not None else "window", memo=held)
+    # When the minimum tail (with the system messages, a note the size of the held one and
+    # the directive) is over the token budget, every turn overflows, and refolding the one
+    # or two messages that slid out of the minimum tail would cost a summarizer call a
+    # turn for nothing. Such a view is refolded once per the usual headroom of new work
+    # (the 1 - TAIL_SHARE of the budget a fold leaves free) instead, its tail shortened
+    # to fit meanwhile. A fold that could fit is never held back.
+    futile = (
+        held is not None
+        and counts_fit
+        and system_tokens
+        + held_note_tokens
+        + (directive_tokens if 0 <= last_user < to else 0)
+        + sums[-1]
+        - sums[to]
+        > policy.max_tokens
+        and sums[to] - sums[start] < int(policy.max_tokens * (1 - TAIL_SHARE))
+    )
+    if to <= start or futile:
+        return fallback
+    if not can_summarize:
+        logger.debug("build_working_transcript: no summarizer; using the %s", fallback.mode)
+        return fallback
+    if backoff is not None and backoff.waiting(sums[-1]):
+        # Logged at the failure that started it (once a span), not on every turn it waits.
+        logger.debug(
+            "build_working_transcript: summarizer backed off until %d tokens (now %d)",
+            backoff.resume_at,
+            sums[-1],
+        )
+        return replace(fallback, backed_off=True)
+    # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
+    # a rendering, not a request, so the strict-provider role rule does not apply to it.
+    # What the clear tier would clear is shown to it as placeholders too (the model saw no
+    # more), and a single huge message is cut, so its request stays bounded.
+    held_note = (AIMessage(held.note),) if held is not None else ()
+    shown = (
+        with_clear(
+            convo, furthest_clear(results, start=start, end=to, keep_tokens=policy.restore_budget)
+        )
+        if policy.clear_tool_results
+        else convo
+    )
+    cap = max(1, budget // 4)
+    fold_input = tuple(elide_message(m, cap, counter) for m in shown[start:to])
+    return replace(
+        fallback,
+        mode="fold",
+        fold_from=start,
+        fold_to=to,
+        fold_input=(*held_note, *fold_input),
+        restore=tuple(restore),
+    )
+
+
+def _clear(
+    policy: FoldPolicy, results: Sequence[ToolResult], length: int, start: int, need: int
+) -> ClearStep | None:
+    return clear_range(
+        results,
+        start=start,
+        length=length,
+        need=need,
+        chunk=policy.clear_chunk,
+        keep_tokens=policy.restore_budget,
+        enabled=policy.clear_tool_results,
+    )
+
+
+_RESTORE_OVERHEAD: Final = 40
+"""Tokens a re-attached output costs beyond its own: its header line and framing."""
+
+
+def _tail_start(
+    convo: Sequence[BaseMessage], policy: FoldPolicy, counter: TokenCounter, room: int, start: int
+) -> int:
+    tail_budget = max(0, min(policy.tail_tokens, int(room * TAIL_SHARE)))
+    return max(
+        start,
+        compact_tail_start_for_budget(
+            convo,
+            tail_budget,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.tail_message_cap,
+            token_counter=counter,
+        ),
+    )
+
+
+def _requested_fold(plan: FoldPlan, held: CompactMemo | None, focus: str | None) -> FoldPlan | None:
+    """The fold the agent asked for: everything but the minimum tail, into the note.
+
+    With nothing new to fold the held note is rewritten around ``focus``; ``None`` when
+    there is neither a note nor anything to fold (the record is the minimum tail).
+    """
+    convo, policy = plan.convo, plan.policy
+    start = held.covered_end if held is not None else 0
+    to = max(
+        start,
+        compact_tail_start_for_budget(
+            convo,
+            0,
+            min_tail_messages=policy.min_tail_messages,
+            max_tail_messages=policy.tail_message_cap,
+            token_counter=plan.counter,
+        ),
+    )
+    if to <= 0:
+        return None
+    held_note = (AIMessage(held.note),) if held is not None else ()
+    return replace(
+        plan,
+        mode="fold",
+        memo=held,
+        fold_from=start,
+        fold_to=to,
+        fold_input=(*held_note, *convo[start:to]),
+        focus=focus,
+    )

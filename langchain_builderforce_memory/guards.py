@@ -19,16 +19,18 @@ goes with its connection.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
     asynccontextmanager,
     contextmanager,
+    nullcontext,
 )
 from typing import Final, Protocol, runtime_checkable
 
-__all__ = ["FoldGuard", "PostgresFoldGuard"]
+__all__ = ["FoldGuard", "PostgresFoldGuard", "aheld_or_skipped", "held_or_skipped"]
 
 _TRY_LOCK: Final = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
 _UNLOCK: Final = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
@@ -123,3 +125,56 @@ class PostgresFoldGuard:
 
     def __repr__(self) -> str:
         return f"PostgresFoldGuard(key={self.key!r})"
+
+
+def held_or_skipped(
+    guard: FoldGuard | None, logger: logging.Logger
+) -> AbstractContextManager[bool]:
+    """``guard.hold()``, logging on ``logger`` when another writer holds it.
+
+    ``None`` (no guard) always holds: the caller's own lock is the only one.
+
+    Example:
+        >>> with held_or_skipped(None, logging.getLogger("demo")) as held:
+        ...     held
+        True
+    """
+    if guard is None:
+        return nullcontext(True)
+    return _logged_loss(guard.hold(), logger)
+
+
+def aheld_or_skipped(
+    guard: FoldGuard | None, logger: logging.Logger
+) -> AbstractAsyncContextManager[bool]:
+    """Async twin of :func:`held_or_skipped` (``guard.ahold()``).
+
+    Example:
+        >>> import asyncio
+        >>> async def main() -> bool:
+        ...     async with aheld_or_skipped(None, logging.getLogger("demo")) as held:
+        ...         return held
+        >>> asyncio.run(main())
+        True
+    """
+    if guard is None:
+        return nullcontext(True)
+    return _alogged_loss(guard.ahold(), logger)
+
+
+@contextmanager
+def _logged_loss(guard: AbstractContextManager[bool], logger: logging.Logger) -> Iterator[bool]:
+    with guard as held:
+        if not held:
+            logger.info("another writer is folding this session; this fold is skipped")
+        yield held
+
+
+@asynccontextmanager
+async def _alogged_loss(
+    guard: AbstractAsyncContextManager[bool], logger: logging.Logger
+) -> AsyncIterator[bool]:
+    async with guard as held:
+        if not held:
+            logger.info("another writer is folding this session; this fold is skipped")
+        yield held

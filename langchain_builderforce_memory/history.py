@@ -5,67 +5,19 @@ Many deployed LangChain apps keep their conversations in a ``BaseChatMessageHist
 ``RunnableWithMessageHistory``. Those histories grow without bound, and LangChain's old
 answers (``ConversationSummaryBufferMemory``, ``ConversationTokenBufferMemory``) pruned a
 COPY of the messages, so with a database-backed history they silently did nothing.
-:class:`CompactingChatMessageHistory` wraps any history and changes only what is READ:
+:class:`CompactingChatMessageHistory` wraps any history and changes only what is READ: the
+stored record is append-only; ``messages`` is its working view; a fold is persisted as an
+auto consolidation marker whose ``keep_from_id`` names the first stored message its note
+does NOT cover, so the next load, in any process, starts from the note and reading never
+calls the summarizer. The record helpers are in
+:mod:`~langchain_builderforce_memory.transcript.stored`.
 
-* the stored record is append-only: every message ever added stays, nothing stored is
-  deleted or rewritten;
-* ``messages`` is the working view: the record scoped to its last consolidation marker,
-  shown whole when it fits, else windowed (no summarizer, or the last fold failed);
-  always valid for strict providers;
-* when an append leaves a view that no longer fits and a summarizer is set, the older
-  part is folded into a note, and the note is persisted as an AUTO consolidation marker
-  (the seed's durable form of a compressed conversation). The next load, in this process
-  or another, after a restart, starts from the marker instead of summarizing the whole
-  history again: the view depends only on the stored record, so reading never calls the
-  summarizer.
-
-The seed's coverage rule carries over: an auto marker's ``keep_from_id`` names the first
-stored message its note does NOT cover, and every message from there on stays verbatim.
-Nothing is in neither.
-
-Ids: messages added without an ``id`` are stored as copies with a fresh UUID (the
-caller's objects are never changed), because a marker anchors on ids. langchain-core's
-``message_to_dict`` keeps ids and ``additional_kwargs`` (so SQL, Redis, Postgres and file
-histories round-trip markers intact). A store that does not persist ids still works: a
-message read back without one is anchored by
-:func:`~langchain_builderforce_memory.messages.message_id`, a hash of its type, content and
-tool calls that is the same in every process, on both the writing and the reading side.
-Two identical id-less messages share that hash; a marker then keeps from the FIRST of
-them, which is conservative (a span covered twice, never lost).
-
-Concurrency (one lock that binds to no event loop): a wrapper may be shared by threads,
-by event loops running in different threads (a sync web server calling async code), and by
-asyncio tasks, in any mix of the sync and async methods. Its writers (append, fold, manual
-consolidation, clear) are serialised by one ``aiologic.Lock``, which sync code takes like a
-``threading.Lock`` and async code awaits without blocking its loop, whichever loop that is
-(an ``asyncio.Lock`` is bound to the first loop that waits on it). A second lock of the
-same kind serialises every single call into the backing store, reads included, so a
-backing over ONE connection (langchain-postgres's ``PostgresChatMessageHistory`` with one
-``psycopg`` connection) is never used by two callers at once; reads do not wait for a
-summarizer call in progress. Concurrent appends on one session lose no message, even over
-a backing that reads, modifies and writes its whole list, and fold at most once. Do not
-call the sync methods inside a running event loop whose own tasks use the async ones: the
-sync call blocks that loop's thread until the lock is free.
-
-Writers in SEVERAL processes get the backing store's own append guarantees: nothing stored
-is ever rewritten and an auto marker keeps everything from its ``keep_from_id`` on, so no
-message is lost. To also keep two processes from folding the same session at once (a
-duplicate summarizer call and a superseded marker), pass a ``fold_guard``
-(:class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`, an advisory lock in the
-database): the writer that holds it re-reads the record and folds, the others skip their
-fold until the next append, so at most one marker wins a race. A backing that rewrites its
-whole list on every append (a JSON file) can lose concurrent writes by itself: use a
-database-backed history for multi-process writers. Keep one wrapper per session (cache it
-in ``get_session_history``) when one process writes a session concurrently.
-
-Deprecation: langchain-core marks ``BaseChatMessageHistory`` and
-``RunnableWithMessageHistory`` deprecated (removal in 2.0). This wrapper serves the apps
-that still use them, on the whole supported langchain-core range; it raises no
-deprecation warning of its own (creating its default in-memory backing included), and
-leaves the ones your code triggers alone. New code should use
-:class:`~langchain_builderforce_memory.agents.middleware.BuilderforceMemoryMiddleware` with
-``create_agent``, or :class:`~langchain_builderforce_memory.agents.node.WorkingTranscriptNode` in
-a LangGraph graph, with a checkpointer.
+Concurrency: writers are serialised by one ``aiologic.Lock`` and every call into the
+backing store by another; unlike an ``asyncio.Lock`` they bind to no event loop, so one
+wrapper serves threads, loops in different threads and tasks, in any mix of the sync and
+async methods. Writers in several processes pass a ``fold_guard``. README.md ("Ids and
+markers", "Many writers") says what each guarantee covers, id-less stores included, and
+why langchain-core's deprecation of ``BaseChatMessageHistory`` leaves this wrapper useful.
 """
 
 from __future__ import annotations
@@ -74,10 +26,8 @@ import asyncio
 import contextlib
 import logging
 import math
-import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TypeVar
 
 import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
@@ -88,11 +38,8 @@ from langchain_builderforce_memory.calibration import (
     input_tokens_of,
     scaled_tokens,
 )
-from langchain_builderforce_memory.guards import FoldGuard
-from langchain_builderforce_memory.messages import (
-    leading_system_count,
-    message_id,
-)
+from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
+from langchain_builderforce_memory.messages import leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.search import RecordIndex, SearchResult, search_outside_view
 from langchain_builderforce_memory.tokens import (
@@ -110,12 +57,14 @@ from langchain_builderforce_memory.transcript.fold import (
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
-    consolidation_marker_of,
     is_consolidation_marker,
-    scope_to_consolidation,
 )
-from langchain_builderforce_memory.transcript.plan import (
-    COMPACT_TAIL_TOKEN_BUDGET,
+from langchain_builderforce_memory.transcript.plan import COMPACT_TAIL_TOKEN_BUDGET
+from langchain_builderforce_memory.transcript.stored import (
+    consolidation_input,
+    manual_marker,
+    record_memo,
+    with_ids,
 )
 from langchain_builderforce_memory.transcript.summary import (
     DEFAULT_SUMMARIZER_TIMEOUT,
@@ -127,92 +76,9 @@ from langchain_builderforce_memory.transcript.summary import (
 )
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
 
-__all__ = [
-    "CompactingChatMessageHistory",
-    "record_memo",
-    "scoped_record",
-    "with_ids",
-]
+__all__ = ["CompactingChatMessageHistory"]
 
 logger = logging.getLogger(__name__)
-
-M = TypeVar("M", bound=BaseMessage)
-
-
-def with_ids(messages: Sequence[M]) -> list[M]:
-    """``messages`` with a fresh UUID on each one that has no ``id`` (copies, in order).
-
-    Messages that already carry an id are returned as they are; the caller's objects are
-    never changed.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> given = HumanMessage("hi")
-        >>> stored = with_ids([given, HumanMessage("yo", id="m2")])
-        >>> bool(stored[0].id), given.id, stored[1].id
-        (True, None, 'm2')
-    """
-    return [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
-
-
-def scoped_record(record: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """What of a stored record a view is built from (seed ``scopeToConsolidation``).
-
-    Its leading system messages, then the conversation scoped to its last consolidation
-    marker. Leading system messages are kept: a marker summarises the conversation, not the
-    instructions in front of it.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> from langchain_builderforce_memory.transcript.markers import consolidation_marker
-        >>> record = [HumanMessage("a"), consolidation_marker("sum"), AIMessage("b")]
-        >>> [m.type for m in scoped_record(record)]
-        ['ai', 'ai']
-    """
-    lead = leading_system_count(record)
-    return [*record[:lead], *scope_to_consolidation(record[lead:])]
-
-
-def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
-    """A stored record as the fold sees it: its messages without markers, and its memo.
-
-    The last consolidation marker becomes the memo: its note covers the stored messages
-    before its ``keep_from_id`` (an auto marker) or before itself (a manual one). Markers
-    are left out of the messages: the memo stands for them.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> record = [HumanMessage("a", id="a"), AIMessage("b", id="b"),
-        ...           AIMessage("c", id="c"), consolidation_marker("sum", keep_from_id="c")]
-        >>> messages, memo = record_memo(record)
-        >>> [m.id for m in messages], memo.covered_end, memo.last_covered_id
-        (['a', 'b', 'c'], 2, 'b')
-    """
-    messages: list[BaseMessage] = []
-    marker: BaseMessage | None = None
-    marker_at = 0
-    for m in record:
-        if is_consolidation_marker(m):
-            marker, marker_at = m, len(messages)
-        else:
-            messages.append(m)
-    if marker is None:
-        return messages, None
-    meta = consolidation_marker_of(marker)
-    covered_end = marker_at
-    keep = meta.keep_from_id if meta is not None else None
-    if keep is not None:
-        lead = leading_system_count(messages)
-        found = next((i for i in range(lead, marker_at) if message_id(messages[i]) == keep), -1)
-        covered_end = found if found >= 0 else marker_at
-    lead = leading_system_count(messages)
-    covered = covered_end - lead  # the memo indexes the conversation after the system
-    note = marker.text if isinstance(marker.content, str | list) else str(marker.content)
-    if covered < 1 or not note.strip():
-        return messages, None
-    return messages, CompactMemo(
-        note=note, covered_end=covered, last_covered_id=message_id(messages[covered_end - 1])
-    )
 
 
 @keyword_options
@@ -529,11 +395,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         summarizer = self._require_summarizer("consolidate")
         with self._lock, self._guard() as held:
-            convo = _consolidation_input(self._read()) if held else None
+            convo = consolidation_input(self._read()) if held else None
             if convo is None:
                 return None
             note = summarize_transcript(summarizer, convo, timeout=self.policy.timeout)
-            marker = _manual_marker(note)
+            marker = manual_marker(note)
             if marker is not None:
                 self._append([marker])
             return marker
@@ -542,11 +408,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """Async twin of :meth:`consolidate`."""
         summarizer = self._require_summarizer("aconsolidate")
         async with self._lock, self._aguard() as held:
-            convo = _consolidation_input(await self._aread()) if held else None
+            convo = consolidation_input(await self._aread()) if held else None
             if convo is None:
                 return None
             note = await asummarize_transcript(summarizer, convo, timeout=self.policy.timeout)
-            marker = _manual_marker(note)
+            marker = manual_marker(note)
             if marker is not None:
                 await self._aappend([marker])
             return marker
@@ -580,14 +446,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             await self.backing.aadd_messages(messages)
 
     def _guard(self) -> contextlib.AbstractContextManager[bool]:
-        if self.fold_guard is None:
-            return contextlib.nullcontext(True)
-        return _logged_loss(self.fold_guard.hold())
+        return held_or_skipped(self.fold_guard, logger)
 
     def _aguard(self) -> contextlib.AbstractAsyncContextManager[bool]:
-        if self.fold_guard is None:
-            return contextlib.nullcontext(True)
-        return _alogged_loss(self.fold_guard.ahold())
+        return aheld_or_skipped(self.fold_guard, logger)
 
     # ------------------------------------------------------------------ planning (pure)
 
@@ -656,35 +518,3 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             )
             raise ValueError(msg)
         return self.summarizer
-
-
-@contextlib.contextmanager
-def _logged_loss(guard: contextlib.AbstractContextManager[bool]) -> Iterator[bool]:
-    with guard as held:
-        if not held:
-            logger.info("another writer is folding this session; this fold is skipped")
-        yield held
-
-
-@contextlib.asynccontextmanager
-async def _alogged_loss(guard: contextlib.AbstractAsyncContextManager[bool]) -> AsyncIterator[bool]:
-    async with guard as held:
-        if not held:
-            logger.info("another writer is folding this session; this fold is skipped")
-        yield held
-
-
-def _consolidation_input(record: Sequence[BaseMessage]) -> list[BaseMessage] | None:
-    """The scoped conversation a manual consolidation summarises.
-
-    ``None`` when it holds nothing but a marker (nothing new since the last one).
-    """
-    scoped = scoped_record(record)
-    convo = scoped[leading_system_count(scoped) :]
-    if all(is_consolidation_marker(m) for m in convo):
-        return None
-    return convo
-
-
-def _manual_marker(note: str | None) -> AIMessage | None:
-    return with_ids([consolidation_marker(note)])[0] if note is not None else None

@@ -26,11 +26,7 @@ from langchain_core.messages import (
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
-from langchain_builderforce_memory.history import (
-    CompactingChatMessageHistory,
-    scoped_record,
-    with_ids,
-)
+from langchain_builderforce_memory.history import CompactingChatMessageHistory
 from langchain_builderforce_memory.messages import is_stamped, message_id, request_problems
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import count_tokens
@@ -39,6 +35,7 @@ from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker_of,
     is_consolidation_marker,
 )
+from langchain_builderforce_memory.transcript.stored import scoped_record, with_ids
 from langchain_builderforce_memory.transcript.window import windowed
 
 from .helpers import IdDroppingHistory, RacyHistory, ScriptedSummarizer

@@ -129,7 +129,7 @@ def scoped_record(record: list[BaseMessage]) -> list[BaseMessage]:
     """The part of the record the view is built from: after the last consolidation marker.
 
     A record with a durable marker (a manual "Consolidate", or a fold persisted by
-    :class:`~langchain_builderforce_memory.history.BuilderforceChatMessageHistory`) starts
+    :class:`~langchain_builderforce_memory.history.CompactingChatMessageHistory`) starts
     the model's view at the marker; leading system messages stay in front. Without a
     marker the record itself is returned (no copy: the fold's caches key on it).
     """

@@ -4,12 +4,14 @@ The window, the fold and the hand-off packer all decide by the same count, so a 
 costs the same wherever it is measured (the seed's hand-off estimate, reused by its
 working transcript for the same reason).
 
-The default is an approximate estimate (:func:`estimate_text_tokens`) of the content, plus
-the tool-call payload (invalid calls included), plus 4 framing tokens a message. It needs
-no network and no tokenizer. The seed's ``ceil(chars / 4)`` undercounted cl100k 1.5x on
-JSON, 2.4x on hex ids and ~4x on Chinese; this one charges by character class and errs
-high on every kind measured, which is the safe side for a budget.
-:class:`TiktokenCounter` gives exact counts where a tiktoken encoding can be loaded.
+This module holds the counters and what of a message they count. The default,
+:class:`ApproximateTokenCounter`, charges :func:`estimate_text_tokens` of the content,
+plus the tool-call payload (invalid calls included), plus 4 framing tokens a message; it
+needs no network and no tokenizer. What a bare text costs is
+:mod:`langchain_builderforce_memory.estimate`'s concern, kept apart because its byte
+weights and sampling have their own calibration. :class:`TiktokenCounter` gives exact
+counts where a tiktoken encoding can be loaded; :func:`resolve_token_counter` turns any
+``token_counter=`` value into a counter.
 
 Counts are cached per message, so a turn over a growing transcript costs O(new messages):
 the cache holds a weak reference to the message and the identities of its ``content`` and
@@ -28,7 +30,6 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
-from zlib import adler32
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -38,6 +39,11 @@ from langchain_builderforce_memory.blocks import (
     media_tokens,
     reasoning_text,
 )
+
+# Bound here as a module global, as it was when it lived here: the counters call it on
+# every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
+# stays importable, re-exported in __all__ (the README and tests import it from here).
+from langchain_builderforce_memory.estimate import estimate_text_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseLanguageModel
@@ -91,136 +97,6 @@ TokenCounterLike: TypeAlias = (
     "TokenCounter | Callable[[list[BaseMessage]], int] | BaseLanguageModel[Any] | str | None"
 )
 """What ``token_counter=`` arguments accept (see :func:`resolve_token_counter`)."""
-
-
-_UNIT = 100
-"""Weights are in hundredths of a token."""
-_ROUND = 2 * _UNIT - 1
-"""Added before dividing by :data:`_UNIT`: rounds up, plus the token every text costs
-whatever its length (a two-letter chat turn is a token)."""
-_ROUND_1 = _ROUND - 1
-""":data:`_ROUND` less the 1 adler32 starts its sum at (its default seed)."""
-_WHOLE = 512
-"""ASCII texts up to this many characters are read whole; longer ones are sampled."""
-_SAMPLES = 64
-"""Characters a longer ASCII text is sampled at (see :data:`_STEPS`)."""
-_CONT = 50
-"""Hundredths a UTF-8 continuation byte carries; each lead byte carries its character's
-weight less its continuation bytes', so a whole character sums to the weights below."""
-
-
-def _byte_weights() -> bytes:
-    weights = bytearray(256)
-    for b in range(128):
-        char = chr(b)
-        if char.isdigit() or char == "\n":
-            # cl100k splits numbers into 1-3 digit groups and hex ids alternate letters and
-            # digits (~1.7 characters a token); a newline is a token of its own.
-            weights[b] = 119
-        elif char == ".":
-            # Its own token after a digit and at a sentence end; merged only in attribute
-            # access and file extensions (a printed numeric matrix is ~1 token a character).
-            weights[b] = 70
-        elif 33 <= b < 127 and (not char.isalnum() or char.isupper()):
-            # Punctuation and capitals: JSON, paths and identifiers break into many short
-            # tokens (~2.6 characters a token).
-            weights[b] = 51
-        else:
-            # Lower-case letters, spaces, tabs, control characters: prose runs ~4.2
-            # characters a token; 0.24 keeps it a little over.
-            weights[b] = 24
-    for b in range(0x80, 0x100):
-        # 2-byte characters (Greek, Cyrillic, Hebrew, Arabic) ~1 token: 1.1; 3-byte (CJK,
-        # kana, Hangul, Indic, symbols) ~1-1.2: 1.2; 4-byte (emoji, rare CJK) ~3, as cl100k
-        # falls back to its byte tokens: 3.0.
-        if b < 0xC0:
-            weights[b] = _CONT
-        elif b < 0xE0:
-            weights[b] = 110 - _CONT
-        elif b < 0xF0:
-            weights[b] = 120 - 2 * _CONT
-        else:
-            weights[b] = 300 - 3 * _CONT
-    return bytes(weights)
-
-
-_WEIGHTS = _byte_weights()
-"""Every byte of UTF-8 text mapped to its weight: ``text.encode().translate(_WEIGHTS)``
-turns a text into its weights, and ``adler32`` sums them in C (its low 16 bits are the
-byte sum modulo 65,521, exact while the sum stays below that)."""
-_CHUNK = 65_520 // max(_WEIGHTS)
-"""Bytes whose weights always sum below adler32's modulus (non-ASCII text is summed in
-chunks of this size)."""
-if _WHOLE * max(_WEIGHTS[:128]) >= 65_521:  # pragma: no cover - a guard on the constants
-    raise AssertionError("_WHOLE ASCII characters could overflow one adler32 sum")
-
-
-def _sample_steps(limit: int) -> list[int]:
-    """``steps[s]``: the smallest prime >= max(s, 11), for s < limit.
-
-    A prime stride shares no factor with a text's period (a numeric list repeats every 2-5
-    characters, a table every row) unless the period is a multiple of it, so the sample
-    cycles through every column instead of landing on the same one each time.
-    """
-    size = limit + 128  # prime gaps below 4,224 are under 40
-    sieve = bytearray([1]) * size
-    sieve[0] = sieve[1] = 0
-    for i in range(2, int(size**0.5) + 1):
-        if sieve[i]:
-            sieve[i * i :: i] = bytes(len(range(i * i, size, i)))
-    steps = [0] * limit
-    nxt = 0
-    for s in range(size - 1, -1, -1):
-        if sieve[s] and s >= 11:
-            nxt = s
-        if s < limit:
-            steps[s] = nxt
-    return steps
-
-
-_STEPS = _sample_steps(4096)
-"""Sampling strides by ``len(text) >> 6``: ~64 samples whatever the length (texts over
-262,143 characters use the next odd stride)."""
-
-
-def estimate_text_tokens(text: str) -> int:
-    """A cheap, deliberately high estimate of ``text``'s tokens (cl100k-like tokenizers).
-
-    Per character: lower-case letters, spaces and other ASCII 0.24; digits and newlines
-    1.19; punctuation and capitals 0.51 (a period 0.70); then 1.1 / 1.2 / 3.0 for a 2- /
-    3- / 4-byte UTF-8 character; plus 1 a text. Calibrated against cl100k on prose, code,
-    JSON, paths, hex ids, chat turns, Chinese and mixed CJK / emoji / right-to-left text so
-    that it never undercounts a kind by more than 10% (the README's defaults table has the
-    ratios). ASCII texts over 512 characters are measured on ~64 characters sampled at a
-    prime stride across the whole text, so a count costs about twice what ``len(text) / 4``
-    did (``benchmarks/estimate_bench.py``); non-ASCII texts are read whole.
-
-    Example:
-        >>> estimate_text_tokens("x" * 40), estimate_text_tokens("3f9a" * 10)
-        (11, 30)
-        >>> estimate_text_tokens("上下文窗口")
-        7
-    """
-    n = len(text)
-    if text.isascii():
-        # The hot path of every uncached count: a few C calls and nothing per character in
-        # Python (encode, translate to weights, adler32 to sum them).
-        if n <= _WHOLE:
-            if n:
-                return ((adler32(text.encode().translate(_WEIGHTS)) & 0xFFFF) + _ROUND_1) // _UNIT
-            return 0
-        try:
-            step = _STEPS[n >> 6]
-        except IndexError:  # over 262,143 characters
-            step = (n >> 6) | 1
-        text = text[step >> 1 :: step]
-        total = (adler32(text.encode().translate(_WEIGHTS)) & 0xFFFF) - 1
-        return (total * n // len(text) + _ROUND) // _UNIT
-    weights = memoryview(text.encode("utf-8", "surrogatepass").translate(_WEIGHTS))
-    total = sum(
-        adler32(weights[i : i + _CHUNK], 0) & 0xFFFF for i in range(0, len(weights), _CHUNK)
-    )
-    return (total + _ROUND) // _UNIT
 
 
 def _block_text(

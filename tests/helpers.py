@@ -570,3 +570,16 @@ def volatile_tails(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     from langchain_builderforce_memory.handoff import is_volatile_tail
 
     return [m for m in messages if is_volatile_tail(m)]
+
+
+def restates(shown: BaseMessage, original: BaseMessage) -> bool:
+    """True when ``shown`` is ``original`` restated in a view: the window's or fold's
+    stamped copy (kind ``"directive"``) of the same class, id and content."""
+    from langchain_builderforce_memory.messages import DIRECTIVE_KIND, message_id, stamp_of
+
+    return (
+        type(shown) is type(original)
+        and shown.content == original.content
+        and shown.id == original.id
+        and stamp_of(shown) == {"kind": DIRECTIVE_KIND, "of": message_id(original)}
+    )

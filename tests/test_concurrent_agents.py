@@ -20,7 +20,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
-from langchain_builderforce_memory.messages import is_stamped, request_problems
+from langchain_builderforce_memory.messages import is_generated, request_problems
 from langchain_builderforce_memory.testing import ScriptedChatModel, coding_tools
 
 from .helpers import build_agent
@@ -47,7 +47,7 @@ class AreaModel:
         directive = next(
             str(m.content)
             for m in reversed(messages)
-            if isinstance(m, HumanMessage) and not is_stamped(m)
+            if isinstance(m, HumanMessage) and not is_generated(m)
         )
         area = directive.rsplit(" ", 1)[-1]
         with self.lock:

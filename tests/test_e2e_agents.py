@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_builderforce_memory.agents.driver import EVENT_KEY
 from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
 from langchain_builderforce_memory.handoff import handoff_budget_for_model, is_volatile_tail
-from langchain_builderforce_memory.messages import is_stamped, request_problems
+from langchain_builderforce_memory.messages import is_generated, request_problems
 from langchain_builderforce_memory.testing import (
     CodingRun,
     ScriptedChatModel,
@@ -74,7 +74,7 @@ def _drive(kind: str, mode: str, *, turns: int = 300, directives: int = 4) -> Ag
 
 
 def _is_directive(m: BaseMessage, text: str) -> bool:
-    return isinstance(m, HumanMessage) and not is_stamped(m) and m.content == text
+    return isinstance(m, HumanMessage) and not is_generated(m) and m.content == text
 
 
 def _assert_request_ok(i: int, request: list[BaseMessage], directive: str, budget: int) -> None:

@@ -21,7 +21,12 @@ from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.blocks import is_tool_result_turn
 from langchain_builderforce_memory.handoff import pack_handoff
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import is_stamped, repair_request, request_problems
+from langchain_builderforce_memory.messages import (
+    is_generated,
+    is_stamped,
+    repair_request,
+    request_problems,
+)
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 
@@ -48,7 +53,7 @@ def check_view(view: list[BaseMessage], shape: Shape, directive: int, budget: in
     assert problems == [], problems
     wire = shape.wire(view)
     assert wire == [], wire
-    texts = [m.text for m in view if isinstance(m, HumanMessage) and not is_stamped(m)]
+    texts = [m.text for m in view if isinstance(m, HumanMessage) and not is_generated(m)]
     assert any(DIRECTIVES[directive] in t for t in texts), f"directive {directive} missing"
     exact = count_tokens(view, EXACT)
     assert exact <= budget, f"{exact} exact tokens over the {budget} budget"

@@ -14,6 +14,7 @@ from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_DROP_CHUNK,
     HISTORY_WINDOW,
     HISTORY_WINDOW_DROP_CHUNK,
+    latest_directive_index,
     message_window_start,
     still_in_working_context,
     token_window_start,
@@ -118,7 +119,12 @@ def test_one_directive_then_60_tool_rounds_of_121k_tokens_is_cut_at_a_unit_and_r
     view = windowed(record, max_tokens=64_000)
     assert transcript_tokens(view) <= 64_000
     assert request_problems(view) == []
-    assert view[0] is record[0]  # restated: the user's own message, as the fold does
+    # Restated as a stamped copy of the user's own message (the fold does the same), which
+    # every directive lookup still takes as the user's.
+    assert stamp_of(view[0]) == {"kind": "directive", "of": "u1"}
+    assert view[0].content == "Refactor the parser."
+    assert view[0].id == "u1"
+    assert latest_directive_index(view) == 0
     assert isinstance(view[1], AIMessage)
     assert view[1].tool_calls
     assert view[1:] == record[len(record) - len(view) + 1 :]

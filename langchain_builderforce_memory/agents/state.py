@@ -27,7 +27,7 @@ from langchain_builderforce_memory.blocks import is_tool_result_turn
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
 from langchain_builderforce_memory.messages import (
-    is_stamped,
+    is_generated,
     leading_system_count,
     message_id,
     role_of,
@@ -158,7 +158,7 @@ def _is_user_written(message: BaseMessage) -> bool:
     # A human turn made only of Anthropic tool_result blocks is a tool result, not a task.
     return (
         isinstance(message, HumanMessage)
-        and not is_stamped(message)
+        and not is_generated(message)
         and not is_tool_result_turn(message)
     )
 

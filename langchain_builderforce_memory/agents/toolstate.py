@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 from typing_extensions import TypedDict
 
 from langchain_builderforce_memory.agents.state import state_get
-from langchain_builderforce_memory.messages import is_stamped, message_id
+from langchain_builderforce_memory.messages import is_generated, message_id
 from langchain_builderforce_memory.transcript.summary import FOCUS_MAX_CHARS
 
 __all__ = [
@@ -89,7 +89,7 @@ def view_mark(record_length: int, sent: Sequence[BaseMessage]) -> ViewMark:
         >>> view_mark(9, [note, HumanMessage("x", id="u")])
         {'end': 9, 'ids': ['u']}
     """
-    return ViewMark(end=record_length, ids=[message_id(m) for m in sent if not is_stamped(m)])
+    return ViewMark(end=record_length, ids=[message_id(m) for m in sent if not is_generated(m)])
 
 
 def read_view_mark(state: object) -> ViewMark | None:

@@ -24,11 +24,11 @@ from langchain_builderforce_memory.handoff.note import (
 from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
 from langchain_builderforce_memory.messages import (
     ToolCallUnit,
+    is_generated,
     is_stamped,
     leading_system_count,
     message_id,
     role_of,
-    stamp_of,
     tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
@@ -113,8 +113,9 @@ class HandoffPlan:
 
 def _is_real_directive(message: BaseMessage) -> bool:
     # Generated user-role messages (notes, volatile tails, repair placeholders, converted
-    # system messages) carry a stamp; a real directive is a user's own message.
-    return role_of(message) == "user" and stamp_of(message) is None
+    # system messages) carry a stamp; a real directive is a user's own message, or its
+    # restated copy in a view (stamped "directive").
+    return role_of(message) == "user" and not is_generated(message)
 
 
 def latest_directive_index(convo: Sequence[BaseMessage]) -> int:

@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
 from langchain_builderforce_memory.messages import (
-    is_stamped,
+    is_generated,
     role_of,
     stamp,
     tool_call_units,
@@ -44,6 +44,7 @@ from langchain_builderforce_memory.transcript.summary import (
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
     HISTORY_WINDOW,
+    restated_directive,
     validate_budget,
 )
 
@@ -453,7 +454,7 @@ def latest_user_index(convo: Sequence[BaseMessage]) -> int:
 
 
 def _is_directive(message: BaseMessage) -> bool:
-    return role_of(message) == "user" and not is_stamped(message)
+    return role_of(message) == "user" and not is_generated(message)
 
 
 _LATEST_USER: Final[PrefixCache[int]] = PrefixCache()
@@ -518,7 +519,7 @@ def assemble_compacted(
     out.extend(restored)
     last = latest_user_index(convo) if latest_user is None else latest_user
     if 0 <= last < tail_start:
-        out.append(convo[last])
+        out.append(restated_directive(convo[last]))
         # With thinking on, the running tool loop must open with its thinking turn: it
         # stays with the directive while later steps of the loop go to the note.
         span = thinking_span(convo)

@@ -34,12 +34,17 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import (
+    DIRECTIVE_KIND,
+    is_generated,
     is_stamped,
     leading_system_count,
     log_repairs,
+    message_id,
     repair_request,
     role_of,
+    stamp,
     system_as_user,
     tool_call_units,
 )
@@ -197,7 +202,7 @@ def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
     for i in range(len(convo) - 1, -1, -1):
         m = convo[i]
         if role_of(m) == "user":
-            if not is_stamped(m):
+            if not is_generated(m):
                 return i
             if generated < 0:
                 generated = i
@@ -300,13 +305,35 @@ class WindowCut:
 
 
 def restated_directive(message: BaseMessage) -> BaseMessage:
-    """The latest user turn, restated in front of a window that had to cut past it.
+    """The latest user turn, restated in front of a view that cut past it (window or fold).
 
-    The message itself, as the fold re-injects its directive: it is the user's own
-    instruction (a model, a UI or the packer must still recognise it as the user's, which
-    a generated stamp would hide), sent once, right before the newest whole tool units.
+    A copy stamped ``"directive"`` (same class, id and content), so later passes know it
+    was placed there, while every directive lookup still takes it as the user's own
+    instruction (:func:`~langchain_builderforce_memory.messages.is_generated` is false for
+    it). The same copy is returned turn after turn, so the per-message token cache keeps
+    hitting. A message that already carries a stamp is returned as it is.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.messages import stamp_of
+        >>> task = HumanMessage("Refactor the parser.", id="u1")
+        >>> again = restated_directive(task)
+        >>> stamp_of(again), again.content, again is restated_directive(task)
+        ({'kind': 'directive', 'of': 'u1'}, 'Refactor the parser.', True)
     """
-    return message
+    if is_stamped(message):
+        return message
+    hit = _RESTATED.get(id(message))
+    # The entry holds the message itself, so its id cannot be reused while it is cached.
+    if hit is not None and hit[0] is message and hit[1] is message.content:
+        return hit[2]
+    copy = stamp(message, DIRECTIVE_KIND, of=message_id(message))
+    _RESTATED.put(id(message), (message, message.content, copy))
+    return copy
+
+
+_RESTATED: Recent[int, tuple[BaseMessage, object, BaseMessage]] = Recent(64)
+"""Restated copies by the user turn they restate (a few threads' latest directives)."""
 
 
 def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:

@@ -646,6 +646,51 @@ def trace(work: Workload, counter: TiktokenCounter) -> Trace:
     return Trace(outputs, recent, total, tool_output)
 
 
+@dataclass(slots=True)
+class RecallBound:
+    """The most working-set recall any request within the budget could have."""
+
+    mean: float
+    """Mean over requests of the share of the files that fit (smallest first)."""
+    share_80: float
+    """Share of requests where 80% of the files could fit."""
+    median_tokens: float
+    """Median tokens of the files' latest outputs together."""
+
+
+def recall_bound(t: Trace, counter: TiktokenCounter, budget: int) -> RecallBound:
+    """Recall if a request held only the system prompt and as many of the files as fit.
+
+    Smallest first maximises the count, so no contender can beat this within ``budget``;
+    real requests also need the directive and the newest tool unit, so it is generous.
+    """
+    room = budget - counter.count_message(SystemMessage(SYSTEM_PROMPT))
+    sizes = {
+        path: counter.count_message(ToolMessage(text, tool_call_id="x"))
+        for path, text in t.outputs.items()
+    }
+    shares: list[float] = []
+    totals: list[int] = []
+    for files in t.recent:
+        if not files:
+            continue
+        used = fit = 0
+        for size in sorted(sizes[f] for f in files):
+            if used + size > room:
+                break
+            used += size
+            fit += 1
+        shares.append(fit / len(files))
+        totals.append(sum(sizes[f] for f in files))
+    if not shares:
+        return RecallBound(float("nan"), float("nan"), float("nan"))
+    return RecallBound(
+        statistics.mean(shares),
+        sum(s >= 0.8 for s in shares) / len(shares),
+        statistics.median(totals),
+    )
+
+
 def _recall(request: Sequence[BaseMessage], files: Sequence[str], outputs: dict[str, str]) -> float:
     if not files:
         return float("nan")
@@ -903,6 +948,14 @@ def main() -> None:
             *(table_row(out, m) for out, m in results),
         ]
         extra = notes(results)
+        bound = recall_bound(t, counter, args.budget)
+        extra.append(
+            f"- Working-set recall cannot exceed {bound.mean:.0%} mean ({bound.share_80:.0%} "
+            f"of requests at 80% or more) within {args.budget:,} tokens: the latest outputs "
+            f"of the last {RECALL_FILES} distinct files read total a median "
+            f"{bound.median_tokens:,.0f} tokens, and that bound is for a request holding "
+            "nothing but the system prompt and as many of them as fit, smallest first."
+        )
         if extra:
             lines += ["", *extra]
         lines.append("")

@@ -49,6 +49,7 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
+from langchain_builderforce_memory.transcript.clear import ClearHorizon
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
     FoldPolicy,
@@ -114,10 +115,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         fold_guard: Keeps writers in other processes from folding this session at the
             same time (e.g. :class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`);
             ``None``: this wrapper's own lock only.
-        clear_at_least: Tokens of stale tool output the clear tier clears at a time
-            (``None``: a quarter of ``max_tokens``).
+        clear_at_least: When the clear tier moves its horizon, how far under the budget
+            the view lands (``None``: half of ``max_tokens``).
         restore_tokens: Tokens of the working set's file outputs the clear tier keeps
-            verbatim (``None``: an eighth of ``max_tokens``).
+            verbatim (``None``: three sixteenths of ``max_tokens``).
         clear_tool_results: Clear stale tool results in the view before folding.
         usage_calibration: Learn the provider's count from the ``usage_metadata`` of the
             answers appended, and keep the budgets in the provider's tokens (see
@@ -197,6 +198,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         # that drop the marker's stamp.
         self._memo: CompactMemo | None = None
         self._backoff: SummarizerBackoff | None = None
+        # The clear tier's horizon of the last view read, held while the view fits so its
+        # prefix stays put (per wrapper, like the backoff).
+        self._horizon: ClearHorizon | None = None
         # Whether the backing keeps a marker's stamp (None: not known until the first).
         self._markers_kept: bool | None = None
         flag: object = usage_calibration
@@ -291,12 +295,15 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             token_counter=self.token_counter,
             can_summarize=False,
             keep_memo=True,
+            horizon=self._horizon,
         )
         if self.summarizer is not None and plan.mode != "verbatim":
             # A folding history's reads stay within budget: between folds (a backoff, a
             # fold held back as futile) the oldest tail units wait for the next fold.
             plan = replace(plan, backed_off=True)
-        return finish_working_transcript(plan, None).messages
+        done = finish_working_transcript(plan, None)
+        self._horizon = done.horizon
+        return done.messages
 
     def search(self, query: str, limit: int = 5) -> SearchResult:
         """The stored messages matching ``query`` that the working view no longer shows.
@@ -468,6 +475,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             token_counter=self.token_counter,
             backoff=self._backoff,
             keep_memo=True,
+            horizon=self._horizon,
         )
         return plan if plan.mode == "fold" else None
 

@@ -107,13 +107,14 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "``(1 - TAIL_SHARE)`` of the fold's budget."
         ),
         "clear_at_least": (
-            "Tokens of stale tool output the clear tier clears at a time (``None``: a quarter "
-            "of the budget): the request's prefix moves once per batch and then holds."
+            "When the clear tier must move its horizon, how far under the budget the view "
+            "lands (``None``: half of the budget): the request's prefix moves once per batch "
+            "and then holds while the view fits."
         ),
         "restore_tokens": (
             "Tokens of the working set (the latest output of the files the run is working "
             "on) kept verbatim by the clear tier and re-attached after a fold's note "
-            "(``None``: an eighth of the budget; 0: none)."
+            "(``None``: three sixteenths of the budget; 0: none)."
         ),
         "clear_tool_results": (
             "Clear stale tool results (one-line placeholders in the view, the record "

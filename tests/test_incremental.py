@@ -20,6 +20,7 @@ from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript.clear import (
     ToolResult,
+    choose_horizon,
     clear_cut_points,
     clearable,
     tool_results,
@@ -157,18 +158,36 @@ def test_latest_user_and_marker_indices_follow_edits() -> None:
     assert latest_user_index(record) == 7
 
 
-def test_cut_points_and_clearing_match_a_cold_computation() -> None:
+def test_horizons_and_clearing_match_a_cold_computation() -> None:
     counter = ApproximateTokenCounter()
     record = _loop(30, size=3_000)
     for n in (10, 31, 47, 61):
         results = tool_results(record[:n], counter)
         points = clear_cut_points(results, 2_000)
         warm = [clearable(results, start=0, horizon=p, keep_tokens=1_500) for p in points]
+        chosen = [
+            choose_horizon(
+                results, start=0, protect_from=n, need=need, keep_tokens=1_500, land_below=5_000
+            )
+            for need in (1_000, 9_000, 30_000)
+        ]
+        clear_caches()
         cold_results = _cold_results(record[:n])
-        assert clear_cut_points(cold_results, 2_000) == points
         assert [
             clearable(cold_results, start=0, horizon=p, keep_tokens=1_500) for p in points
         ] == warm
+        assert clear_cut_points(cold_results, 2_000) == points
+        assert [
+            choose_horizon(
+                cold_results,
+                start=0,
+                protect_from=n,
+                need=need,
+                keep_tokens=1_500,
+                land_below=5_000,
+            )
+            for need in (1_000, 9_000, 30_000)
+        ] == chosen
     # Results given out of order are judged as given, not by a stale bisection.
     results = tool_results(record, counter)
     shuffled = [*results[5:], *results[:5]]

@@ -66,6 +66,7 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import memo_state, parse_backoff
+from langchain_builderforce_memory.transcript.clear import parse_horizon
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, FoldPolicy
@@ -307,6 +308,7 @@ class MemoryCore:
             requested=plan.compact is not None,
             focus=plan.compact.focus if plan.compact is not None else None,
             backoff=parse_backoff(plan.memo_raw),
+            horizon=parse_horizon(plan.memo_raw),
         )
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
@@ -435,8 +437,8 @@ class MemoryCore:
         update: dict[str, Any] = {}
         # The memo and the summarizer's backoff travel together, so a checkpointed thread
         # keeps both (transcript.backoff is the plan's when nothing changed).
-        new_memo = memo_state(transcript.memo, transcript.backoff)
-        old_memo = memo_state(plan.memo, parse_backoff(plan.memo_raw))
+        new_memo = memo_state(transcript.memo, transcript.backoff, transcript.horizon)
+        old_memo = memo_state(plan.memo, parse_backoff(plan.memo_raw), parse_horizon(plan.memo_raw))
         if new_memo != old_memo or (new_memo is None and plan.memo_raw is not None):
             update[MEMO_KEY] = new_memo
         if plan.run is not None and plan.run_changed:

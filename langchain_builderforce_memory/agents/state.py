@@ -33,6 +33,7 @@ from langchain_builderforce_memory.messages import (
     role_of,
 )
 from langchain_builderforce_memory.transcript.backoff import SUMMARIZER_BACKOFF_KEY
+from langchain_builderforce_memory.transcript.clear import CLEAR_HORIZON_KEY
 from langchain_builderforce_memory.transcript.fold import CompactMemo
 from langchain_builderforce_memory.transcript.markers import (
     last_consolidation_index,
@@ -114,8 +115,8 @@ def parse_memo(raw: object) -> CompactMemo | None:
     if not isinstance(raw, Mapping):
         logger.warning("ignoring a %s that is not a dict: %r", MEMO_KEY, type(raw).__name__)
         return None
-    if "note" not in raw and SUMMARIZER_BACKOFF_KEY in raw:
-        return None  # the summarizer is backed off and no note is held yet
+    if "note" not in raw and (SUMMARIZER_BACKOFF_KEY in raw or CLEAR_HORIZON_KEY in raw):
+        return None  # a backoff or a clear horizon is held, and no note yet
     try:
         return CompactMemo.from_dict(raw)
     except ValueError:

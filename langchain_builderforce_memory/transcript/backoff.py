@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from langchain_builderforce_memory.transcript.clear import CLEAR_HORIZON_KEY, ClearHorizon
 from langchain_builderforce_memory.transcript.plan import CompactMemo
 
 __all__ = ["SUMMARIZER_BACKOFF_KEY", "SummarizerBackoff", "memo_state", "parse_backoff"]
@@ -92,17 +93,24 @@ def parse_backoff(raw: object) -> SummarizerBackoff | None:
 
 
 def memo_state(
-    memo: CompactMemo | None, backoff: SummarizerBackoff | None
+    memo: CompactMemo | None,
+    backoff: SummarizerBackoff | None,
+    horizon: ClearHorizon | None = None,
 ) -> dict[str, object] | None:
-    """What a graph state keeps for the fold: the memo's dict plus the backoff, or None.
+    """What a graph state keeps for the fold: the memo's dict, the backoff, the horizon.
+
+    The clear tier's horizon is a :class:`~.clear.ClearHorizon`; ``None`` when none of
+    the three is held.
 
     Example:
         >>> memo_state(None, SummarizerBackoff(1, 500))
         {'summarizer_backoff': {'failures': 1, 'resume_at': 500}}
     """
-    if memo is None and backoff is None:
+    if memo is None and backoff is None and horizon is None:
         return None
     out: dict[str, object] = memo.to_dict() if memo is not None else {}
     if backoff is not None:
         out[SUMMARIZER_BACKOFF_KEY] = backoff.to_dict()
+    if horizon is not None:
+        out[CLEAR_HORIZON_KEY] = horizon.to_dict()
     return out

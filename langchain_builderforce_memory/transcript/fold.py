@@ -38,6 +38,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_builderforce_memory.messages import log_repairs, message_id, repair_request
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
+from langchain_builderforce_memory.transcript.clear import ClearHorizon
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
@@ -143,6 +144,10 @@ class WorkingTranscript:
     :func:`~langchain_builderforce_memory.transcript.plan.memo_state`)."""
     steps: ViewSteps = field(default_factory=ViewSteps)
     """What the view policy cleared, re-attached and elided this turn."""
+    horizon: ClearHorizon | None = None
+    """The clear tier's horizon, to hold next turn (keep it with the memo:
+    :func:`~langchain_builderforce_memory.transcript.backoff.memo_state`), so the view's
+    prefix stays put until the view no longer fits."""
 
 
 def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
@@ -153,7 +158,7 @@ def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
 
 def _compacted(
     plan: FoldPlan, memo: CompactMemo, clear: ClearStep | None
-) -> tuple[list[BaseMessage], ViewSteps]:
+) -> tuple[list[BaseMessage], ViewSteps, ClearStep]:
     """The note's view (re-attached files after it), cleared and elided to the budget."""
     convo, counter, policy = plan.convo, plan.counter, plan.policy
     restored = restored_of(convo, memo, plan.results)
@@ -166,8 +171,9 @@ def _compacted(
                 start=verbatim_start(convo, memo.covered_end),
                 length=len(convo),
                 need=count_tokens(base, counter) - policy.max_tokens,
-                chunk=policy.clear_chunk,
                 keep_tokens=policy.restore_budget,
+                land_below=policy.clear_room,
+                held=plan.held_horizon,
             )
             or ClearStep()
         )
@@ -191,7 +197,7 @@ def _compacted(
         elided_tokens=elision.elided_tokens,
         dropped_messages=elision.dropped_messages,
     )
-    return fitted, steps
+    return fitted, steps, clear
 
 
 def finish_working_transcript(
@@ -244,9 +250,11 @@ def finish_working_transcript(
             len(convo),
             f"; re-attached {', '.join(names)}" if names else "",
         )
-        view, steps = _compacted(plan, memo, None)
+        view, steps, used = _compacted(plan, memo, None)
         fold = TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to)
-        return WorkingTranscript(view, memo, fold, "folded", summarizer_calls, backoff, steps=steps)
+        return WorkingTranscript(
+            view, memo, fold, "folded", summarizer_calls, backoff, steps, used.held
+        )
     if plan.mode == "verbatim":
         shown = [*plan.system, *present_leading_marker(with_clear(convo, plan.clear))]
         view, elision = fit_view(
@@ -261,15 +269,15 @@ def finish_working_transcript(
         )
         memo_out = plan.memo if plan.clear.cleared else None
         return WorkingTranscript(
-            view, memo_out, None, "verbatim", summarizer_calls, backoff, steps=steps
+            view, memo_out, None, "verbatim", summarizer_calls, backoff, steps, plan.clear.held
         )
     if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
         if plan.mode == "fold":
             logger.warning("build_working_transcript: no new note this turn; kept the held one")
         clear = plan.clear if plan.mode == "memo" else None
-        view, steps = _compacted(plan, plan.memo, clear)
+        view, steps, used = _compacted(plan, plan.memo, clear)
         return WorkingTranscript(
-            view, plan.memo, None, "memo", summarizer_calls, backoff, steps=steps
+            view, plan.memo, None, "memo", summarizer_calls, backoff, steps, used.held
         )
     view = windowed(
         [*plan.system, *present_leading_marker(convo)],
@@ -359,8 +367,11 @@ def build_working_transcript(
         messages: The full record, oldest first; leading system messages are kept in
             front and counted in ``max_tokens``. A leading consolidation marker (what
             ``scope_to_consolidation`` returns first) is shown as a human-role note.
-        memo: Last turn's ``result.memo`` (or its ``to_dict()``). An unreadable memo, or
-            one written for a different or rewritten record, is discarded and logged.
+        memo: Last turn's ``memo_state(result.memo, result.backoff, result.horizon)``
+            (or just ``result.memo`` / its ``to_dict()``: then the summarizer's backoff and
+            the clear tier's horizon are not held, and the horizon is chosen afresh each
+            turn, so the view's prefix moves more often). An unreadable memo, or one
+            written for a different or rewritten record, is discarded and logged.
         summarizer: A chat model / ``Runnable``, a ``"provider:model"`` string, or a
             function taking the prompt messages and returning text. ``None``: never fold
             (held note, else the window).
@@ -372,10 +383,11 @@ def build_working_transcript(
         max_tail_messages: The most messages the tail keeps.
         token_counter: How to count (default: the seed's approximate estimate).
         timeout: Seconds a summarizer call may take (``None``: no limit).
-        clear_at_least: Tokens of tool output the clear tier clears at a time (``None``:
-            a quarter of ``max_tokens``).
+        clear_at_least: When the clear tier moves its horizon, how far under the budget
+            the view lands, so it then holds for that much new work (``None``: half of
+            ``max_tokens``).
         restore_tokens: Tokens of file outputs re-attached after a fold's note and kept
-            by the clear tier (``None``: an eighth of ``max_tokens``; 0: none).
+            by the clear tier (``None``: three sixteenths of ``max_tokens``; 0: none).
         clear_tool_results: Run the clear tier before folding.
 
     Returns:

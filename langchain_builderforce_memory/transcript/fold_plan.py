@@ -40,7 +40,13 @@ from langchain_builderforce_memory.transcript.backoff import (
     SummarizerBackoff,
     parse_backoff,
 )
-from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
+from langchain_builderforce_memory.transcript.clear import (
+    CLEAR_HORIZON_KEY,
+    ClearHorizon,
+    ToolResult,
+    parse_horizon,
+    tool_results,
+)
 from langchain_builderforce_memory.transcript.elide import check_budget_floor, elide_message
 from langchain_builderforce_memory.transcript.plan import (
     TAIL_SHARE,
@@ -111,6 +117,8 @@ class FoldPlan:
     """What the clear tier clears in this view."""
     restore: tuple[ToolResult, ...] = ()
     """For a fold: the file outputs to re-attach after the new note."""
+    held_horizon: ClearHorizon | None = None
+    """The clear tier's horizon carried from the last turn (held while the view fits)."""
 
 
 def _held_memo(
@@ -123,8 +131,10 @@ def _held_memo(
     if isinstance(candidate, CompactMemo):
         parsed = candidate
     elif isinstance(candidate, Mapping):
-        if "note" not in candidate and SUMMARIZER_BACKOFF_KEY in candidate:
-            return None  # only a backoff is held, no note yet
+        if "note" not in candidate and (
+            SUMMARIZER_BACKOFF_KEY in candidate or CLEAR_HORIZON_KEY in candidate
+        ):
+            return None  # only a backoff or a clear horizon is held, no note yet
         try:
             parsed = CompactMemo.from_dict(candidate)
         except ValueError as exc:
@@ -172,11 +182,14 @@ def plan_working_transcript(
     focus: str | None = None,
     backoff: SummarizerBackoff | None = None,
     keep_memo: bool = False,
+    horizon: ClearHorizon | None = None,
 ) -> FoldPlan:
     """Decide this turn's view (pure; the view policy, see :mod:`.view`).
 
     ``requested``: the agent asked for a fold (``compact_context``): fold now, whatever
     the budget, down to the minimum tail, with ``focus`` in the summarizer prompt.
+    ``horizon``: the clear tier's horizon from last turn (``None``: read from ``memo`` when
+    it is a memo state; see :func:`~.backoff.memo_state`), held while the view fits.
 
     Whole record fits -> verbatim (memo reset). Else the clear tier over the record, then
     the held memo's view as is, then cleared. Otherwise fold the held note plus exactly the
@@ -195,9 +208,19 @@ def plan_working_transcript(
     convo = messages[lead:]
     if backoff is None:
         backoff = parse_backoff(memo)
+    if horizon is None:
+        horizon = parse_horizon(memo)
     sums = prefix_sums(convo, counter)
     plan = FoldPlan(
-        "verbatim", system, convo, None, policy, counter, backoff=backoff, total_tokens=sums[-1]
+        "verbatim",
+        system,
+        convo,
+        None,
+        policy,
+        counter,
+        backoff=backoff,
+        total_tokens=sums[-1],
+        held_horizon=horizon,
     )
     system_tokens = sum(counter.count_message(m) for m in system)
     check_budget_floor(system_tokens, policy.max_tokens, counter, where="build_working_transcript")
@@ -215,7 +238,7 @@ def plan_working_transcript(
     results = tuple(tool_results(convo, counter))
     plan = replace(plan, results=results)
     if held is None and len(convo) <= policy.max_messages:
-        step = _clear(policy, results, len(convo), 0, system_tokens + sums[-1] - budget)
+        step = _clear(plan, results, 0, system_tokens + sums[-1] - budget)
         if step is not None:
             return replace(plan, clear=step)
     last_user = latest_user_index(convo)
@@ -243,7 +266,7 @@ def plan_working_transcript(
             1 + len(restored) + int(directive) + len(convo) - tail_start <= policy.max_messages
         )
         if counts_fit:
-            step = _clear(policy, results, len(convo), tail_start, tokens - budget)
+            step = _clear(plan, results, tail_start, tokens - budget)
             if step is not None:
                 return replace(plan, mode="memo", memo=held, clear=step)
     start = held.covered_end if held is not None else 0
@@ -314,15 +337,17 @@ def plan_working_transcript(
 
 
 def _clear(
-    policy: FoldPolicy, results: Sequence[ToolResult], length: int, start: int, need: int
+    plan: FoldPlan, results: Sequence[ToolResult], start: int, need: int
 ) -> ClearStep | None:
+    policy = plan.policy
     return clear_range(
         results,
         start=start,
-        length=length,
+        length=len(plan.convo),
         need=need,
-        chunk=policy.clear_chunk,
         keep_tokens=policy.restore_budget,
+        land_below=policy.clear_room,
+        held=plan.held_horizon,
         enabled=policy.clear_tool_results,
     )
 

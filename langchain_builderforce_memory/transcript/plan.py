@@ -217,11 +217,12 @@ class FoldPolicy:
     ``max_tokens``."""
 
     clear_at_least: int | None = None
-    """Tokens of tool output the clear tier clears at a time (``None``: a quarter of
-    ``max_tokens``), so the view's prefix moves once per batch and then holds."""
+    """When the clear tier must move its horizon, how far under the budget the view lands
+    (``None``: half of ``max_tokens``): the prefix moves once per batch and then holds for
+    that much new work."""
     restore_tokens: int | None = None
     """Tokens of file outputs re-attached after a fold's note, and kept verbatim by the
-    clear tier (``None``: an eighth of ``max_tokens``; 0: none)."""
+    clear tier (``None``: three sixteenths of ``max_tokens``; 0: none)."""
     clear_tool_results: bool = True
     """Run the clear tier before folding (``False``: fold as soon as the view overflows)."""
 
@@ -245,8 +246,9 @@ class FoldPolicy:
             if number is not None and (
                 isinstance(number, bool) or not isinstance(number, int) or number < minimum
             ):
+                share = "half" if name == "clear_at_least" else "three sixteenths"
                 msg = (
-                    f"{name} must be an int >= {minimum} or None (a quarter of max_tokens); "
+                    f"{name} must be an int >= {minimum} or None ({share} of max_tokens); "
                     f"got {number!r}."
                 )
                 raise ValueError(msg)
@@ -279,16 +281,18 @@ class FoldPolicy:
         return self.backoff_tokens if self.backoff_tokens is not None else self.max_tokens // 2
 
     @property
-    def clear_chunk(self) -> int:
-        """:attr:`clear_at_least`, or a quarter of the budget."""
+    def clear_room(self) -> int:
+        """:attr:`clear_at_least`, or half of the budget."""
         return (
-            self.clear_at_least if self.clear_at_least is not None else max(1, self.max_tokens // 4)
+            self.clear_at_least if self.clear_at_least is not None else max(1, self.max_tokens // 2)
         )
 
     @property
     def restore_budget(self) -> int:
-        """:attr:`restore_tokens`, or an eighth of the budget."""
-        return self.restore_tokens if self.restore_tokens is not None else self.max_tokens // 8
+        """:attr:`restore_tokens`, or three sixteenths of the budget (12k of 64k)."""
+        if self.restore_tokens is not None:
+            return self.restore_tokens
+        return self.max_tokens * 3 // 16
 
     @property
     def tail_message_cap(self) -> int:

@@ -29,10 +29,13 @@ from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.clear import (
+    ClearHorizon,
     ToolResult,
     apply_clear,
     choose_horizon,
     clearable,
+    held_horizon,
+    horizon_of,
     memo_over,
     remember_over,
     results_before,
@@ -138,6 +141,8 @@ class ClearStep:
     """Every clearable result before it is cleared (0: nothing)."""
     cleared: tuple[ToolResult, ...] = ()
     """The results it clears."""
+    held: ClearHorizon | None = None
+    """The horizon to carry to the next turn (``None``: nothing to hold)."""
 
     @property
     def saving(self) -> int:
@@ -151,27 +156,45 @@ def clear_range(
     start: int,
     length: int,
     need: int,
-    chunk: int,
     keep_tokens: int,
+    land_below: int = 0,
+    held: ClearHorizon | None = None,
     enabled: bool = True,
 ) -> ClearStep | None:
     """The clear step that saves ``need`` tokens in ``convo[start:]``, or ``None``.
 
-    ``ClearStep()`` when nothing is needed; ``None`` when even the furthest horizon does
-    not save enough (the fold must run).
+    ``held`` (last turn's horizon) is kept while it still saves ``need``: the view's prefix
+    does not move. Otherwise the horizon moves once, so the view lands ``land_below`` under
+    the budget where it can. With nothing held (a caller that carries no state), the
+    horizon is the nearest fixed cut point, every ``land_below`` tokens of tool output,
+    that saves ``need`` (see :func:`~.clear.choose_horizon`). ``ClearStep()`` when nothing
+    is needed (``held`` carried on); ``None`` when even the furthest horizon does not save
+    enough (the fold must run).
     """
     if need <= 0:
-        return ClearStep()
+        # Nothing to clear, but the caller carries a horizon: hand it on, so the next
+        # move after a fold lands under the budget too.
+        return ClearStep(held=held)
     if not enabled:
         return None
     protect = protected_start(results, length)
-    horizon = choose_horizon(
-        results, start=start, protect_from=protect, need=need, chunk=chunk, keep_tokens=keep_tokens
+    horizon = held_horizon(
+        results, held, start=start, protect_from=protect, need=need, keep_tokens=keep_tokens
     )
+    if horizon is None:
+        horizon = choose_horizon(
+            results,
+            start=start,
+            protect_from=protect,
+            need=need,
+            keep_tokens=keep_tokens,
+            land_below=land_below,
+            chunk=None if held is not None else max(1, land_below),
+        )
     if horizon is None:
         return None
     cleared = clearable(results, start=start, horizon=horizon, keep_tokens=keep_tokens)
-    return ClearStep(horizon, tuple(cleared))
+    return ClearStep(horizon, tuple(cleared), horizon_of(results, horizon))
 
 
 def furthest_clear(

@@ -1,0 +1,246 @@
+"""The clear tier's hysteresis: its horizon moves in batches and holds while the view fits.
+
+Moving the horizon the least that fits moved the front of the request by one tool result
+about every second turn (each move a provider prefix-cache miss of everything after it).
+Now the horizon is carried beside the memo (``memo_state(..., horizon)``), held while the
+view fits, and moved once, far enough that the view lands ``clear_at_least`` under the
+budget, so each move buys turns of pure appends. A resumed thread (the state through JSON,
+a fresh process's caches) builds the same views.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_builderforce_memory.agents.state import MEMO_KEY
+from langchain_builderforce_memory.handoff import is_volatile_tail
+from langchain_builderforce_memory.incremental import clear_caches
+from langchain_builderforce_memory.messages import request_problems, stamp_of
+from langchain_builderforce_memory.testing import (
+    ScriptedChatModel,
+    coding_agent_script,
+    coding_tools,
+)
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.backoff import memo_state
+from langchain_builderforce_memory.transcript.clear import (
+    CLEAR_HORIZON_KEY,
+    CLEARED_KIND,
+    choose_horizon,
+    clearable,
+    parse_horizon,
+    tool_results,
+    working_set,
+)
+from langchain_builderforce_memory.transcript.fold import (
+    WorkingTranscript,
+    build_working_transcript,
+)
+
+from .helpers import ScriptedSummarizer, build_agent, model_turns, run_directives
+
+BUDGET = 64_000
+
+
+def _loop(rounds: int, size: int = 3_000, *, files: int = 40) -> list[BaseMessage]:
+    record: list[BaseMessage] = [HumanMessage("Port the parser to Rust.", id="u0")]
+    for i in range(rounds):
+        call = {"name": "read_file", "args": {"path": f"f{i % files}.py"}, "id": f"c{i}"}
+        record += [
+            AIMessage(f"step {i}", tool_calls=[call], id=f"a{i}"),
+            ToolMessage(f"{i}:" + "x" * (4 * size), tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    return record
+
+
+def _turn(
+    prefix: list[BaseMessage], state: Mapping[str, object] | None, **options: int
+) -> WorkingTranscript:
+    return build_working_transcript(
+        prefix,
+        memo=state,
+        summarizer=ScriptedSummarizer("n" * 400),
+        max_tokens=BUDGET,
+        max_messages=400,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def _carried(out: WorkingTranscript) -> dict[str, object] | None:
+    return memo_state(out.memo, out.backoff, out.horizon)
+
+
+def _moves(views: list[list[BaseMessage]]) -> list[int]:
+    """The turns whose view does not start with the previous view (a front move)."""
+    return [i for i in range(1, len(views)) if views[i][: len(views[i - 1])] != views[i - 1]]
+
+
+def _run(record: list[BaseMessage], *, through_json: bool = False) -> list[WorkingTranscript]:
+    state: Mapping[str, object] | None = None
+    outs: list[WorkingTranscript] = []
+    for prefix in model_turns(record):
+        out = _turn(prefix, state)
+        outs.append(out)
+        state = _carried(out)
+        if through_json and state is not None:
+            state = json.loads(json.dumps(state))
+    return outs
+
+
+def test_the_horizon_holds_while_the_view_fits_and_each_move_buys_several_turns() -> None:
+    record = _loop(90)  # 3k-token reads: ~270k tokens against a 64k budget
+    outs = _run(record)
+    views = [o.messages for o in outs]
+    moves = _moves(views)
+    cleared_turns = [i for i, o in enumerate(outs) if o.steps.cleared_messages]
+    assert cleared_turns, "the run must need the clear tier"
+    assert all(o.summarizer_calls == 0 for o in outs)  # the clear tier alone keeps it within
+    assert all(count_tokens(v) <= BUDGET and request_problems(v) == [] for v in views)
+    # Half a budget of room per move at ~3k tokens a turn: ~10 turns of pure appends each.
+    # (Moving the least that fits moved the front 13 times here, every 4-6 turns.)
+    gaps = [b - a for a, b in itertools.pairwise(moves)]
+    assert len(moves) <= 9
+    assert gaps
+    assert min(gaps) >= 5
+
+
+def test_the_held_horizon_is_carried_in_the_memo_state_and_kept_unchanged_while_it_fits() -> None:
+    outs = _run(_loop(60))
+    held = [o.horizon for o in outs if o.horizon is not None]
+    assert held
+    # The same horizon is handed on turn after turn, and only ever moves forward.
+    assert len(set(held)) < len(held) // 3
+    ends = [h.end for h in held]
+    assert ends == sorted(ends)
+    state = _carried(outs[-1])
+    assert state is not None
+    assert parse_horizon(state) == outs[-1].horizon
+    assert json.loads(json.dumps(state)) == state
+
+
+def test_a_resumed_thread_builds_the_same_views() -> None:
+    record = _loop(70, 4_000, files=12)
+    first = [o.messages for o in _run(record)]
+    clear_caches()  # a new process: nothing cached but what the state carries
+    resumed = [o.messages for o in _run(record, through_json=True)]
+    assert resumed == first
+
+
+def test_without_the_horizon_the_view_is_still_within_budget_and_valid() -> None:
+    # A caller that carries only result.memo: the horizon is chosen afresh each turn.
+    memo = None
+    for prefix in model_turns(_loop(60)):
+        out = _turn(prefix, None if memo is None else memo.to_dict())
+        memo = out.memo
+        assert count_tokens(out.messages) <= BUDGET
+        assert request_problems(out.messages) == []
+
+
+def test_a_held_horizon_whose_result_is_gone_or_unreadable_is_dropped() -> None:
+    record = _loop(40)
+    out = _turn(record, None)
+    assert out.horizon is not None
+    # Written for another record: its result is not in this one, so a new one is chosen
+    # (where the view lands under the budget: the caller carries state).
+    foreign = _turn(record, {CLEAR_HORIZON_KEY: {"end": out.horizon.end, "last_id": "gone"}})
+    other = _turn(record, {CLEAR_HORIZON_KEY: {"end": 3, "last_id": "also-gone"}})
+    assert foreign.messages == other.messages
+    assert foreign.horizon is not None
+    assert foreign.horizon.last_id.startswith("t")
+    assert count_tokens(foreign.messages) <= BUDGET - 32_000 + 3_100  # lands half under
+    for junk in ({CLEAR_HORIZON_KEY: "x"}, {CLEAR_HORIZON_KEY: {"end": True, "last_id": 1}}):
+        assert parse_horizon(junk) is None
+        assert _turn(record, junk).messages == out.messages
+
+
+def test_a_held_horizon_is_found_again_by_id_after_an_edit_shifts_the_record() -> None:
+    record = _loop(40)
+    before = _turn(record, None)
+    assert before.horizon is not None
+    # Drop one early result's unit (call and result): every later index shifts by two.
+    edited = [m for m in record if m.id not in {"a1", "t1"}]
+    after = _turn(edited, _carried(before))
+    assert after.horizon is not None
+    assert after.horizon.last_id == before.horizon.last_id
+    assert after.horizon.end == before.horizon.end - 2
+
+
+def test_choose_horizon_lands_the_view_under_the_budget_or_takes_the_furthest() -> None:
+    counter = ApproximateTokenCounter()
+    results = tool_results(_loop(20)[:-2], counter)
+    protect = results[-1].index
+    nearest = choose_horizon(results, start=0, protect_from=protect, need=5_000, keep_tokens=0)
+    landed = choose_horizon(
+        results, start=0, protect_from=protect, need=5_000, keep_tokens=0, land_below=20_000
+    )
+    furthest = choose_horizon(
+        results, start=0, protect_from=protect, need=5_000, keep_tokens=0, land_below=10**9
+    )
+    assert nearest is not None
+    assert landed is not None
+    assert nearest < landed < (furthest or 0) <= protect
+    assert furthest == results[-2].index + 1  # everything up to the protected tail
+    assert choose_horizon(results, start=0, protect_from=protect, need=10**9, keep_tokens=0) is None
+
+
+def test_the_working_set_spares_only_reads_still_in_the_view() -> None:
+    # After a fold the verbatim tail starts at ``start``: a read the note covers takes none
+    # of the working set's room (sparing it would spare nothing), so the tail's reads are.
+    record: list[BaseMessage] = [HumanMessage("Fix the parser.", id="u0")]
+    calls = [
+        ("read_file", {"path": "parser.py"}),
+        ("edit_file", {"path": "parser.py", "change": "fix"}),  # ranks parser.py first
+        ("read_file", {"path": "lexer.py"}),
+        ("read_file", {"path": "ast.py"}),
+    ]
+    for i, (name, args) in enumerate(calls):
+        record += [
+            AIMessage(f"step {i}", tool_calls=[{"name": name, "args": args, "id": f"c{i}"}]),
+            ToolMessage(f"{i}:" + "x" * 4_000, tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    results = tool_results(record, ApproximateTokenCounter())
+    keep = results[0].size  # room for one read
+    start = results[1].index  # a note covers the first read of parser.py
+    assert [r.target for r in working_set(results, keep)] == ["parser.py"]
+    assert [r.target for r in working_set(results, keep, since=start)] == ["ast.py"]
+    horizon = results[-1].index  # everything but the newest result
+    cleared = clearable(results, start=start, horizon=horizon, keep_tokens=keep)
+    # The edit's output is cleared; lexer.py's read (the newest before the horizon) is kept.
+    assert [(r.kind, r.target) for r in cleared] == [("edit", "parser.py")]
+
+
+@pytest.mark.parametrize("kind", ["create_agent", "graph"])
+def test_the_agent_adapters_carry_the_horizon_in_the_checkpointed_state(kind: str) -> None:
+    run = coding_agent_script(turns=60, directives=1)
+    model = ScriptedChatModel(script=run.script)
+    agent = build_agent(
+        kind,
+        model,
+        coding_tools(min_tokens=2_000, max_tokens=8_000),
+        summarizer=ScriptedSummarizer("notes so far"),
+        checkpointer=InMemorySaver(),
+        max_tokens=32_000,
+        clear_tool_results=True,
+    )
+    run_directives(agent, run.directives)
+    requests = [[m for m in r if not is_volatile_tail(m)] for r in model.requests]
+    cleared = [
+        i
+        for i, r in enumerate(requests)
+        if any((stamp_of(m) or {}).get("kind") == CLEARED_KIND for m in r)
+    ]
+    assert cleared, "the run must need the clear tier"
+    moves = _moves(requests[cleared[0] :])
+    # Held between moves: the front moves on fewer than half the requests that clear (it
+    # moved on 33 of these 54 when each turn moved it the least that fits).
+    assert len(moves) * 2 < len(cleared)
+    memo = agent.get_state({"configurable": {"thread_id": "thread-1"}}).values[MEMO_KEY]
+    assert isinstance(memo, dict)
+    assert CLEAR_HORIZON_KEY in memo
+    assert json.loads(json.dumps(memo)) == memo

@@ -30,17 +30,19 @@ from langchain_builderforce_memory.testing import (
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.clear import (
-    CLEAR_HORIZON_KEY,
     CLEARED_KIND,
-    choose_horizon,
     clearable,
-    parse_horizon,
     tool_results,
     working_set,
 )
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
     build_working_transcript,
+)
+from langchain_builderforce_memory.transcript.horizon import (
+    CLEAR_HORIZON_KEY,
+    choose_horizon,
+    parse_horizon,
 )
 
 from .helpers import ScriptedSummarizer, build_agent, model_turns, run_directives

@@ -18,14 +18,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_builderforce_memory.incremental import PrefixCache, clear_caches, last_index
 from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from langchain_builderforce_memory.transcript.clear import (
-    ToolResult,
-    choose_horizon,
-    clear_cut_points,
-    clearable,
-    tool_results,
-)
+from langchain_builderforce_memory.transcript.clear import ToolResult, clearable, tool_results
 from langchain_builderforce_memory.transcript.fold import CompactMemo, build_working_transcript
+from langchain_builderforce_memory.transcript.horizon import choose_horizon, clear_cut_points
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     last_consolidation_index,

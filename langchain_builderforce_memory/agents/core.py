@@ -66,9 +66,9 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import memo_state, parse_backoff
-from langchain_builderforce_memory.transcript.clear import parse_horizon
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
+from langchain_builderforce_memory.transcript.horizon import parse_horizon
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, FoldPolicy
 from langchain_builderforce_memory.transcript.summary import (
     SummarizerLike,

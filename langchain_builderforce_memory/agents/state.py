@@ -33,8 +33,8 @@ from langchain_builderforce_memory.messages import (
     role_of,
 )
 from langchain_builderforce_memory.transcript.backoff import SUMMARIZER_BACKOFF_KEY
-from langchain_builderforce_memory.transcript.clear import CLEAR_HORIZON_KEY
 from langchain_builderforce_memory.transcript.fold import CompactMemo
+from langchain_builderforce_memory.transcript.horizon import CLEAR_HORIZON_KEY
 from langchain_builderforce_memory.transcript.markers import (
     last_consolidation_index,
     scope_to_consolidation,

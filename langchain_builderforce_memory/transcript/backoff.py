@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from langchain_builderforce_memory.transcript.clear import CLEAR_HORIZON_KEY, ClearHorizon
+from langchain_builderforce_memory.transcript.horizon import CLEAR_HORIZON_KEY, ClearHorizon
 from langchain_builderforce_memory.transcript.plan import CompactMemo
 
 __all__ = ["SUMMARIZER_BACKOFF_KEY", "SummarizerBackoff", "memo_state", "parse_backoff"]
@@ -99,7 +99,7 @@ def memo_state(
 ) -> dict[str, object] | None:
     """What a graph state keeps for the fold: the memo's dict, the backoff, the horizon.
 
-    The clear tier's horizon is a :class:`~.clear.ClearHorizon`; ``None`` when none of
+    The clear tier's horizon is a :class:`~.horizon.ClearHorizon`; ``None`` when none of
     the three is held.
 
     Example:

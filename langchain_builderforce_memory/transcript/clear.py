@@ -17,16 +17,10 @@ makes the priority the issue asks for: superseded outputs (a re-read, a re-run: 
 latest is ever kept), bulky search / list / shell outputs, failed calls, then the rest,
 oldest first.
 
-Why a HORIZON, moved in batches and then HELD: the clearing is a pure function of the
-record and one index, the horizon: every clearable result before it is cleared, and the
-working set it spares is judged from the record before it. So the view's prefix stays
-byte-identical while the horizon holds. It is carried across turns beside the memo
-(:class:`ClearHorizon`, in :func:`~langchain_builderforce_memory.transcript.backoff.
-memo_state`) and held while the view fits; when the view no longer fits, it moves once, far
-enough that the view lands at least ``clear_at_least`` below the budget (else as far as the
-protected tail allows), so each front move (a provider prefix-cache miss) buys several turns
-of pure appends. Moving it the least that fits, as before, moved the front by one result
-about every second turn (``benchmarks/contenders.py``: 129 of 146 front moves).
+Why a HORIZON: the clearing is a pure function of the record and one index, the horizon:
+every clearable result before it is cleared, and the working set it spares is judged from
+the record before it. So the view's prefix stays byte-identical while the horizon holds;
+where it goes, and how it is held from turn to turn, is :mod:`.horizon`.
 """
 
 from __future__ import annotations
@@ -50,17 +44,11 @@ from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = [
     "CLEARED_KIND",
-    "CLEAR_HORIZON_KEY",
-    "ClearHorizon",
     "ResultKind",
     "ToolResult",
-    "choose_horizon",
-    "clear_cut_points",
     "clearable",
     "cleared_result",
-    "held_horizon",
     "in_use_files",
-    "parse_horizon",
     "tool_results",
     "working_set",
 ]
@@ -68,12 +56,9 @@ __all__ = [
 CLEARED_KIND: Final = "cleared"
 """The stamp ``kind`` of a tool result cleared in the view."""
 
-CLEAR_HORIZON_KEY: Final = "clear_horizon"
-"""The memo-state key that holds the :class:`ClearHorizon` (beside the memo's own keys, or
-alone when no note is held yet), so a checkpointed thread keeps its horizon."""
-
 ResultKind = Literal["read", "edit", "search", "failed", "other"]
 """What a tool result is, for the clear tier and the restore step."""
+
 
 _MAPPER: Final = ToolObservationMapper()
 
@@ -104,56 +89,6 @@ class ToolResult:
     """The file it read or changed (``None`` for the rest)."""
     message_id: str = ""
     """:func:`~langchain_builderforce_memory.messages.message_id` of the result."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClearHorizon:
-    """The clear tier's horizon, carried to the next turn (plain data, JSON-safe).
-
-    Example:
-        >>> h = ClearHorizon(end=12, last_id="t5")
-        >>> ClearHorizon.from_dict(h.to_dict()) == h
-        True
-    """
-
-    end: int
-    """Every clearable result before this conversation index is cleared."""
-    last_id: str
-    """:func:`~langchain_builderforce_memory.messages.message_id` of the result just before
-    it: the horizon is found again by it after edits, and dropped when it is gone."""
-
-    def to_dict(self) -> dict[str, object]:
-        """The horizon as a JSON-serialisable dict."""
-        return {"end": self.end, "last_id": self.last_id}
-
-    @classmethod
-    def from_dict(cls, data: object) -> ClearHorizon | None:
-        """Parse :meth:`to_dict`'s output; ``None`` for anything else (never raises)."""
-        if not isinstance(data, Mapping):
-            return None
-        end, last_id = data.get("end"), data.get("last_id")
-        if (
-            isinstance(end, int)
-            and not isinstance(end, bool)
-            and end > 0
-            and isinstance(last_id, str)
-        ):
-            return cls(end=end, last_id=last_id)
-        return None
-
-
-def parse_horizon(raw: object) -> ClearHorizon | None:
-    """The horizon a memo state holds (``raw`` is the state's memo value), or ``None``.
-
-    Example:
-        >>> parse_horizon({"clear_horizon": {"end": 9, "last_id": "t3"}})
-        ClearHorizon(end=9, last_id='t3')
-    """
-    if isinstance(raw, ClearHorizon):
-        return raw
-    if isinstance(raw, Mapping):
-        return ClearHorizon.from_dict(raw.get(CLEAR_HORIZON_KEY))
-    return None
 
 
 def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
@@ -363,49 +298,10 @@ def working_set(
     return chosen
 
 
-@dataclass(frozen=True, slots=True)
-class _CutsSoFar:
-    chunk: int
-    total: int
-    next_cut: int
-    points: tuple[int, ...]
-
-
-_CUTS: Final[PrefixCache[_CutsSoFar]] = PrefixCache()
-
-
-def _cuts(results: Sequence[ToolResult], chunk: int) -> _CutsSoFar:
-    """The cut points of ``results``, extended over the new results."""
-    hit = _CUTS.resume(results)
-    known, so_far = hit if hit is not None and hit[1].chunk == chunk else (0, None)
-    if so_far is not None and known == len(results):
-        return so_far
-    step = max(1, chunk)
-    total, next_cut = (so_far.total, so_far.next_cut) if so_far else (0, step)
-    points = list(so_far.points) if so_far else []
-    for r in results[known:]:
-        total += r.size
-        if total >= next_cut:
-            points.append(r.index + 1)
-            next_cut = (total // step + 1) * step
-    out = _CutsSoFar(chunk, total, next_cut, tuple(points))
-    _CUTS.save(results, None, out)
-    return out
-
-
-def clear_cut_points(results: Sequence[ToolResult], chunk: int) -> list[int]:
-    """The fixed horizons of the stateless rule (see :func:`choose_horizon`).
-
-    Just after each result where the running total of tool output crosses a multiple of
-    ``chunk``: fixed positions as the record grows (so only new results are summed).
-    """
-    return list(_cuts(results, chunk).points)
-
-
 _ORDER: Final[PrefixCache[tuple[tuple[int, ...], bool]]] = PrefixCache()
 
 
-def _indices(results: Sequence[ToolResult]) -> tuple[tuple[int, ...], bool]:
+def result_order(results: Sequence[ToolResult]) -> tuple[tuple[int, ...], bool]:
     """Every result's index, and whether they ascend (``tool_results`` gives them so)."""
     hit = _ORDER.resume(results)
     known, (indices, ordered) = hit if hit is not None else (0, ((), True))
@@ -420,7 +316,7 @@ def _indices(results: Sequence[ToolResult]) -> tuple[tuple[int, ...], bool]:
 
 
 _Order = tuple[tuple[int, ...], bool]
-"""Every result's index, and whether they ascend (see :func:`_indices`)."""
+"""Every result's index, and whether they ascend (see :func:`result_order`)."""
 
 
 def results_before(
@@ -429,9 +325,9 @@ def results_before(
     """The results at conversation indices below ``index``, in order.
 
     A bisection when the indices ascend (as :func:`tool_results` gives them). ``order``:
-    ``_indices(results)``, when the caller already has it.
+    ``result_order(results)``, when the caller already has it.
     """
-    indices, ordered = order if order is not None else _indices(results)
+    indices, ordered = order if order is not None else result_order(results)
     if ordered:
         return list(results[: bisect.bisect_left(indices, index)])
     return [r for r in results if r.index < index]
@@ -463,7 +359,7 @@ def remember_over(before: list[ToolResult], key: Hashable, value: object) -> Non
     _MEMO.put((key, len(before)), (before, value))
 
 
-def _clearing(
+def clearing(
     results: Sequence[ToolResult],
     start: int,
     horizon: int,
@@ -494,7 +390,7 @@ def clearable(
     grows after it, and is worked out once a horizon: kept, and checked against the
     results before the horizon).
     """
-    return list(_clearing(results, start, horizon, keep_tokens)[0])
+    return list(clearing(results, start, horizon, keep_tokens)[0])
 
 
 def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
@@ -528,141 +424,6 @@ call's arguments up to :data:`_ARGS_CHARS`, framing); the view is counted exactl
 
 def _saving(cleared: Sequence[ToolResult]) -> int:
     return sum(max(0, r.size - _PLACEHOLDER_TOKENS) for r in cleared)
-
-
-def _ends(results: Sequence[ToolResult], start: int, protect_from: int) -> list[int]:
-    """The horizons to choose from: just after each result in ``[start, protect_from)``."""
-    indices, ordered = _indices(results)
-    if ordered:
-        lo = bisect.bisect_left(indices, start)
-        hi = bisect.bisect_left(indices, protect_from)
-        return [i + 1 for i in indices[lo:hi]]
-    return sorted({r.index + 1 for r in results if start <= r.index < protect_from})
-
-
-def _fixed_points(
-    results: Sequence[ToolResult], start: int, protect_from: int, chunk: int
-) -> Sequence[int]:
-    """:func:`clear_cut_points` in ``(start, protect_from]``."""
-    cuts = _cuts(results, chunk).points
-    if _indices(results)[1]:  # ascending results, ascending cut points
-        return cuts[bisect.bisect_right(cuts, start) : bisect.bisect_right(cuts, protect_from)]
-    return tuple(p for p in cuts if start < p <= protect_from)
-
-
-def choose_horizon(
-    results: Sequence[ToolResult],
-    *,
-    start: int,
-    protect_from: int,
-    need: int,
-    keep_tokens: int,
-    land_below: int = 0,
-    chunk: int | None = None,
-) -> int | None:
-    r"""Where to put the horizon when the view needs ``need`` tokens of room.
-
-    With a horizon carried from turn to turn (``chunk=None``): the nearest one (just
-    after a result before ``protect_from``, the protected recent tail) whose clearing saves
-    ``need + land_below``, so the view lands ``land_below`` under the budget and the
-    horizon can then hold for that much new work; when none saves that much, the furthest
-    one, if it saves ``need``.
-
-    With nothing carried (``chunk`` given: each turn chooses afresh, a pure function of the
-    record): the nearest fixed cut point (:func:`clear_cut_points`, every ``chunk`` tokens
-    of tool output) that saves ``need``, so the horizon still moves a batch at a time.
-
-    ``None`` when nothing saves ``need`` (the fold must run); ``need <= 0`` needs no
-    clearing: 0.
-
-    Example:
-        >>> from langchain_builderforce_memory.transcript.clear import ToolResult
-        >>> rs = [ToolResult(i, "read_file", "{}", 1_000, "read", f"f{i}.py", f"t{i}")
-        ...       for i in range(1, 20, 2)]
-        >>> choose_horizon(rs, start=0, protect_from=19, need=1_500, keep_tokens=0), \
-        ... choose_horizon(rs, start=0, protect_from=19, need=1_500, keep_tokens=0,
-        ...                land_below=3_000)
-        (4, 10)
-    """
-    if need <= 0:
-        return 0
-    points: Sequence[int]
-    if chunk is None:
-        points = _ends(results, start, protect_from)
-        target = need + max(0, land_below)
-    else:
-        points = _fixed_points(results, start, protect_from, chunk)
-        target = need
-    if not points:
-        return None
-    order = _indices(results)  # once for every probe below
-    lo, hi = 0, len(points)
-    # Savings grow with the horizon (more results before it), so bisect for the first fit.
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _clearing(results, start, points[mid], keep_tokens, order)[1] >= target:
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo < len(points):
-        return points[lo]
-    # Near the end of a fold cycle the clearable output runs out: the horizon then creeps
-    # to the furthest point that fits. Folding there instead (as soon as no move could
-    # land a quarter of ``land_below`` under) cost more: 27 summarizer calls instead of 17
-    # and 5.17M billed instead of 5.09M (benchmarks/contenders.py, standard workload).
-    if target > need and _clearing(results, start, points[-1], keep_tokens, order)[1] >= need:
-        return points[-1]
-    return None
-
-
-def held_horizon(
-    results: Sequence[ToolResult],
-    held: ClearHorizon | None,
-    *,
-    start: int,
-    protect_from: int,
-    need: int,
-    keep_tokens: int,
-) -> int | None:
-    """``held``'s horizon, found again by id, if it still makes room for ``need``; else None.
-
-    ``None`` too when it lies outside ``(start, protect_from]`` (a fold moved past it) or
-    its result is gone from the record.
-    """
-    if held is None:
-        return None
-    end = held.end
-    indices, ordered = _indices(results)
-    k = bisect.bisect_left(indices, end - 1) if ordered else -1
-    if not (0 <= k < len(results) and results[k].index == end - 1):
-        k = next((j for j, r in enumerate(results) if r.index == end - 1), -1)
-    if k < 0 or results[k].message_id != held.last_id:
-        # Edits shifted it: look for its result by id (ids, never a content hash).
-        k = next(
-            (j for j in range(len(results) - 1, -1, -1) if results[j].message_id == held.last_id),
-            -1,
-        )
-        if k < 0:
-            return None
-        end = results[k].index + 1
-    if not start < end <= protect_from:
-        return None
-    if _clearing(results, start, end, keep_tokens)[1] < need:
-        return None
-    return end
-
-
-def horizon_of(results: Sequence[ToolResult], horizon: int) -> ClearHorizon | None:
-    """The :class:`ClearHorizon` to carry for ``horizon`` (``None`` for 0: nothing cleared)."""
-    if horizon <= 0:
-        return None
-    indices, ordered = _indices(results)
-    k = bisect.bisect_left(indices, horizon - 1) if ordered else -1
-    if not (0 <= k < len(results) and results[k].index == horizon - 1):
-        k = next((j for j, r in enumerate(results) if r.index == horizon - 1), -1)
-    if k < 0 or not results[k].message_id:
-        return None
-    return ClearHorizon(end=horizon, last_id=results[k].message_id)
 
 
 def apply_clear(

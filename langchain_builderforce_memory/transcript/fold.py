@@ -38,8 +38,8 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_builderforce_memory.messages import log_repairs, message_id, repair_request
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
-from langchain_builderforce_memory.transcript.clear import ClearHorizon
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
+from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.plan import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,

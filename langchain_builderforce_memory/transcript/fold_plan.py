@@ -40,14 +40,13 @@ from langchain_builderforce_memory.transcript.backoff import (
     SummarizerBackoff,
     parse_backoff,
 )
-from langchain_builderforce_memory.transcript.clear import (
+from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
+from langchain_builderforce_memory.transcript.elide import check_budget_floor, elide_message
+from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
     ClearHorizon,
-    ToolResult,
     parse_horizon,
-    tool_results,
 )
-from langchain_builderforce_memory.transcript.elide import check_budget_floor, elide_message
 from langchain_builderforce_memory.transcript.plan import (
     TAIL_SHARE,
     CompactMemo,

@@ -29,19 +29,21 @@ from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.clear import (
-    ClearHorizon,
     ToolResult,
     apply_clear,
-    choose_horizon,
     clearable,
-    held_horizon,
-    horizon_of,
     memo_over,
     remember_over,
     results_before,
     working_set,
 )
 from langchain_builderforce_memory.transcript.elide import Elision, fit_to_budget
+from langchain_builderforce_memory.transcript.horizon import (
+    ClearHorizon,
+    choose_horizon,
+    held_horizon,
+    horizon_of,
+)
 from langchain_builderforce_memory.transcript.plan import CompactMemo
 
 __all__ = [
@@ -167,7 +169,7 @@ def clear_range(
     does not move. Otherwise the horizon moves once, so the view lands ``land_below`` under
     the budget where it can. With nothing held (a caller that carries no state), the
     horizon is the nearest fixed cut point, every ``land_below`` tokens of tool output,
-    that saves ``need`` (see :func:`~.clear.choose_horizon`). ``ClearStep()`` when nothing
+    that saves ``need`` (see :func:`~.horizon.choose_horizon`). ``ClearStep()`` when nothing
     is needed (``held`` carried on); ``None`` when even the furthest horizon does not save
     enough (the fold must run).
     """

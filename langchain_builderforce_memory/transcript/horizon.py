@@ -1,0 +1,261 @@
+"""The clear tier's horizon: where it goes, and how it is held from turn to turn.
+
+Everything before the horizon that the clear tier may clear is cleared (:mod:`.clear`
+says what may be, and what the working set spares). Moving the horizon the least that
+fits, every turn, moved the front of the request by one tool result about every second
+turn (``benchmarks/contenders.py``: 129 of 146 front moves, each a provider prefix-cache
+miss of everything after it). So the horizon is HELD: carried to the next turn beside the
+memo (:class:`ClearHorizon`, under :data:`CLEAR_HORIZON_KEY` in :func:`~langchain_
+builderforce_memory.transcript.backoff.memo_state`, found again by the id of the result
+before it), kept while it still makes room, and moved only when the view no longer fits,
+once, so the view lands ``clear_at_least`` under the budget (:func:`choose_horizon`). A
+caller that carries nothing gets a pure function of the record instead: fixed cut points
+every ``clear_at_least`` tokens of tool output, the nearest that fits.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from langchain_builderforce_memory.incremental import PrefixCache
+from langchain_builderforce_memory.transcript.clear import ToolResult, clearing, result_order
+
+__all__ = [
+    "CLEAR_HORIZON_KEY",
+    "ClearHorizon",
+    "choose_horizon",
+    "clear_cut_points",
+    "held_horizon",
+    "horizon_of",
+    "parse_horizon",
+]
+
+CLEAR_HORIZON_KEY: Final = "clear_horizon"
+"""The memo-state key that holds the :class:`ClearHorizon` (beside the memo's own keys, or
+alone when no note is held yet), so a checkpointed thread keeps its horizon."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClearHorizon:
+    """The clear tier's horizon, carried to the next turn (plain data, JSON-safe).
+
+    Example:
+        >>> h = ClearHorizon(end=12, last_id="t5")
+        >>> ClearHorizon.from_dict(h.to_dict()) == h
+        True
+    """
+
+    end: int
+    """Every clearable result before this conversation index is cleared."""
+    last_id: str
+    """:func:`~langchain_builderforce_memory.messages.message_id` of the result just before
+    it: the horizon is found again by it after edits, and dropped when it is gone."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The horizon as a JSON-serialisable dict."""
+        return {"end": self.end, "last_id": self.last_id}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ClearHorizon | None:
+        """Parse :meth:`to_dict`'s output; ``None`` for anything else (never raises)."""
+        if not isinstance(data, Mapping):
+            return None
+        end, last_id = data.get("end"), data.get("last_id")
+        if (
+            isinstance(end, int)
+            and not isinstance(end, bool)
+            and end > 0
+            and isinstance(last_id, str)
+        ):
+            return cls(end=end, last_id=last_id)
+        return None
+
+
+def parse_horizon(raw: object) -> ClearHorizon | None:
+    """The horizon a memo state holds (``raw`` is the state's memo value), or ``None``.
+
+    Example:
+        >>> parse_horizon({"clear_horizon": {"end": 9, "last_id": "t3"}})
+        ClearHorizon(end=9, last_id='t3')
+    """
+    if isinstance(raw, ClearHorizon):
+        return raw
+    if isinstance(raw, Mapping):
+        return ClearHorizon.from_dict(raw.get(CLEAR_HORIZON_KEY))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _CutsSoFar:
+    chunk: int
+    total: int
+    next_cut: int
+    points: tuple[int, ...]
+
+
+_CUTS: Final[PrefixCache[_CutsSoFar]] = PrefixCache()
+
+
+def _cuts(results: Sequence[ToolResult], chunk: int) -> _CutsSoFar:
+    """The cut points of ``results``, extended over the new results."""
+    hit = _CUTS.resume(results)
+    known, so_far = hit if hit is not None and hit[1].chunk == chunk else (0, None)
+    if so_far is not None and known == len(results):
+        return so_far
+    step = max(1, chunk)
+    total, next_cut = (so_far.total, so_far.next_cut) if so_far else (0, step)
+    points = list(so_far.points) if so_far else []
+    for r in results[known:]:
+        total += r.size
+        if total >= next_cut:
+            points.append(r.index + 1)
+            next_cut = (total // step + 1) * step
+    out = _CutsSoFar(chunk, total, next_cut, tuple(points))
+    _CUTS.save(results, None, out)
+    return out
+
+
+def clear_cut_points(results: Sequence[ToolResult], chunk: int) -> list[int]:
+    """The fixed horizons of the stateless rule (see :func:`choose_horizon`).
+
+    Just after each result where the running total of tool output crosses a multiple of
+    ``chunk``: fixed positions as the record grows (so only new results are summed).
+    """
+    return list(_cuts(results, chunk).points)
+
+
+def _ends(results: Sequence[ToolResult], start: int, protect_from: int) -> list[int]:
+    """The horizons to choose from: just after each result in ``[start, protect_from)``."""
+    indices, ordered = result_order(results)
+    if ordered:
+        lo = bisect.bisect_left(indices, start)
+        hi = bisect.bisect_left(indices, protect_from)
+        return [i + 1 for i in indices[lo:hi]]
+    return sorted({r.index + 1 for r in results if start <= r.index < protect_from})
+
+
+def _fixed_points(
+    results: Sequence[ToolResult], start: int, protect_from: int, chunk: int
+) -> Sequence[int]:
+    """:func:`clear_cut_points` in ``(start, protect_from]``."""
+    cuts = _cuts(results, chunk).points
+    if result_order(results)[1]:  # ascending results, ascending cut points
+        return cuts[bisect.bisect_right(cuts, start) : bisect.bisect_right(cuts, protect_from)]
+    return tuple(p for p in cuts if start < p <= protect_from)
+
+
+def choose_horizon(
+    results: Sequence[ToolResult],
+    *,
+    start: int,
+    protect_from: int,
+    need: int,
+    keep_tokens: int,
+    land_below: int = 0,
+    chunk: int | None = None,
+) -> int | None:
+    r"""Where to put the horizon when the view needs ``need`` tokens of room.
+
+    With a horizon carried from turn to turn (``chunk=None``): the nearest one (just
+    after a result before ``protect_from``, the protected recent tail) whose clearing saves
+    ``need + land_below``, so the view lands ``land_below`` under the budget and the
+    horizon can then hold for that much new work; when none saves that much, the furthest
+    one, if it saves ``need``.
+
+    With nothing carried (``chunk`` given: each turn chooses afresh, a pure function of the
+    record): the nearest fixed cut point (:func:`clear_cut_points`, every ``chunk`` tokens
+    of tool output) that saves ``need``, so the horizon still moves a batch at a time.
+
+    ``None`` when nothing saves ``need`` (the fold must run); ``need <= 0`` needs no
+    clearing: 0.
+
+    Example:
+        >>> rs = [ToolResult(i, "read_file", "{}", 1_000, "read", f"f{i}.py", f"t{i}")
+        ...       for i in range(1, 20, 2)]
+        >>> choose_horizon(rs, start=0, protect_from=19, need=1_500, keep_tokens=0), \
+        ... choose_horizon(rs, start=0, protect_from=19, need=1_500, keep_tokens=0,
+        ...                land_below=3_000)
+        (4, 10)
+    """
+    if need <= 0:
+        return 0
+    points: Sequence[int]
+    if chunk is None:
+        points = _ends(results, start, protect_from)
+        target = need + max(0, land_below)
+    else:
+        points = _fixed_points(results, start, protect_from, chunk)
+        target = need
+    if not points:
+        return None
+    order = result_order(results)  # once for every probe below
+    lo, hi = 0, len(points)
+    # Savings grow with the horizon (more results before it), so bisect for the first fit.
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if clearing(results, start, points[mid], keep_tokens, order)[1] >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < len(points):
+        return points[lo]
+    # Near the end of a fold cycle the clearable output runs out: the horizon then creeps
+    # to the furthest point that fits. Folding there instead (as soon as no move could
+    # land a quarter of ``land_below`` under) cost more when measured: 27 summarizer calls
+    # instead of 17, 5.17M billed instead of 5.09M (benchmarks/contenders.py, standard).
+    if target > need and clearing(results, start, points[-1], keep_tokens, order)[1] >= need:
+        return points[-1]
+    return None
+
+
+def held_horizon(
+    results: Sequence[ToolResult],
+    held: ClearHorizon | None,
+    *,
+    start: int,
+    protect_from: int,
+    need: int,
+    keep_tokens: int,
+) -> int | None:
+    """``held``'s horizon, found again by id, if it still makes room for ``need``; else None.
+
+    ``None`` too when it lies outside ``(start, protect_from]`` (a fold moved past it) or
+    its result is gone from the record.
+    """
+    if held is None:
+        return None
+    end = held.end
+    indices, ordered = result_order(results)
+    k = bisect.bisect_left(indices, end - 1) if ordered else -1
+    if not (0 <= k < len(results) and results[k].index == end - 1):
+        k = next((j for j, r in enumerate(results) if r.index == end - 1), -1)
+    if k < 0 or results[k].message_id != held.last_id:
+        # Edits shifted it: look for its result by id (ids, never a content hash).
+        k = next(
+            (j for j in range(len(results) - 1, -1, -1) if results[j].message_id == held.last_id),
+            -1,
+        )
+        if k < 0:
+            return None
+        end = results[k].index + 1
+    if not start < end <= protect_from:
+        return None
+    if clearing(results, start, end, keep_tokens)[1] < need:
+        return None
+    return end
+
+
+def horizon_of(results: Sequence[ToolResult], horizon: int) -> ClearHorizon | None:
+    """The :class:`ClearHorizon` to carry for ``horizon`` (``None`` for 0: nothing cleared)."""
+    if horizon <= 0:
+        return None
+    indices, ordered = result_order(results)
+    k = bisect.bisect_left(indices, horizon - 1) if ordered else -1
+    if not (0 <= k < len(results) and results[k].index == horizon - 1):
+        k = next((j for j, r in enumerate(results) if r.index == horizon - 1), -1)
+    if k < 0 or not results[k].message_id:
+        return None
+    return ClearHorizon(end=horizon, last_id=results[k].message_id)

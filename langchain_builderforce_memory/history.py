@@ -117,8 +117,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             ``None``: this wrapper's own lock only.
         clear_at_least: When the clear tier moves its horizon, how far under the budget
             the view lands (``None``: half of ``max_tokens``).
-        restore_tokens: Tokens of the working set's file outputs the clear tier keeps
-            verbatim (``None``: three sixteenths of ``max_tokens``).
+        restore_tokens: Tokens of the working set's file outputs a fold re-attaches after
+            its note (``None``: an eighth of ``max_tokens``); the clear tier keeps twice
+            that verbatim.
         clear_tool_results: Clear stale tool results in the view before folding.
         usage_calibration: Learn the provider's count from the ``usage_metadata`` of the
             answers appended, and keep the budgets in the provider's tokens (see

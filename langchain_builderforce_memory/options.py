@@ -113,8 +113,8 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "restore_tokens": (
             "Tokens of the working set (the latest output of the files the run is working "
-            "on) kept verbatim by the clear tier and re-attached after a fold's note "
-            "(``None``: three sixteenths of the budget; 0: none)."
+            "on) re-attached after a fold's note (``None``: an eighth of the budget; 0: "
+            "none); the clear tier keeps twice that verbatim."
         ),
         "clear_tool_results": (
             "Clear stale tool results (one-line placeholders in the view, the record "

@@ -171,7 +171,7 @@ def _compacted(
                 start=verbatim_start(convo, memo.covered_end),
                 length=len(convo),
                 need=count_tokens(base, counter) - policy.max_tokens,
-                keep_tokens=policy.restore_budget,
+                keep_tokens=policy.keep_budget,
                 land_below=policy.clear_room,
                 held=plan.held_horizon,
             )
@@ -386,8 +386,8 @@ def build_working_transcript(
         clear_at_least: When the clear tier moves its horizon, how far under the budget
             the view lands, so it then holds for that much new work (``None``: half of
             ``max_tokens``).
-        restore_tokens: Tokens of file outputs re-attached after a fold's note and kept
-            by the clear tier (``None``: three sixteenths of ``max_tokens``; 0: none).
+        restore_tokens: Tokens of file outputs re-attached after a fold's note (``None``:
+            an eighth of ``max_tokens``; 0: none); the clear tier keeps twice that verbatim.
         clear_tool_results: Run the clear tier before folding.
 
     Returns:

@@ -318,7 +318,7 @@ def plan_working_transcript(
     held_note = (AIMessage(held.note),) if held is not None else ()
     shown = (
         with_clear(
-            convo, furthest_clear(results, start=start, end=to, keep_tokens=policy.restore_budget)
+            convo, furthest_clear(results, start=start, end=to, keep_tokens=policy.keep_budget)
         )
         if policy.clear_tool_results
         else convo
@@ -344,7 +344,7 @@ def _clear(
         start=start,
         length=len(plan.convo),
         need=need,
-        keep_tokens=policy.restore_budget,
+        keep_tokens=policy.keep_budget,
         land_below=policy.clear_room,
         held=plan.held_horizon,
         enabled=policy.clear_tool_results,

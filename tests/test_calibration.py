@@ -142,6 +142,9 @@ def test_a_fallback_to_a_16k_model_fits_with_no_max_tokens() -> None:
         summarizer=ScriptedSummarizer(),
         before=[ModelFallbackMiddleware(small)],
         token_counter=EXACT,
+        # A thread: the second directive continues the first one's record, so the fallback
+        # model gets a long record to fit (without one, each directive starts empty).
+        checkpointer=InMemorySaver(),
     )
     run_directives(agent, run.directives)
     assert len(small.requests) == 40

@@ -48,7 +48,9 @@ __all__ = [
     "ToolResult",
     "clearable",
     "cleared_result",
+    "clearing_with_priority",
     "in_use_files",
+    "priority_clearing",
     "tool_results",
     "working_set",
 ]
@@ -378,6 +380,76 @@ def clearing(
     value = (cleared, _saving(cleared))
     remember_over(before, key, value)
     return value
+
+
+_PRIORITY_KINDS: Final = frozenset({"search", "failed"})
+"""Kinds cleared ahead of the horizon at a move: bulky search / list / shell outputs and
+failed calls (with superseded outputs, the issue's clear priorities 1-3)."""
+
+
+def priority_clearing(
+    results: Sequence[ToolResult], start: int, end: int, order: _Order | None = None
+) -> tuple[ToolResult, ...]:
+    """The results in ``[start, end)`` the clear tier clears first, in order.
+
+    Outputs superseded by a later call of the same tool with the same arguments before
+    ``end`` (a re-read, a re-run test), bulky search / list / shell outputs, and failed
+    calls. Judged from the record before ``end`` only, so the set never changes as the
+    record grows after it (kept, and checked against the results before ``end``).
+
+    Example:
+        >>> rs = [ToolResult(1, "read_file", '{"path": "a.py"}', 900, "read", "a.py"),
+        ...       ToolResult(3, "grep", '{"q": "x"}', 700, "search", None),
+        ...       ToolResult(5, "read_file", '{"path": "a.py"}', 900, "read", "a.py")]
+        >>> [r.index for r in priority_clearing(rs, 0, 6)], \
+        ... [r.index for r in priority_clearing(rs, 0, 5)]
+        ([1, 3], [3])
+    """
+    before = results_before(results, end, order)
+    key = ("priority", start)
+    hit = memo_over(before, key)
+    if isinstance(hit, tuple):
+        return hit
+    seen: set[tuple[str, str]] = set()
+    chosen: list[ToolResult] = []
+    for r in reversed(before):
+        if r.index < start:
+            continue
+        call = (r.name, r.args)
+        if r.kind in _PRIORITY_KINDS or call in seen:
+            chosen.append(r)
+        seen.add(call)
+    value = tuple(sorted(chosen, key=_INDEX))
+    remember_over(before, key, value)
+    return value
+
+
+_INDEX: Final = operator.attrgetter("index")
+
+
+def clearing_with_priority(
+    results: Sequence[ToolResult],
+    start: int,
+    horizon: int,
+    priority_end: int,
+    keep_tokens: int,
+    order: _Order | None = None,
+) -> tuple[tuple[ToolResult, ...], int]:
+    """:func:`clearing` up to ``horizon`` plus :func:`priority_clearing` up to an end.
+
+    With their saving; ``priority_end <= start``: the horizon's alone.
+    """
+    base = clearing(results, start, horizon, keep_tokens, order)
+    if priority_end <= start:
+        return base
+    extra = priority_clearing(results, start, priority_end, order)
+    if not extra:
+        return base
+    have = {r.index for r in base[0]}
+    more = [r for r in extra if r.index not in have]
+    if not more:
+        return base
+    return tuple(sorted((*base[0], *more), key=_INDEX)), base[1] + _saving(more)
 
 
 def clearable(

@@ -18,10 +18,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeGuard
 
 from langchain_builderforce_memory.incremental import PrefixCache
-from langchain_builderforce_memory.transcript.clear import ToolResult, clearing, result_order
+from langchain_builderforce_memory.transcript.clear import (
+    ToolResult,
+    clearing_with_priority,
+    result_order,
+)
 
 __all__ = [
     "CLEAR_HORIZON_KEY",
@@ -43,9 +47,11 @@ class ClearHorizon:
     """The clear tier's horizon, carried to the next turn (plain data, JSON-safe).
 
     Example:
-        >>> h = ClearHorizon(end=12, last_id="t5")
+        >>> h = ClearHorizon(end=12, last_id="t5", priority_end=20, priority_last_id="t9")
         >>> ClearHorizon.from_dict(h.to_dict()) == h
         True
+        >>> ClearHorizon.from_dict({"end": 12, "last_id": "t5"})  # carried before 0.x
+        ClearHorizon(end=12, last_id='t5', priority_end=0, priority_last_id='')
     """
 
     end: int
@@ -53,25 +59,40 @@ class ClearHorizon:
     last_id: str
     """:func:`~langchain_builderforce_memory.messages.message_id` of the result just before
     it: the horizon is found again by it after edits, and dropped when it is gone."""
+    priority_end: int = 0
+    """The protected tail's start when the horizon last moved: the superseded, search /
+    list / shell and failed results before it (judged from the record before it) are
+    cleared too (:func:`~.clear.priority_clearing`; 0: none)."""
+    priority_last_id: str = ""
+    """The id of the result just before :attr:`priority_end`, to find it again."""
 
     def to_dict(self) -> dict[str, object]:
         """The horizon as a JSON-serialisable dict."""
-        return {"end": self.end, "last_id": self.last_id}
+        out: dict[str, object] = {"end": self.end, "last_id": self.last_id}
+        if self.priority_end > 0:
+            out.update(priority_end=self.priority_end, priority_last_id=self.priority_last_id)
+        return out
 
     @classmethod
     def from_dict(cls, data: object) -> ClearHorizon | None:
-        """Parse :meth:`to_dict`'s output; ``None`` for anything else (never raises)."""
+        """Parse :meth:`to_dict`'s output; ``None`` for anything else (never raises).
+
+        A horizon carried without the priority fields (or with unreadable ones) parses
+        with none (``priority_end=0``).
+        """
         if not isinstance(data, Mapping):
             return None
         end, last_id = data.get("end"), data.get("last_id")
-        if (
-            isinstance(end, int)
-            and not isinstance(end, bool)
-            and end > 0
-            and isinstance(last_id, str)
-        ):
-            return cls(end=end, last_id=last_id)
-        return None
+        if not (_index(end) and isinstance(last_id, str)):
+            return None
+        p_end, p_id = data.get("priority_end"), data.get("priority_last_id")
+        if _index(p_end) and isinstance(p_id, str):
+            return cls(end, last_id, p_end, p_id)
+        return cls(end=end, last_id=last_id)
+
+
+def _index(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def parse_horizon(raw: object) -> ClearHorizon | None:
@@ -156,6 +177,7 @@ def choose_horizon(
     keep_tokens: int,
     land_below: int = 0,
     chunk: int | None = None,
+    priority_end: int = 0,
 ) -> int | None:
     r"""Where to put the horizon when the view needs ``need`` tokens of room.
 
@@ -168,6 +190,10 @@ def choose_horizon(
     With nothing carried (``chunk`` given: each turn chooses afresh, a pure function of the
     record): the nearest fixed cut point (:func:`clear_cut_points`, every ``chunk`` tokens
     of tool output) that saves ``need``, so the horizon still moves a batch at a time.
+
+    ``priority_end``: the superseded, search / list / shell and failed results before it
+    are cleared too (:func:`~.clear.priority_clearing`). They count towards ``need``, not
+    towards ``land_below``: the view lands lower, so the next move is further away.
 
     ``None`` when nothing saves ``need`` (the fold must run); ``need <= 0`` needs no
     clearing: 0.
@@ -186,9 +212,11 @@ def choose_horizon(
     if chunk is None:
         points = _ends(results, start, protect_from)
         target = need + max(0, land_below)
+        counted = 0  # the horizon moves as far as before; the priority lands it lower
     else:
         points = _fixed_points(results, start, protect_from, chunk)
         target = need
+        counted = priority_end
     if not points:
         return None
     order = result_order(results)  # once for every probe below
@@ -196,7 +224,7 @@ def choose_horizon(
     # Savings grow with the horizon (more results before it), so bisect for the first fit.
     while lo < hi:
         mid = (lo + hi) // 2
-        if clearing(results, start, points[mid], keep_tokens, order)[1] >= target:
+        if _saves(results, start, points[mid], counted, keep_tokens, order) >= target:
             hi = mid
         else:
             lo = mid + 1
@@ -206,9 +234,47 @@ def choose_horizon(
     # to the furthest point that fits. Folding there instead (as soon as no move could
     # land a quarter of ``land_below`` under) cost more when measured: 27 summarizer calls
     # instead of 17, 5.17M billed instead of 5.09M (benchmarks/contenders.py, standard).
-    if target > need and clearing(results, start, points[-1], keep_tokens, order)[1] >= need:
+    if (
+        target > need
+        and _saves(results, start, points[-1], priority_end, keep_tokens, order) >= need
+    ):
         return points[-1]
     return None
+
+
+def _saves(
+    results: Sequence[ToolResult],
+    start: int,
+    horizon: int,
+    priority_end: int,
+    keep_tokens: int,
+    order: tuple[tuple[int, ...], bool],
+) -> int:
+    return clearing_with_priority(results, start, horizon, priority_end, keep_tokens, order)[1]
+
+
+def _position(results: Sequence[ToolResult], index: int) -> int:
+    """Where the result at conversation ``index`` is in ``results`` (-1: none there)."""
+    indices, ordered = result_order(results)
+    k = bisect.bisect_left(indices, index) if ordered else -1
+    if not (0 <= k < len(results) and results[k].index == index):
+        k = next((j for j, r in enumerate(results) if r.index == index), -1)
+    return k
+
+
+def _locate(results: Sequence[ToolResult], end: int, last_id: str) -> int | None:
+    """``end`` (just after the result ``last_id``), found again by id after edits."""
+    k = _position(results, end - 1)
+    if k < 0 or results[k].message_id != last_id:
+        # Edits shifted it: look for its result by id (ids, never a content hash).
+        k = next(
+            (j for j in range(len(results) - 1, -1, -1) if results[j].message_id == last_id),
+            -1,
+        )
+        if k < 0:
+            return None
+        end = results[k].index + 1
+    return end
 
 
 def held_horizon(
@@ -219,43 +285,61 @@ def held_horizon(
     protect_from: int,
     need: int,
     keep_tokens: int,
-) -> int | None:
-    """``held``'s horizon, found again by id, if it still makes room for ``need``; else None.
+) -> tuple[int, int] | None:
+    """``held``'s horizon and priority end, found again by id, if they still make room.
 
-    ``None`` too when it lies outside ``(start, protect_from]`` (a fold moved past it) or
-    its result is gone from the record.
+    ``(end, priority_end)`` when clearing up to them still saves ``need``. ``None`` when
+    it does not, when the horizon lies outside ``(start, protect_from]`` (a fold moved past
+    it) or its result is gone from the record. A priority end that is gone (or past the
+    protected tail) is dropped: 0.
     """
     if held is None:
         return None
-    end = held.end
-    indices, ordered = result_order(results)
-    k = bisect.bisect_left(indices, end - 1) if ordered else -1
-    if not (0 <= k < len(results) and results[k].index == end - 1):
-        k = next((j for j, r in enumerate(results) if r.index == end - 1), -1)
-    if k < 0 or results[k].message_id != held.last_id:
-        # Edits shifted it: look for its result by id (ids, never a content hash).
-        k = next(
-            (j for j in range(len(results) - 1, -1, -1) if results[j].message_id == held.last_id),
-            -1,
-        )
-        if k < 0:
-            return None
-        end = results[k].index + 1
-    if not start < end <= protect_from:
+    end = _locate(results, held.end, held.last_id)
+    if end is None or not start < end <= protect_from:
         return None
-    if clearing(results, start, end, keep_tokens)[1] < need:
+    priority_end = 0
+    if held.priority_end > 0:
+        priority_end = _locate(results, held.priority_end, held.priority_last_id) or 0
+        if not end <= priority_end <= protect_from:
+            priority_end = 0
+    order = result_order(results)
+    if _saves(results, start, end, priority_end, keep_tokens, order) < need:
         return None
-    return end
+    return end, priority_end
 
 
-def horizon_of(results: Sequence[ToolResult], horizon: int) -> ClearHorizon | None:
+def priority_end_for(
+    results: Sequence[ToolResult], *, start: int, protect_from: int, chunk: int | None
+) -> int:
+    """How far a move clears the superseded, search / list / shell and failed results.
+
+    Carried (``chunk=None``): up to the protected tail, carried with the horizon. Nothing
+    carried: up to the furthest fixed cut point (:func:`clear_cut_points`) before the
+    protected tail, so it too is a pure function of the record that moves in batches.
+    """
+    if chunk is None:
+        return protect_from
+    points = _fixed_points(results, start, protect_from, chunk)
+    return points[-1] if points else 0
+
+
+def horizon_of(
+    results: Sequence[ToolResult], horizon: int, priority_end: int = 0
+) -> ClearHorizon | None:
     """The :class:`ClearHorizon` to carry for ``horizon`` (``None`` for 0: nothing cleared)."""
     if horizon <= 0:
         return None
-    indices, ordered = result_order(results)
-    k = bisect.bisect_left(indices, horizon - 1) if ordered else -1
-    if not (0 <= k < len(results) and results[k].index == horizon - 1):
-        k = next((j for j, r in enumerate(results) if r.index == horizon - 1), -1)
-    if k < 0 or not results[k].message_id:
+    last_id = _id_before(results, horizon)
+    if not last_id:
         return None
-    return ClearHorizon(end=horizon, last_id=results[k].message_id)
+    priority_id = _id_before(results, priority_end) if priority_end > horizon else ""
+    if not priority_id:
+        return ClearHorizon(end=horizon, last_id=last_id)
+    return ClearHorizon(horizon, last_id, priority_end, priority_id)
+
+
+def _id_before(results: Sequence[ToolResult], end: int) -> str:
+    """The message id of the result at ``end - 1`` ("" when there is none)."""
+    k = _position(results, end - 1)
+    return results[k].message_id if k >= 0 else ""

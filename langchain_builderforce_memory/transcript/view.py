@@ -32,6 +32,7 @@ from langchain_builderforce_memory.transcript.clear import (
     ToolResult,
     apply_clear,
     clearable,
+    clearing_with_priority,
     memo_over,
     remember_over,
     results_before,
@@ -43,6 +44,7 @@ from langchain_builderforce_memory.transcript.horizon import (
     choose_horizon,
     held_horizon,
     horizon_of,
+    priority_end_for,
 )
 from langchain_builderforce_memory.transcript.plan import CompactMemo
 
@@ -180,10 +182,14 @@ def clear_range(
     if not enabled:
         return None
     protect = protected_start(results, length)
-    horizon = held_horizon(
+    found = held_horizon(
         results, held, start=start, protect_from=protect, need=need, keep_tokens=keep_tokens
     )
-    if horizon is None:
+    if found is None:
+        # A move: a prefix-cache miss from the horizon on anyway, so the superseded,
+        # search / list / shell and failed results up to the protected tail go too.
+        chunk = None if held is not None else max(1, land_below)
+        priority_end = priority_end_for(results, start=start, protect_from=protect, chunk=chunk)
         horizon = choose_horizon(
             results,
             start=start,
@@ -191,12 +197,15 @@ def clear_range(
             need=need,
             keep_tokens=keep_tokens,
             land_below=land_below,
-            chunk=None if held is not None else max(1, land_below),
+            chunk=chunk,
+            priority_end=priority_end,
         )
-    if horizon is None:
-        return None
-    cleared = clearable(results, start=start, horizon=horizon, keep_tokens=keep_tokens)
-    return ClearStep(horizon, tuple(cleared), horizon_of(results, horizon))
+        if horizon is None:
+            return None
+    else:
+        horizon, priority_end = found
+    cleared = clearing_with_priority(results, start, horizon, priority_end, keep_tokens)[0]
+    return ClearStep(horizon, cleared, horizon_of(results, horizon, priority_end))
 
 
 def furthest_clear(

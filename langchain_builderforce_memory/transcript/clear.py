@@ -401,9 +401,10 @@ def priority_clearing(
         >>> rs = [ToolResult(1, "read_file", '{"path": "a.py"}', 900, "read", "a.py"),
         ...       ToolResult(3, "grep", '{"q": "x"}', 700, "search", None),
         ...       ToolResult(5, "read_file", '{"path": "a.py"}', 900, "read", "a.py")]
-        >>> [r.index for r in priority_clearing(rs, 0, 6)], \
-        ... [r.index for r in priority_clearing(rs, 0, 5)]
-        ([1, 3], [3])
+        >>> [r.index for r in priority_clearing(rs, 0, 6)]  # a.py read again at 5
+        [1, 3]
+        >>> [r.index for r in priority_clearing(rs, 0, 5)]  # judged before 5: not yet
+        [3]
     """
     before = results_before(results, end, order)
     key = ("priority", start)

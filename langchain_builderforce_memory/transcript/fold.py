@@ -157,7 +157,7 @@ def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
 
 
 def _compacted(
-    plan: FoldPlan, memo: CompactMemo, clear: ClearStep | None
+    plan: FoldPlan, memo: CompactMemo, clear: ClearStep | None, *, fresh: bool = False
 ) -> tuple[list[BaseMessage], ViewSteps, ClearStep]:
     """The note's view (re-attached files after it), cleared and elided to the budget."""
     convo, counter, policy = plan.convo, plan.counter, plan.policy
@@ -174,6 +174,8 @@ def _compacted(
                 keep_tokens=policy.keep_budget,
                 land_below=policy.clear_room,
                 held=plan.held_horizon,
+                enabled=policy.clear_tool_results,
+                fresh=fresh,
             )
             or ClearStep()
         )
@@ -250,7 +252,7 @@ def finish_working_transcript(
             len(convo),
             f"; re-attached {', '.join(names)}" if names else "",
         )
-        view, steps, used = _compacted(plan, memo, None)
+        view, steps, used = _compacted(plan, memo, None, fresh=True)
         fold = TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to)
         return WorkingTranscript(
             view, memo, fold, "folded", summarizer_calls, backoff, steps, used.held

@@ -83,12 +83,14 @@ class ClearHorizon:
         if not isinstance(data, Mapping):
             return None
         end, last_id = data.get("end"), data.get("last_id")
-        if not (_index(end) and isinstance(last_id, str)):
+        if not (isinstance(end, int) and not isinstance(end, bool) and end >= 0):
+            return None
+        if not isinstance(last_id, str):
             return None
         p_end, p_id = data.get("priority_end"), data.get("priority_last_id")
-        if _index(p_end) and isinstance(p_id, str):
+        if _index(p_end) and isinstance(p_id, str) and p_end > end:
             return cls(end, last_id, p_end, p_id)
-        return cls(end=end, last_id=last_id)
+        return cls(end=end, last_id=last_id) if end > 0 else None
 
 
 def _index(value: object) -> TypeGuard[int]:
@@ -100,7 +102,7 @@ def parse_horizon(raw: object) -> ClearHorizon | None:
 
     Example:
         >>> parse_horizon({"clear_horizon": {"end": 9, "last_id": "t3"}})
-        ClearHorizon(end=9, last_id='t3')
+        ClearHorizon(end=9, last_id='t3', priority_end=0, priority_last_id='')
     """
     if isinstance(raw, ClearHorizon):
         return raw
@@ -248,7 +250,7 @@ def _saves(
     horizon: int,
     priority_end: int,
     keep_tokens: int,
-    order: tuple[tuple[int, ...], bool],
+    order: tuple[tuple[int, ...], bool] | None = None,
 ) -> int:
     return clearing_with_priority(results, start, horizon, priority_end, keep_tokens, order)[1]
 
@@ -295,16 +297,19 @@ def held_horizon(
     """
     if held is None:
         return None
-    end = _locate(results, held.end, held.last_id)
-    if end is None or not start < end <= protect_from:
-        return None
+    end = 0  # a horizon carried from a fold clears by priority only
+    if held.end > 0:
+        end = _locate(results, held.end, held.last_id) or 0
+        if not start < end <= protect_from:
+            return None
     priority_end = 0
     if held.priority_end > 0:
         priority_end = _locate(results, held.priority_end, held.priority_last_id) or 0
-        if not end <= priority_end <= protect_from:
+        if not max(start, end) < priority_end <= protect_from:
             priority_end = 0
-    order = result_order(results)
-    if _saves(results, start, end, priority_end, keep_tokens, order) < need:
+    if end == 0 and (priority_end == 0 or need > 0):
+        return None
+    if need > 0 and _saves(results, start, end, priority_end, keep_tokens) < need:
         return None
     return end, priority_end
 
@@ -319,7 +324,8 @@ def priority_end_for(
     protected tail, so it too is a pure function of the record that moves in batches.
     """
     if chunk is None:
-        return protect_from
+        ends = _ends(results, start, protect_from)  # just after the last result before it
+        return ends[-1] if ends else 0
     points = _fixed_points(results, start, protect_from, chunk)
     return points[-1] if points else 0
 
@@ -327,16 +333,14 @@ def priority_end_for(
 def horizon_of(
     results: Sequence[ToolResult], horizon: int, priority_end: int = 0
 ) -> ClearHorizon | None:
-    """The :class:`ClearHorizon` to carry for ``horizon`` (``None`` for 0: nothing cleared)."""
-    if horizon <= 0:
-        return None
-    last_id = _id_before(results, horizon)
-    if not last_id:
-        return None
+    """The :class:`ClearHorizon` to carry (``None`` when it clears nothing)."""
+    last_id = _id_before(results, horizon) if horizon > 0 else ""
     priority_id = _id_before(results, priority_end) if priority_end > horizon else ""
-    if not priority_id:
+    if priority_id and (last_id or horizon <= 0):
+        return ClearHorizon(max(0, horizon), last_id, priority_end, priority_id)
+    if last_id:
         return ClearHorizon(end=horizon, last_id=last_id)
-    return ClearHorizon(horizon, last_id, priority_end, priority_id)
+    return None
 
 
 def _id_before(results: Sequence[ToolResult], end: int) -> str:

@@ -34,6 +34,7 @@ from langchain_builderforce_memory.transcript.clear import (
     clearable,
     clearing_with_priority,
     memo_over,
+    priority_clearing,
     remember_over,
     results_before,
     working_set,
@@ -164,6 +165,7 @@ def clear_range(
     land_below: int = 0,
     held: ClearHorizon | None = None,
     enabled: bool = True,
+    fresh: bool = False,
 ) -> ClearStep | None:
     """The clear step that saves ``need`` tokens in ``convo[start:]``, or ``None``.
 
@@ -175,13 +177,13 @@ def clear_range(
     is needed (``held`` carried on); ``None`` when even the furthest horizon does not save
     enough (the fold must run).
     """
-    if need <= 0:
-        # Nothing to clear, but the caller carries a horizon: hand it on, so the next
-        # move after a fold lands under the budget too.
-        return ClearStep(held=held)
     if not enabled:
-        return None
+        return ClearStep(held=held) if need <= 0 else None
     protect = protected_start(results, length)
+    if need <= 0:
+        return _priority_only(
+            results, start=start, protect=protect, land_below=land_below, held=held, fresh=fresh
+        )
     found = held_horizon(
         results, held, start=start, protect_from=protect, need=need, keep_tokens=keep_tokens
     )
@@ -206,6 +208,41 @@ def clear_range(
         horizon, priority_end = found
     cleared = clearing_with_priority(results, start, horizon, priority_end, keep_tokens)[0]
     return ClearStep(horizon, cleared, horizon_of(results, horizon, priority_end))
+
+
+def _priority_only(
+    results: Sequence[ToolResult],
+    *,
+    start: int,
+    protect: int,
+    land_below: int,
+    held: ClearHorizon | None,
+    fresh: bool,
+) -> ClearStep:
+    """The clear step of a view that fits: the priority results only, where they are held.
+
+    Right after a fold (``fresh``: the front moved anyway) the superseded, search / list /
+    shell and failed results of the verbatim tail are cleared up to the protected tail,
+    and that end is carried (a horizon with ``end=0``), so the next turns keep the same
+    prefix. A held horizon's priority end is kept; with nothing held, the stateless rule
+    (:func:`~.horizon.priority_end_for`) keeps the view a pure function of the record.
+    """
+    if held is not None and not fresh:
+        found = held_horizon(
+            results, held, start=start, protect_from=protect, need=0, keep_tokens=0
+        )
+        priority_end = found[1] if found is not None else 0
+        carried: ClearHorizon | None = held
+    else:
+        chunk = None if held is not None else max(1, land_below)
+        priority_end = priority_end_for(results, start=start, protect_from=protect, chunk=chunk)
+        found = held_horizon(
+            results, held, start=start, protect_from=protect, need=0, keep_tokens=0
+        )
+        carried = horizon_of(results, found[0] if found else 0, priority_end) or held
+    if priority_end <= start:
+        return ClearStep(held=carried)
+    return ClearStep(0, priority_clearing(results, start, priority_end), carried)
 
 
 def furthest_clear(

@@ -12,10 +12,10 @@ never touched.
 What may be cleared, outside the protected recent tail (the newest results, which the
 model has not acted on yet): every tool result except the latest read of each file the
 run is working on (the working set, ranked as the working memory ranks files: edited
-before only read, then recency, then frequency; as many as ``keep_tokens`` holds). That
-makes the priority the issue asks for: superseded outputs (a re-read, a re-run: only the
-latest is ever kept), bulky search / list / shell outputs, failed calls, then the rest,
-oldest first.
+before only read, then recency, then frequency; as many as ``keep_tokens`` holds). The
+priority: superseded outputs (a re-read, a re-run), bulky search / list / shell outputs
+and failed calls (:func:`priority_clearing`) go first, up to the protected tail, each
+time the horizon moves; then the rest, oldest first, up to the horizon.
 
 Why a HORIZON: the clearing is a pure function of the record and one index, the horizon:
 every clearable result before it is cleared, and the working set it spares is judged from

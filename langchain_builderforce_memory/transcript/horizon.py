@@ -11,6 +11,12 @@ before it), kept while it still makes room, and moved only when the view no long
 once, so the view lands ``clear_at_least`` under the budget (:func:`choose_horizon`). A
 caller that carries nothing gets a pure function of the record instead: fixed cut points
 every ``clear_at_least`` tokens of tool output, the nearest that fits.
+
+A move (or a fold) is a cache miss from there on anyway, so it also clears the priority
+results (superseded, search / list / shell, failed: :func:`~.clear.priority_clearing`)
+up to the protected tail, and carries that end too (:attr:`ClearHorizon.priority_end`):
+the view lands lower, so the next move is further away, and the set holds with the
+horizon (results superseded later wait for the next move).
 """
 
 from __future__ import annotations

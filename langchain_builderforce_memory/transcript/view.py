@@ -173,9 +173,15 @@ def clear_range(
     does not move. Otherwise the horizon moves once, so the view lands ``land_below`` under
     the budget where it can. With nothing held (a caller that carries no state), the
     horizon is the nearest fixed cut point, every ``land_below`` tokens of tool output,
-    that saves ``need`` (see :func:`~.horizon.choose_horizon`). ``ClearStep()`` when nothing
-    is needed (``held`` carried on); ``None`` when even the furthest horizon does not save
-    enough (the fold must run).
+    that saves ``need`` (see :func:`~.horizon.choose_horizon`). ``None`` when even the
+    furthest horizon does not save enough (the fold must run).
+
+    A move is a prefix-cache miss from the horizon on anyway, so it also clears the
+    superseded, search / list / shell and failed results after the new horizon, up to the
+    protected tail (:func:`~.clear.priority_clearing`); that end is carried with the
+    horizon (``ClearHorizon.priority_end``), so the set holds with it. When nothing is
+    needed (``need <= 0``) only the held priority results are cleared, or, right after a
+    fold (``fresh``), the new tail's (see :func:`_priority_only`).
     """
     if not enabled:
         return ClearStep(held=held) if need <= 0 else None
@@ -224,7 +230,10 @@ def _priority_only(
     Right after a fold (``fresh``: the front moved anyway) the superseded, search / list /
     shell and failed results of the verbatim tail are cleared up to the protected tail,
     and that end is carried (a horizon with ``end=0``), so the next turns keep the same
-    prefix. A held horizon's priority end is kept; with nothing held, the stateless rule
+    prefix. The horizon held before the fold is dropped then: keeping one that still lay
+    in the new tail made the first move after the fold land just under the budget instead
+    of ``land_below`` under (``bfmem demo --turns 300``: 3.20M effective billed instead of
+    3.02M). A held horizon's priority end is kept; with nothing held, the stateless rule
     (:func:`~.horizon.priority_end_for`) keeps the view a pure function of the record.
     """
     if held is not None and not fresh:
@@ -236,10 +245,7 @@ def _priority_only(
     else:
         chunk = None if held is not None else max(1, land_below)
         priority_end = priority_end_for(results, start=start, protect_from=protect, chunk=chunk)
-        found = held_horizon(
-            results, held, start=start, protect_from=protect, need=0, keep_tokens=0
-        )
-        carried = horizon_of(results, found[0] if found else 0, priority_end) or held
+        carried = horizon_of(results, 0, priority_end) or held
     if priority_end <= start:
         return ClearStep(held=carried)
     return ClearStep(0, priority_clearing(results, start, priority_end), carried)

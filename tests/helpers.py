@@ -6,9 +6,9 @@ import asyncio
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
@@ -20,6 +20,9 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
+
+if TYPE_CHECKING:
+    from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 
 TRANSCRIPTS_DIR = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 """The recorded agent runs, laid beside the project root (as CI lays them)."""
@@ -582,4 +585,39 @@ def restates(shown: BaseMessage, original: BaseMessage) -> bool:
         and shown.content == original.content
         and shown.id == original.id
         and stamp_of(shown) == {"kind": DIRECTIVE_KIND, "of": message_id(original)}
+    )
+
+
+def read_loop(rounds: int, size: int = 3_000, *, files: int = 40) -> list[BaseMessage]:
+    """One directive, then ``rounds`` reads of ``size`` tokens each (``files`` paths in
+    turn): the long single-directive tool loop the clear tier is built for."""
+    record: list[BaseMessage] = [HumanMessage("Port the parser to Rust.", id="u0")]
+    for i in range(rounds):
+        call = {"name": "read_file", "args": {"path": f"f{i % files}.py"}, "id": f"c{i}"}
+        record += [
+            AIMessage(f"step {i}", tool_calls=[call], id=f"a{i}"),
+            ToolMessage(f"{i}:" + "x" * (4 * size), tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    return record
+
+
+def working_turn(
+    prefix: list[BaseMessage],
+    state: Mapping[str, object] | None,
+    *,
+    budget: int = 64_000,
+    max_messages: int = 400,
+    **options: int,
+) -> WorkingTranscript:
+    """One turn of ``build_working_transcript`` over ``prefix`` with the carried ``state``
+    (``memo_state``'s dict), a 400-character scripted note and a roomy message cap."""
+    from langchain_builderforce_memory.transcript.fold import build_working_transcript
+
+    return build_working_transcript(
+        prefix,
+        memo=state,
+        summarizer=ScriptedSummarizer("n" * 400),
+        max_tokens=budget,
+        max_messages=max_messages,
+        **options,  # type: ignore[arg-type]
     )

@@ -37,7 +37,6 @@ from langchain_builderforce_memory.transcript.clear import (
 )
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
-    build_working_transcript,
 )
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
@@ -45,33 +44,16 @@ from langchain_builderforce_memory.transcript.horizon import (
     parse_horizon,
 )
 
-from .helpers import ScriptedSummarizer, build_agent, model_turns, run_directives
+from .helpers import (
+    ScriptedSummarizer,
+    build_agent,
+    model_turns,
+    read_loop,
+    run_directives,
+    working_turn,
+)
 
 BUDGET = 64_000
-
-
-def _loop(rounds: int, size: int = 3_000, *, files: int = 40) -> list[BaseMessage]:
-    record: list[BaseMessage] = [HumanMessage("Port the parser to Rust.", id="u0")]
-    for i in range(rounds):
-        call = {"name": "read_file", "args": {"path": f"f{i % files}.py"}, "id": f"c{i}"}
-        record += [
-            AIMessage(f"step {i}", tool_calls=[call], id=f"a{i}"),
-            ToolMessage(f"{i}:" + "x" * (4 * size), tool_call_id=f"c{i}", id=f"t{i}"),
-        ]
-    return record
-
-
-def _turn(
-    prefix: list[BaseMessage], state: Mapping[str, object] | None, **options: int
-) -> WorkingTranscript:
-    return build_working_transcript(
-        prefix,
-        memo=state,
-        summarizer=ScriptedSummarizer("n" * 400),
-        max_tokens=BUDGET,
-        max_messages=400,
-        **options,  # type: ignore[arg-type]
-    )
 
 
 def _carried(out: WorkingTranscript) -> dict[str, object] | None:
@@ -87,7 +69,7 @@ def _run(record: list[BaseMessage], *, through_json: bool = False) -> list[Worki
     state: Mapping[str, object] | None = None
     outs: list[WorkingTranscript] = []
     for prefix in model_turns(record):
-        out = _turn(prefix, state)
+        out = working_turn(prefix, state)
         outs.append(out)
         state = _carried(out)
         if through_json and state is not None:
@@ -96,7 +78,7 @@ def _run(record: list[BaseMessage], *, through_json: bool = False) -> list[Worki
 
 
 def test_the_horizon_holds_while_the_view_fits_and_each_move_buys_several_turns() -> None:
-    record = _loop(90)  # 3k-token reads: ~270k tokens against a 64k budget
+    record = read_loop(90)  # 3k-token reads: ~270k tokens against a 64k budget
     outs = _run(record)
     views = [o.messages for o in outs]
     moves = _moves(views)
@@ -113,7 +95,7 @@ def test_the_horizon_holds_while_the_view_fits_and_each_move_buys_several_turns(
 
 
 def test_the_held_horizon_is_carried_in_the_memo_state_and_kept_unchanged_while_it_fits() -> None:
-    outs = _run(_loop(60))
+    outs = _run(read_loop(60))
     held = [o.horizon for o in outs if o.horizon is not None]
     assert held
     # The same horizon is handed on turn after turn, and only ever moves forward.
@@ -127,7 +109,7 @@ def test_the_held_horizon_is_carried_in_the_memo_state_and_kept_unchanged_while_
 
 
 def test_a_resumed_thread_builds_the_same_views() -> None:
-    record = _loop(70, 4_000, files=12)
+    record = read_loop(70, 4_000, files=12)
     first = [o.messages for o in _run(record)]
     clear_caches()  # a new process: nothing cached but what the state carries
     resumed = [o.messages for o in _run(record, through_json=True)]
@@ -137,37 +119,37 @@ def test_a_resumed_thread_builds_the_same_views() -> None:
 def test_without_the_horizon_the_view_is_still_within_budget_and_valid() -> None:
     # A caller that carries only result.memo: the horizon is chosen afresh each turn.
     memo = None
-    for prefix in model_turns(_loop(60)):
-        out = _turn(prefix, None if memo is None else memo.to_dict())
+    for prefix in model_turns(read_loop(60)):
+        out = working_turn(prefix, None if memo is None else memo.to_dict())
         memo = out.memo
         assert count_tokens(out.messages) <= BUDGET
         assert request_problems(out.messages) == []
 
 
 def test_a_held_horizon_whose_result_is_gone_or_unreadable_is_dropped() -> None:
-    record = _loop(40)
-    out = _turn(record, None)
+    record = read_loop(40)
+    out = working_turn(record, None)
     assert out.horizon is not None
     # Written for another record: its result is not in this one, so a new one is chosen
     # (where the view lands under the budget: the caller carries state).
-    foreign = _turn(record, {CLEAR_HORIZON_KEY: {"end": out.horizon.end, "last_id": "gone"}})
-    other = _turn(record, {CLEAR_HORIZON_KEY: {"end": 3, "last_id": "also-gone"}})
+    foreign = working_turn(record, {CLEAR_HORIZON_KEY: {"end": out.horizon.end, "last_id": "gone"}})
+    other = working_turn(record, {CLEAR_HORIZON_KEY: {"end": 3, "last_id": "also-gone"}})
     assert foreign.messages == other.messages
     assert foreign.horizon is not None
     assert foreign.horizon.last_id.startswith("t")
     assert count_tokens(foreign.messages) <= BUDGET - 32_000 + 3_100  # lands half under
     for junk in ({CLEAR_HORIZON_KEY: "x"}, {CLEAR_HORIZON_KEY: {"end": True, "last_id": 1}}):
         assert parse_horizon(junk) is None
-        assert _turn(record, junk).messages == out.messages
+        assert working_turn(record, junk).messages == out.messages
 
 
 def test_a_held_horizon_is_found_again_by_id_after_an_edit_shifts_the_record() -> None:
-    record = _loop(40)
-    before = _turn(record, None)
+    record = read_loop(40)
+    before = working_turn(record, None)
     assert before.horizon is not None
     # Drop one early result's unit (call and result): every later index shifts by two.
     edited = [m for m in record if m.id not in {"a1", "t1"}]
-    after = _turn(edited, _carried(before))
+    after = working_turn(edited, _carried(before))
     assert after.horizon is not None
     assert after.horizon.last_id == before.horizon.last_id
     assert after.horizon.end == before.horizon.end - 2
@@ -175,7 +157,7 @@ def test_a_held_horizon_is_found_again_by_id_after_an_edit_shifts_the_record() -
 
 def test_choose_horizon_lands_the_view_under_the_budget_or_takes_the_furthest() -> None:
     counter = ApproximateTokenCounter()
-    results = tool_results(_loop(20)[:-2], counter)
+    results = tool_results(read_loop(20)[:-2], counter)
     protect = results[-1].index
     nearest = choose_horizon(results, start=0, protect_from=protect, need=5_000, keep_tokens=0)
     landed = choose_horizon(

@@ -27,7 +27,6 @@ from langchain_builderforce_memory.transcript.clear import (
 )
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
-    build_working_transcript,
 )
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
@@ -36,7 +35,7 @@ from langchain_builderforce_memory.transcript.horizon import (
 )
 from langchain_builderforce_memory.transcript.view import ClearStep, clear_range, with_clear
 
-from .helpers import ScriptedSummarizer, model_turns
+from .helpers import model_turns, working_turn
 
 BUDGET = 64_000
 
@@ -68,9 +67,7 @@ def _result_index(record: list[BaseMessage], unit: int) -> int:
 
 def _step(record: list[BaseMessage], held: ClearHorizon | None, need: int) -> ClearStep:
     results = tool_results(record, ApproximateTokenCounter())
-    step = clear_range(
-        results, start=0, length=len(record), need=need, keep_tokens=0, held=held
-    )
+    step = clear_range(results, start=0, length=len(record), need=need, keep_tokens=0, held=held)
     assert step is not None
     return step
 
@@ -146,18 +143,6 @@ def test_a_stateless_call_clears_by_priority_and_stays_a_pure_function_of_the_re
     assert (again.horizon, _cleared(again), again.held) == (step.horizon, _cleared(step), step.held)
 
 
-def _turn(
-    prefix: list[BaseMessage], state: Mapping[str, object] | None, max_messages: int = 400
-) -> WorkingTranscript:
-    return build_working_transcript(
-        prefix,
-        memo=state,
-        summarizer=ScriptedSummarizer("n" * 400),
-        max_tokens=BUDGET,
-        max_messages=max_messages,
-    )
-
-
 def _coding_calls(n: int) -> list[Call]:
     calls: list[Call] = []
     for i in range(n):
@@ -170,9 +155,9 @@ def _coding_calls(n: int) -> list[Call]:
 
 def test_a_stateless_caller_gets_the_same_views_whatever_it_asked_before() -> None:
     record = _record(_coding_calls(60))
-    warm = [_turn(prefix, None).messages for prefix in model_turns(record)]
+    warm = [working_turn(prefix, None).messages for prefix in model_turns(record)]
     clear_caches()
-    cold = _turn(record, None).messages
+    cold = working_turn(record, None).messages
     assert cold == warm[-1]
     assert any((stamp_of(m) or {}).get("kind") == CLEARED_KIND for m in cold)
 
@@ -190,11 +175,11 @@ def test_an_old_carried_horizon_without_the_priority_fields_parses_and_works() -
     # A thread checkpointed before: its horizon is found again, and the next move carries
     # the priority end.
     record = _record(_coding_calls(40))
-    first = _turn(record[:-20], None)
+    first = working_turn(record[:-20], None)
     assert first.horizon is not None
     state = {CLEAR_HORIZON_KEY: {"end": first.horizon.end, "last_id": first.horizon.last_id}}
     assert parse_horizon(state) == ClearHorizon(first.horizon.end, first.horizon.last_id)
-    out = _turn(record, state)
+    out = working_turn(record, state)
     assert count_tokens(out.messages) <= BUDGET
     assert request_problems(out.messages) == []
     assert out.horizon is not None
@@ -208,7 +193,7 @@ def test_after_a_fold_the_tails_search_outputs_are_cleared_and_the_prefix_then_h
     state: Mapping[str, object] | None = None
     outs: list[WorkingTranscript] = []
     for prefix in model_turns(record):
-        out = _turn(prefix, state, max_messages=60)  # folds every ~30 units
+        out = working_turn(prefix, state, max_messages=60)  # folds every ~30 units
         outs.append(out)
         state = memo_state(out.memo, out.backoff, out.horizon)
     folds = [i for i, o in enumerate(outs) if o.fold is not None]

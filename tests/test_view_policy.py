@@ -29,7 +29,7 @@ from langchain_builderforce_memory.transcript.plan import latest_user_index
 from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import windowed
 
-from .helpers import ScriptedSummarizer, model_turns
+from .helpers import ScriptedSummarizer, model_turns, read_loop
 from .strategies import any_records, valid_records
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,21 +105,10 @@ def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keep
     assert record == snapshot
 
 
-def _loop(rounds: int, size: int, *, files: int = 40) -> list[BaseMessage]:
-    record: list[BaseMessage] = [HumanMessage("Port the parser to Rust.", id="u0")]
-    for i in range(rounds):
-        call = {"name": "read_file", "args": {"path": f"f{i % files}.py"}, "id": f"c{i}"}
-        record += [
-            AIMessage(f"step {i}", tool_calls=[call], id=f"a{i}"),
-            ToolMessage(f"{i}:" + "x" * (4 * size), tool_call_id=f"c{i}", id=f"t{i}"),
-        ]
-    return record
-
-
 def test_the_stale_note_case_is_never_over_budget_turn_by_turn() -> None:
     # The regression: with the memo carried, a held note whose minimum tail walked back was
     # kept (the refold held back) and sent 71,998 tokens against 64,000. Now it is elided.
-    record = _loop(70, 9_000, files=70)
+    record = read_loop(70, 9_000, files=70)
     memo: CompactMemo | None = None
     summarizer = ScriptedSummarizer("n" * 4_000)
     worst = 0
@@ -134,7 +123,7 @@ def test_the_stale_note_case_is_never_over_budget_turn_by_turn() -> None:
 
 
 def test_the_clear_tier_makes_room_without_a_summarizer_call_and_names_what_it_cleared() -> None:
-    record = _loop(30, 3_000)  # ~90k tokens: over a 64k budget
+    record = read_loop(30, 3_000)  # ~90k tokens: over a 64k budget
     summarizer = ScriptedSummarizer("note")
     out = build_working_transcript(record, summarizer=summarizer, max_tokens=64_000)
     assert out.mode == "verbatim"
@@ -157,7 +146,10 @@ def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> No
     moves = 0
     for n in range(25, 60):
         out = build_working_transcript(
-            _loop(n, 3_000), summarizer=ScriptedSummarizer("n"), max_tokens=64_000, max_messages=200
+            read_loop(n, 3_000),
+            summarizer=ScriptedSummarizer("n"),
+            max_tokens=64_000,
+            max_messages=200,
         )
         if previous is not None and out.messages[: len(previous)] != previous:
             moves += 1
@@ -167,7 +159,7 @@ def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> No
 
 
 def test_a_fold_re_attaches_the_working_set_after_the_note_and_names_it() -> None:
-    record = _loop(60, 2_000, files=6)
+    record = read_loop(60, 2_000, files=6)
     out = build_working_transcript(record, summarizer=ScriptedSummarizer("note"), max_tokens=20_000)
     assert out.mode == "folded"
     assert out.memo is not None
@@ -182,7 +174,7 @@ def test_a_fold_re_attaches_the_working_set_after_the_note_and_names_it() -> Non
     assert count_tokens(out.messages) <= 20_000
     assert request_problems(out.messages) == []
     # Reused next turn: the same re-attached messages, the prefix unchanged.
-    grown = [*record, *_loop(61, 2_000, files=6)[-2:]]
+    grown = [*record, *read_loop(61, 2_000, files=6)[-2:]]
     again = build_working_transcript(
         grown, memo=out.memo, summarizer=ScriptedSummarizer("x"), max_tokens=20_000
     )

@@ -105,6 +105,65 @@ def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keep
     assert record == snapshot
 
 
+def _use(call: str) -> dict[str, object]:
+    return {"type": "tool_use", "id": call, "name": "read_file", "input": {"path": call}}
+
+
+def _results(*pairs: tuple[str, str]) -> HumanMessage:
+    return HumanMessage([{"type": "tool_result", "tool_use_id": c, "content": t} for c, t in pairs])
+
+
+def test_a_tight_fit_drops_the_loops_thinking_turn_last() -> None:
+    # Found by random draws: with the note held at a 600-token budget, the final fit
+    # dropped the running loop's opening thinking turn (a plain unit after the directive)
+    # before anything else, and the provider would reject the request (thinking lost).
+    x = "x"
+    a, b, c, d = (f"call_{h}" for h in ("e3e70682", "f728b4fa", "eb1167b3", "f7c1bd87"))
+    reads = [f"{c}_{k}" for k in range(3)]
+    record: list[BaseMessage] = [
+        HumanMessage(
+            [
+                {"type": "text", "text": ""},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ]
+        ),
+        AIMessage(
+            [
+                {"type": "thinking", "thinking": "first, the plan", "signature": "sig"},
+                {"type": "text", "text": ""},
+            ]
+        ),
+        AIMessage([{"type": "text", "text": ""}, _use(f"{a}_0")]),
+        _results((f"{a}_0", "")),
+        AIMessage([{"type": "text", "text": x * 100}, _use(f"{b}_0"), _use(f"{b}_1")]),
+        _results((f"{b}_0", x * 100), (f"{b}_1", x * 100)),
+        AIMessage(
+            [
+                {"type": "thinking", "thinking": x * 400, "signature": "sig"},
+                {"type": "text", "text": "reading"},
+                *(_use(r) for r in reads),
+            ],
+            tool_calls=[{"name": "read_file", "args": {"path": r}, "id": r} for r in reads],
+        ),
+        *(ToolMessage(x * 1_000, name="read_file", tool_call_id=r) for r in reads),
+        AIMessage([{"type": "text", "text": x * 29}, _use(f"{d}_0")]),
+        _results((f"{d}_0", x * 29)),
+    ]
+    assert request_problems(record) == []
+    memo: CompactMemo | None = None
+    for prefix in model_turns(record):
+        out = build_working_transcript(
+            prefix,
+            memo=memo,
+            summarizer=ScriptedSummarizer("n" * 400),
+            max_tokens=600,
+            system_prompt="SYS",
+        )
+        memo = out.memo
+        assert request_problems(out.messages) == [], len(prefix)
+        assert count_tokens(out.messages) <= 600
+
+
 def test_the_stale_note_case_is_never_over_budget_turn_by_turn() -> None:
     # The regression: with the memo carried, a held note whose minimum tail walked back was
     # kept (the refold held back) and sent 71,998 tokens against 64,000. Now it is elided.

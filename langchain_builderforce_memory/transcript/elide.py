@@ -25,7 +25,12 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import cuttable_text, has_structure, with_cut_text
+from langchain_builderforce_memory.blocks import (
+    cuttable_text,
+    has_structure,
+    thinking_span,
+    with_cut_text,
+)
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -219,23 +224,29 @@ def _drop_order(convo: Sequence[BaseMessage], directive: int) -> list[tuple[int,
     """Whole units that may be dropped, in the order they go.
 
     Plain units before the directive (oldest first), then units after it (oldest first,
-    never the newest), then the generated memory (notes, re-attached files).
+    never the newest), then the generated memory (notes, re-attached files), and last the
+    running loop's opening thinking turn: with thinking on, a request whose tool loop has
+    lost it is rejected, so every other unit goes first.
     """
     units = tool_call_units(convo)
+    span = thinking_span(convo)
     plain_before: list[tuple[int, int]] = []
     plain_after: list[tuple[int, int]] = []
     memory: list[tuple[int, int]] = []
+    thinking: list[tuple[int, int]] = []
     for k, u in enumerate(units):
         if u.start <= directive < u.end or k == len(units) - 1:
             continue
         head = convo[u.start]
-        if any(is_stamped(head, kind) for kind in _PROTECTED_KINDS):
+        if span is not None and span[0] <= u.start < span[1]:
+            thinking.append((u.start, u.end))
+        elif any(is_stamped(head, kind) for kind in _PROTECTED_KINDS):
             memory.append((u.start, u.end))
         elif u.start < directive:
             plain_before.append((u.start, u.end))
         else:
             plain_after.append((u.start, u.end))
-    return [*plain_before, *plain_after, *memory]
+    return [*plain_before, *plain_after, *memory, *thinking]
 
 
 def _drop(keep: list[bool], start: int, end: int) -> int:

@@ -9,6 +9,8 @@ budget, leaves the record unchanged and carries the latest directive. Regression
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -24,7 +26,11 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
-from langchain_builderforce_memory.transcript.fold import CompactMemo, build_working_transcript
+from langchain_builderforce_memory.transcript.fold import (
+    CompactMemo,
+    WorkingTranscript,
+    build_working_transcript,
+)
 from langchain_builderforce_memory.transcript.plan import latest_user_index
 from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import windowed
@@ -70,16 +76,10 @@ def _floor_error(record: list[BaseMessage], budget: int, extra: int = 0) -> bool
     return system + minimal_human_tokens(counter) > budget
 
 
-@PROPERTY
-@given(record=RECORDS, budget=BUDGETS)
-def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keeps_the_record(
+def _turns(
     record: list[BaseMessage], budget: int
-) -> None:
-    snapshot = [m.model_copy(deep=True) for m in record]
-    if _floor_error(record, budget, extra=8):  # + the "SYS" prompt
-        return
-    valid = request_problems(record) == []
-    views: list[list[BaseMessage]] = [windowed(record, max_tokens=budget)]
+) -> Iterator[tuple[list[BaseMessage], WorkingTranscript]]:
+    """Each model turn of ``record`` through ``build_working_transcript``, memo carried."""
     memo: CompactMemo | None = None
     for prefix in model_turns(record):
         out = build_working_transcript(
@@ -90,6 +90,20 @@ def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keep
             system_prompt="SYS",
         )
         memo = out.memo
+        yield prefix, out
+
+
+@PROPERTY
+@given(record=RECORDS, budget=BUDGETS)
+def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keeps_the_record(
+    record: list[BaseMessage], budget: int
+) -> None:
+    snapshot = [m.model_copy(deep=True) for m in record]
+    if _floor_error(record, budget, extra=8):  # + the "SYS" prompt
+        return
+    valid = request_problems(record) == []
+    views: list[list[BaseMessage]] = [windowed(record, max_tokens=budget)]
+    for prefix, out in _turns(record, budget):
         views.append(out.messages)
         if valid:
             assert _shows_directive(prefix, out.messages)
@@ -150,16 +164,7 @@ def test_a_tight_fit_drops_the_loops_thinking_turn_last() -> None:
         _results((f"{d}_0", x * 29)),
     ]
     assert request_problems(record) == []
-    memo: CompactMemo | None = None
-    for prefix in model_turns(record):
-        out = build_working_transcript(
-            prefix,
-            memo=memo,
-            summarizer=ScriptedSummarizer("n" * 400),
-            max_tokens=600,
-            system_prompt="SYS",
-        )
-        memo = out.memo
+    for prefix, out in _turns(record, 600):
         assert request_problems(out.messages) == [], len(prefix)
         assert count_tokens(out.messages) <= 600
 

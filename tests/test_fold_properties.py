@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import leading_system_count, request_problems, stamp_of
@@ -230,3 +230,43 @@ def test_a_300_turn_tool_loop_calls_the_summarizer_at_most_once_per_15k_tokens_o
     assert report.summarizer_calls > 0
     assert report.tokens_per_call >= 15_000
     assert max(report.view_tokens) <= 64_000
+
+
+def test_the_pinned_thinking_turn_counts_against_the_message_cap() -> None:
+    # A random draw: with thinking on, the held note's view pins the loop's opening
+    # thinking turn after the directive, and the check that the held note still fits the
+    # message cap did not count it: 21 messages were sent against max_messages=20.
+    def calls(*ids: str) -> list[BaseMessage]:
+        use = [{"name": "read_file", "args": {"path": f"src/{i}.py"}, "id": i} for i in ids]
+        return [AIMessage("", tool_calls=use), *(ToolMessage("", tool_call_id=i) for i in ids)]
+
+    def block_call(i: str) -> list[BaseMessage]:
+        use = {"type": "tool_use", "id": i, "name": "read_file", "input": {"path": i}}
+        result = {"type": "tool_result", "tool_use_id": i, "content": ""}
+        return [AIMessage([{"type": "text", "text": ""}, use]), HumanMessage([result])]
+
+    think = {"type": "thinking", "thinking": "first, the plan", "signature": "sig"}
+    last = {"type": "tool_use", "id": "t", "name": "read_file", "input": {"path": "t"}}
+    record: list[BaseMessage] = [
+        HumanMessage("task"),
+        AIMessage([think, {"type": "text", "text": ""}]),
+        *(AIMessage("") for _ in range(8)),
+        *calls("a0", "a1", "a2"),
+        *(AIMessage("") for _ in range(5)),
+        *block_call("b"),
+        *(AIMessage("") for _ in range(10)),
+        *calls("c"),
+        *calls("d"),
+        AIMessage(
+            [{"type": "thinking", "thinking": "hm", "signature": "sig"}, last],
+            tool_calls=[{"name": "read_file", "args": {"path": "t"}, "id": "t"}],
+        ),
+        ToolMessage("", tool_call_id="t"),
+    ]
+    policy = FoldPolicy(
+        max_tokens=2_000, max_messages=20, tail_tokens=500, min_tail_messages=1, max_tail_messages=1
+    )
+    for _prefix, out in replay(record, policy, "n"):
+        view = out.messages  # type: ignore[attr-defined]
+        assert request_problems(view) == []
+        assert len(view) - leading_system_count(view) <= policy.max_messages

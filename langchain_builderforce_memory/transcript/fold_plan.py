@@ -261,8 +261,16 @@ def plan_working_transcript(
             + sums[-1]
             - sums[tail_start]
         )
+        # The loop's opening thinking turn goes in with the directive when the tail has
+        # passed it: it counts against the message cap like the rest of the view.
+        pinned = (
+            span[1] - span[0]
+            if span is not None and directive and last_user < span[0] and span[1] <= tail_start
+            else 0
+        )
         counts_fit = (
-            1 + len(restored) + int(directive) + len(convo) - tail_start <= policy.max_messages
+            1 + len(restored) + int(directive) + pinned + len(convo) - tail_start
+            <= policy.max_messages
         )
         if counts_fit:
             step = _clear(plan, results, tail_start, tokens - budget)

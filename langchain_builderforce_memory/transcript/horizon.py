@@ -274,7 +274,8 @@ def _locate(results: Sequence[ToolResult], end: int, last_id: str) -> int | None
     """``end`` (just after the result ``last_id``), found again by id after edits."""
     k = _position(results, end - 1)
     if k < 0 or results[k].message_id != last_id:
-        # Edits shifted it: look for its result by id (ids, never a content hash).
+        # Edits shifted it: look for its result by message_id (its own id, or for a
+        # message without one the stable id derived from its content).
         k = next(
             (j for j in range(len(results) - 1, -1, -1) if results[j].message_id == last_id),
             -1,

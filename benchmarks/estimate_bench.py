@@ -32,9 +32,11 @@ from langchain_builderforce_memory.tokens import (
     FRAMING_TOKENS,
     ApproximateTokenCounter,
     TiktokenCounter,
-    _content_of,
+    content_text_for_count,
+    estimate_text_tokens,
     tool_call_payload,
 )
+from tests.helpers import load_transcript, transcript_files
 from tests.text_kinds import KINDS, text_kinds
 
 
@@ -44,11 +46,12 @@ def old_estimate_text_tokens(text: str) -> int:
 
 
 class OldEstimate(ApproximateTokenCounter):
-    """The counter before issue 16: ``ceil(chars / 4)`` of content and calls, + 4.
+    """The default counter as it was when issue 16 was filed (110ea62): ``ceil(chars / 4)``.
 
-    Its ``_count_uncached`` is ``ApproximateTokenCounter``'s with the old text estimate
-    swapped in: the same helpers (today's: content blocks and tool calls are read the
-    same way), the same call shape, so the two differ only in the text estimate.
+    Its ``_count_uncached`` is that commit's, line for line: the content through
+    ``content_text_for_count``, the tool-call payload, each counted by the old estimate,
+    plus the framing. (The helpers are today's: on string content they return at their
+    first test, as they did then, and a payload is the same JSON.)
     """
 
     __slots__ = ()
@@ -57,7 +60,7 @@ class OldEstimate(ApproximateTokenCounter):
         return old_estimate_text_tokens(text)
 
     def _count_uncached(self, message: BaseMessage) -> int:
-        text, fixed = _content_of(message, old_estimate_text_tokens)
+        text, fixed = content_text_for_count(message.content)
         payload = tool_call_payload(message)
         return (
             old_estimate_text_tokens(text)
@@ -88,7 +91,7 @@ def ratios() -> None:
         )
 
 
-def _time(counters: list[ApproximateTokenCounter], msgs: list[HumanMessage]) -> list[float]:
+def _time(counters: list[ApproximateTokenCounter], msgs: list[BaseMessage]) -> list[float]:
     """Best time of one uncached pass over ``msgs`` per counter.
 
     The counters take turns, round after round, so a burst of load on a shared machine
@@ -109,27 +112,60 @@ def _time(counters: list[ApproximateTokenCounter], msgs: list[HumanMessage]) -> 
     return best
 
 
+def _counted_chars(message: BaseMessage) -> int:
+    text, _ = content_text_for_count(message.content)
+    return len(text) + len(tool_call_payload(message))
+
+
+def _ascii(message: BaseMessage) -> bool:
+    text, _ = content_text_for_count(message.content)
+    return text.isascii() and tool_call_payload(message).isascii()
+
+
+def _recorded_runs() -> list[BaseMessage]:
+    return [m for path in transcript_files() for m in load_transcript(path) if _ascii(m)]
+
+
 def cost() -> None:
     kinds = text_kinds()
     texts = [t for k in ("transcripts", "prose", "code", "json", "paths") for t in kinds[k]]
     ascii_texts = [t for t in texts if t.isascii()]
     joined = "\n".join(ascii_texts)
-    sets = {
+    sets: dict[str, list[BaseMessage]] = {
         "recorded messages": [HumanMessage(t) for t in ascii_texts],
         "16k-char messages": [
             HumanMessage(joined[i : i + 16_000]) for i in range(0, len(joined), 16_000)
         ],
+        "recorded runs, own classes": _recorded_runs(),
     }
     print("\n| ASCII messages | count | mean chars | old ms/MB | new ms/MB | new / old |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, msgs in sets.items():
-        mb = sum(len(str(m.content)) for m in msgs) / 1e6
+        if not msgs:
+            continue
+        mb = sum(_counted_chars(m) for m in msgs) / 1e6
         old_s, new_s = _time([OldEstimate(cache=False), ApproximateTokenCounter(cache=False)], msgs)
         old, new = old_s / mb * 1e3, new_s / mb * 1e3
         print(
             f"| {name} | {len(msgs)} | {mb * 1e6 / len(msgs):,.0f} | {old:.3f} | {new:.3f} "
             f"| {new / old:.2f}x |"
         )
+    # The text estimate alone, outside any message: what the class weights cost over
+    # ``ceil(chars / 4)``, the call path left out.
+    best = [float("inf")] * 2
+    fns = [old_estimate_text_tokens, estimate_text_tokens]
+    mb = sum(map(len, ascii_texts)) / 1e6
+    for _ in range(60):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for t in ascii_texts:
+                fn(t)
+            best[i] = min(best[i], time.perf_counter() - t0)
+    old, new = best[0] / mb * 1e3, best[1] / mb * 1e3
+    print(
+        f"| (text estimate alone, recorded texts) | {len(ascii_texts)} "
+        f"| {mb * 1e6 / len(ascii_texts):,.0f} | {old:.3f} | {new:.3f} | {new / old:.2f}x |"
+    )
 
 
 def _hex_dump(r: random.Random, n: int) -> str:

@@ -288,6 +288,11 @@ class ApproximateTokenCounter(_CachedCounter):
         return estimate_text_tokens(text)
 
     def _count_uncached(self, message: BaseMessage) -> int:
+        content = message.content
+        if isinstance(content, str) and not isinstance(message, AIMessage):
+            # Most of a transcript (tool results, user turns): text, no calls, so no
+            # helper calls; a first count of such a message is mostly interpreter overhead.
+            return estimate_text_tokens(content) + FRAMING_TOKENS
         text, fixed = _content_of(message, estimate_text_tokens)
         payload = tool_call_payload(message)
         return (

@@ -8,9 +8,9 @@ explained below). Each agent gets its OWN fresh ``ScriptedChatModel`` playing
 the same script (so every contender sees exactly the same tool calls and tool outputs),
 its own fresh tools, its own ``InMemorySaver`` thread, and its own summarizer when it
 needs one. The same budget (``--budget``, default 64k tokens) and the same token counter
-(this package's ``ApproximateTokenCounter``: ceil(chars / 4) + 4 a message, one fresh
-instance per contender) are given to every contender, so they all aim at the same number
-by the same count.
+(this package's default ``ApproximateTokenCounter``: a character-class estimate that errs
+high, + 4 a message, one fresh instance per contender) are given to every contender, so
+they all aim at the same number by the same count.
 
 Contenders and how each is configured:
 
@@ -65,8 +65,10 @@ prompt included), all with ONE separate ``ApproximateTokenCounter``:
   longer than the system prompt (one message); "effective billed" is
   ``sum(tokens_i - cached_i + cached_i / 10)``: an idealised provider prefix cache billing
   cached tokens at a tenth (no minimum length, no expiry, no cache-write surcharge);
-* summarizer calls and the tokens sent to the summarizer (billed too, at the summarizer
-  model's full rate; NOT in "effective billed");
+* summarizer calls and the tokens sent to the summarizer (billed too, uncached, at the
+  summarizer model's rate; NOT in "effective billed": the notes under each table give
+  their total and the sum of the two, which is what a run costs when the summarizer is
+  the agent's own model);
 * invalid requests: ``request_problems(request) != []`` (system messages only in the
   leading run, a user message first, every tool result right after its call, every call
   answered), with the kinds of problem listed under the table;
@@ -851,7 +853,9 @@ def notes(results: list[tuple[Outcome, Metrics]]) -> list[str]:
         if m.summarizer_calls:
             lines.append(
                 f"- {out.name}: {m.summarizer_calls} summarizer calls, the largest summarizer "
-                f"request {m.summarizer_max_request:,} tokens."
+                f"request {m.summarizer_max_request:,} tokens; {m.summarizer_tokens:,} tokens "
+                f"sent to the summarizer in all (uncached, at its model's rate): with the "
+                f"effective billed, {_m(m.billed + (m.summarizer_tokens or 0))}."
             )
         if out.counts["empty trims"]:
             lines.append(

@@ -12,21 +12,15 @@ is only as valid as our reading of them:
   its tool loop runs. OpenAI Responses keeps ``reasoning`` items the same way.
 - **Invalid tool calls.** A call whose arguments did not parse is in
   ``invalid_tool_calls``; providers still send it as a call, so it needs an answer.
-- **Media.** Image and file blocks cost what their size says, never their base64
-  length: an image is counted from its pixel size (read from its header with
-  ``imagesize``), a text file from its text, anything else by size class.
+
+What a media block costs is :mod:`langchain_builderforce_memory.media`'s concern.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
-import imagesize
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -37,8 +31,6 @@ from langchain_core.messages import (
 )
 
 __all__ = [
-    "IMAGE_MAX_TOKENS",
-    "IMAGE_MIN_TOKENS",
     "THINKING_TYPES",
     "call_ids",
     "current_turn_start",
@@ -46,7 +38,6 @@ __all__ = [
     "has_structure",
     "has_thinking",
     "is_tool_result_turn",
-    "media_tokens",
     "opens_with_thinking",
     "reasoning_text",
     "thinking_first",
@@ -65,27 +56,6 @@ _SIGNED_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 
 _CALL_BLOCK_TYPES: Final = frozenset({"tool_use", "function_call", "tool_call"})
 _RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
-_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
-_FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
-_AUDIO_TYPES: Final = frozenset({"audio", "input_audio", "video"})
-
-IMAGE_MIN_TOKENS: Final = 85
-"""An image's floor: OpenAI's low-detail price, and what ``detail="low"`` costs."""
-IMAGE_MAX_TOKENS: Final = 1_600
-"""An image's ceiling: Anthropic resizes to about 1.15 megapixels (~1,600 tokens) and
-OpenAI's high detail of a 2048 x 768 image costs 1,105. Used for an image whose size
-cannot be read (a URL): the safe side for a budget."""
-_PIXELS_PER_TOKEN: Final = 750
-"""Anthropic's published rule: tokens = width x height / 750, after the resize."""
-_LONG_EDGE: Final = 1_568
-_HEADER_CHARS: Final = 96_000
-"""Base64 characters decoded to read an image's size: headers (EXIF included) fit."""
-_PDF_PAGE_TOKENS: Final = 2_000
-"""A PDF page: its text (~500 tokens) plus the page image Anthropic and OpenAI add."""
-_AUDIO_TOKENS: Final = 1_600
-_FILE_CLASSES: Final = ((16_384, 512), (131_072, 2_048), (1_048_576, 8_192))
-"""(decoded bytes at most, tokens) for a binary file whose kind cannot be counted."""
-_FILE_CEILING: Final = 32_768
 
 
 def _blocks(message: BaseMessage) -> list[Mapping[str, object]]:
@@ -439,112 +409,3 @@ def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:
 
     ordered = [b for b in blocks if thought(b)] + [b for b in blocks if not thought(b)]
     return message.model_copy(update={"content": ordered}), True
-
-
-# ------------------------------------------------------------------------ media counts
-
-
-def _data_of(block: Mapping[str, object]) -> tuple[str | None, str | None, str | None]:
-    """(base64 data, url, mime type) of a media block in any LangChain / provider shape."""
-    mime = block.get("mime_type") or block.get("media_type")
-    data = block.get("base64") or block.get("data")
-    url = block.get("url")
-    source = block.get("source")
-    if isinstance(source, Mapping):  # Anthropic: {"source": {"type": "base64", ...}}
-        mime = mime or source.get("media_type")
-        data = data or (source.get("data") if source.get("type") == "base64" else None)
-        url = url or source.get("url")
-        if source.get("type") == "text" and isinstance(source.get("data"), str):
-            return None, None, "text/plain:" + str(source["data"])
-    for key in ("image_url", "file", "input_audio"):  # OpenAI chat shapes
-        inner = block.get(key)
-        if isinstance(inner, Mapping):
-            url = url or inner.get("url")
-            data = data or inner.get("file_data") or inner.get("data")
-        elif isinstance(inner, str):
-            url = url or inner
-    if isinstance(url, str) and url.startswith("data:"):
-        head, _, payload = url.partition(",")
-        mime = mime or head[5:].split(";")[0]
-        data, url = data or payload, None
-    if isinstance(data, str) and data.startswith("data:"):
-        head, _, data = data.partition(",")
-        mime = mime or head[5:].split(";")[0]
-    return (
-        data if isinstance(data, str) else None,
-        url if isinstance(url, str) else None,
-        mime if isinstance(mime, str) else None,
-    )
-
-
-def _decode(data: str, limit: int | None = None) -> bytes:
-    chunk = data if limit is None else data[: limit - limit % 4]
-    try:
-        return base64.b64decode(chunk + "=" * (-len(chunk) % 4), validate=False)
-    except (binascii.Error, ValueError):
-        return b""
-
-
-def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
-    detail = block.get("detail")
-    inner = block.get("image_url")
-    if isinstance(inner, Mapping):
-        detail = detail or inner.get("detail")
-    if detail == "low":
-        return IMAGE_MIN_TOKENS
-    if data is None:
-        return IMAGE_MAX_TOKENS
-    size: tuple[int, int] = imagesize.get(io.BytesIO(_decode(data, _HEADER_CHARS)))
-    width, height = size
-    if width <= 0 or height <= 0:
-        return IMAGE_MAX_TOKENS
-    scale = min(1.0, _LONG_EDGE / max(width, height))
-    tokens = math.ceil(width * scale * height * scale / _PIXELS_PER_TOKEN)
-    return max(IMAGE_MIN_TOKENS, min(IMAGE_MAX_TOKENS, tokens))
-
-
-def _file_tokens(data: str | None, mime: str | None, count_text: Callable[[str], int]) -> int:
-    if mime is not None and mime.startswith("text/plain:"):
-        return count_text(mime.removeprefix("text/plain:"))
-    if data is None:
-        return _FILE_CEILING  # a URL or a provider file id: its size cannot be seen
-    raw = _decode(data)
-    if mime is not None and (mime.startswith("text/") or mime in {"application/json"}):
-        return count_text(raw.decode("utf-8", errors="replace"))
-    if mime == "application/pdf" or raw.startswith(b"%PDF"):
-        pages = raw.count(b"/Type /Page") - raw.count(b"/Type /Pages")
-        pages = max(pages, raw.count(b"/Type/Page") - raw.count(b"/Type/Pages"), 1)
-        return pages * _PDF_PAGE_TOKENS
-    for limit, tokens in _FILE_CLASSES:
-        if len(raw) <= limit:
-            return tokens
-    return _FILE_CEILING
-
-
-def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) -> int | None:
-    """What an image / file / audio block costs, or ``None`` for any other block.
-
-    Images: their pixel size read from the header (``width x height / 750`` after a resize
-    to a 1,568-pixel long edge, between :data:`IMAGE_MIN_TOKENS` and
-    :data:`IMAGE_MAX_TOKENS`); ``detail="low"`` the floor; a URL the ceiling. Files: a
-    text file its text, a PDF ~2,000 tokens a page, anything else by size class. Never
-    the base64 length.
-
-    Example:
-        >>> media_tokens({"type": "image_url", "image_url": {"url": "https://x/y.png"}}, len)
-        1600
-        >>> media_tokens({"type": "text", "text": "hi"}, len) is None
-        True
-    """
-    kind = block.get("type")
-    if kind in _IMAGE_TYPES:
-        data, _url, _mime = _data_of(block)
-        return _image_tokens(block, data)
-    if kind in _FILE_TYPES:
-        data, _url, mime = _data_of(block)
-        if isinstance(mime, str) and mime.startswith("image/") and data is not None:
-            return _image_tokens(block, data)
-        return _file_tokens(data, mime, count_text)
-    if kind in _AUDIO_TYPES:
-        return _AUDIO_TOKENS
-    return None

@@ -33,17 +33,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import (
-    IMAGE_MAX_TOKENS,
-    THINKING_TYPES,
-    media_tokens,
-    reasoning_text,
-)
+from langchain_builderforce_memory.blocks import THINKING_TYPES, reasoning_text
 
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
 # stays importable, re-exported in __all__ (tests and users import it from here).
 from langchain_builderforce_memory.estimate import estimate_text_tokens
+from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseLanguageModel
@@ -69,7 +65,7 @@ IMAGE_BLOCK_TOKENS = IMAGE_MAX_TOKENS
 """What an image whose size cannot be read (a URL, an unreadable header) counts as: the
 ceiling of what providers bill an image, the safe side for a budget. Readable images
 count by their pixel size, files by their kind and size (see
-:func:`~langchain_builderforce_memory.blocks.media_tokens`), never by their base64."""
+:func:`~langchain_builderforce_memory.media.media_tokens`), never by their base64."""
 
 _CACHE_LIMIT = 200_000
 """Entries the per-counter cache holds before it forgets its older half."""
@@ -106,7 +102,7 @@ def _block_text(
 
     Text blocks count their text; thinking / reasoning blocks their thought (not their
     signature); media blocks their size class (:func:`~langchain_builderforce_memory.
-    blocks.media_tokens`), never their base64; a ``tool_result`` block its content, the
+    media.media_tokens`), never their base64; a ``tool_result`` block its content, the
     same way; a ``tool_use`` block already in ``tool_calls`` nothing (the payload counts
     it once); anything else its JSON, roughly what goes over the wire.
     """

@@ -6,7 +6,8 @@ tool result with its call, the latest user turn, the last consolidation marker. 
 afresh, each is a pass over the whole transcript, so a turn costs O(transcript) and a
 300-call run pays for its history 300 times. :class:`PrefixCache` keeps the answer for
 the record last seen and, when the record handed in starts with exactly those messages,
-extends it over the new ones.
+extends it over the new ones. :func:`prefix_sums`, the running token totals every budget
+check starts from, works the same way with its own small table.
 
 Correctness rests on one check, made every time: the cached messages must be the record's
 first messages. Records are filed by the identity of their first two messages (LangGraph
@@ -31,9 +32,15 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from typing import Final, Generic, TypeVar
+from itertools import accumulate
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
-__all__ = ["PrefixCache", "Recent", "clear_caches", "last_index"]
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from langchain_builderforce_memory.tokens import TokenCounter
+
+__all__ = ["PrefixCache", "Recent", "clear_caches", "last_index", "message_sizes", "prefix_sums"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -66,6 +73,8 @@ def clear_caches() -> None:
     """
     for cache in list(_ALL):
         cache.clear()
+    with _prefix_lock:
+        _prefix_cache.clear()
 
 
 class PrefixCache(Generic[S]):
@@ -229,3 +238,84 @@ class Recent(Generic[K, V]):
         """Forget every entry."""
         with self._lock:
             self._entries.clear()
+
+
+# ---------------------------------------------------------------- running token totals
+
+
+def message_sizes(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+    """Per-message token counts, in order (cached counts make this O(new messages))."""
+    count = counter.count_message
+    return [count(m) for m in messages]
+
+
+class _PrefixEntry:
+    __slots__ = ("counter", "refs", "sums")
+
+    def __init__(self, counter: TokenCounter, refs: list[BaseMessage], sums: list[int]) -> None:
+        self.counter = counter
+        self.refs = refs
+        self.sums = sums
+
+
+_PREFIX_LIMIT = 16
+"""Transcripts whose running totals are kept (strongly: the identity check needs the
+message objects; a graph holds its live transcripts anyway, so 16 costs little)."""
+_prefix_cache: OrderedDict[tuple[int, int], _PrefixEntry] = OrderedDict()
+_prefix_lock = threading.Lock()
+
+
+def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+    """Running token totals: ``sums[i]`` is the tokens of ``messages[:i]`` (length n + 1).
+
+    A transcript that grew at the end since the last call (the same message objects in
+    front, checked by identity at C speed) only has its new messages counted and summed,
+    so a turn costs O(new messages) plus one identity pass. The result is a fresh list
+    the caller may keep.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> prefix_sums([HumanMessage("x" * 40), HumanMessage("y" * 40)], ApproximateTokenCounter())
+        [0, 15, 30]
+    """
+    if not messages:
+        return [0]
+    if getattr(counter, "cache", True) is False:
+        # An uncached counter asks for a full recount every time (benchmarks, debugging).
+        return [0, *accumulate(counter.count_message(m) for m in messages)]
+    key = (id(counter), id(messages[0]))
+    with _prefix_lock:
+        entry = _prefix_cache.get(key)
+        if entry is not None:
+            _prefix_cache.move_to_end(key)
+    sums: list[int]
+    head = messages[: len(entry.refs)] if entry is not None else []
+    if (
+        entry is not None
+        and entry.counter is counter
+        and len(entry.refs) <= len(messages)
+        # List equality: identity at C speed (the same objects), by value otherwise.
+        and entry.refs == (head if isinstance(head, list) else list(head))
+    ):
+        known = len(entry.refs)
+        if known == len(messages):
+            return entry.sums.copy()
+        sums = entry.sums.copy()
+        refs = entry.refs.copy()
+    else:
+        known = 0
+        sums = [0]
+        refs = []
+    count = counter.count_message
+    total = sums[-1]
+    for m in messages[known:]:
+        total += count(m)
+        sums.append(total)
+        refs.append(m)
+    with _prefix_lock:
+        _prefix_cache[key] = _PrefixEntry(counter, refs, sums.copy())
+        _prefix_cache.move_to_end(key)
+        while len(_prefix_cache) > _PREFIX_LIMIT:
+            _prefix_cache.popitem(last=False)
+    return sums

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
@@ -18,7 +19,7 @@ from langchain_builderforce_memory.messages import (
     stamp_of,
     tool_call_units,
 )
-from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens, prefix_sums
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.window import (
     message_window_start,

@@ -39,6 +39,7 @@ from langchain_builderforce_memory.agents.toolstate import (
     read_compact,
     read_view_mark,
 )
+from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.search import (
     DEFAULT_ANSWER_TOKENS,
@@ -46,7 +47,6 @@ from langchain_builderforce_memory.search import (
     RecordIndexes,
     render_search,
 )
-from langchain_builderforce_memory.tokens import prefix_sums
 
 __all__ = [
     "COMPACT_CONTEXT",

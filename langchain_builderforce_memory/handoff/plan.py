@@ -22,6 +22,7 @@ from langchain_builderforce_memory.handoff.note import (
     min_note_tokens,
 )
 from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
+from langchain_builderforce_memory.incremental import message_sizes
 from langchain_builderforce_memory.messages import (
     ToolCallUnit,
     is_generated,
@@ -34,7 +35,6 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     count_tokens,
-    message_sizes,
 )
 from langchain_builderforce_memory.transcript.elide import fit_to_budget
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND

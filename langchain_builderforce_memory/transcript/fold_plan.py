@@ -28,11 +28,11 @@ from typing import Final, Literal
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import leading_system_count, message_id
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
-    prefix_sums,
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import (

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.incremental import Recent
+from langchain_builderforce_memory.incremental import Recent, prefix_sums
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
     is_generated,
@@ -51,7 +51,6 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
-    prefix_sums,
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.elide import check_budget_floor, fit_to_budget

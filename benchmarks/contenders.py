@@ -142,7 +142,7 @@ from langmem.short_term import SummarizationNode
 from pydantic import PrivateAttr
 
 from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
-from langchain_builderforce_memory.messages import is_stamped, request_problems
+from langchain_builderforce_memory.messages import is_stamped
 from langchain_builderforce_memory.testing import (
     CodingRun,
     ScriptedChatModel,
@@ -154,6 +154,7 @@ from langchain_builderforce_memory.tokens import (
     TiktokenCounter,
     count_tokens,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 logger = logging.getLogger("benchmarks.contenders")
 

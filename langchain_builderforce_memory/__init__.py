@@ -36,7 +36,6 @@ if TYPE_CHECKING:
         volatile_tail,
     )
     from langchain_builderforce_memory.history import CompactingChatMessageHistory
-    from langchain_builderforce_memory.messages import repair_request, request_problems
     from langchain_builderforce_memory.store import CodeMapStore
     from langchain_builderforce_memory.tokens import (
         ApproximateTokenCounter,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
     )
     from langchain_builderforce_memory.transcript.summary import Summarizer
     from langchain_builderforce_memory.transcript.window import windowed
+    from langchain_builderforce_memory.validity import repair_request, request_problems
     from langchain_builderforce_memory.working import WorkingMemory
     from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
@@ -79,7 +79,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "volatile_tail",
     ),
     "history": ("CompactingChatMessageHistory",),
-    "messages": ("repair_request", "request_problems"),
     "store": ("CodeMapStore",),
     "tokens": ("ApproximateTokenCounter", "TiktokenCounter", "TokenCounter", "count_tokens"),
     "transcript.fold": (
@@ -95,6 +94,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "transcript.summary": ("Summarizer",),
     "transcript.window": ("windowed",),
+    "validity": ("repair_request", "request_problems"),
     "working": ("WorkingMemory",),
     "working.mapper": ("ToolObservationMapper",),
 }

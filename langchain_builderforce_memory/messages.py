@@ -1,18 +1,18 @@
-"""Request rules: roles, tool-call units, stamps, ids, and the strict-provider checks.
+"""Message basics: roles, stamps, stable ids, and tool-call units.
 
-Every view this package builds goes to a model, and the strictest providers reject a
-request that (a) has a system message after the first non-system one, (b) does not
-begin its conversation with a user turn (Gemini: ``400 INVALID_ARGUMENT``), (c) has a
-tool result that does not follow the call it answers, or (d) has a call that is never
-answered (OpenAI, Anthropic). :func:`request_problems` checks exactly those rules and
-:func:`repair_request` makes any message list satisfy them, saying what it changed.
+Every pass of this package reads messages through these: :func:`role_of` reduces any
+LangChain message to a provider role, :func:`stamp` marks what the package generated,
+:func:`message_id` gives every message a stable id, and :func:`tool_call_units` splits a
+list into the runs no view may cut. The strict-provider checks built on them
+(:func:`~langchain_builderforce_memory.validity.request_problems`,
+:func:`~langchain_builderforce_memory.validity.repair_request`) are in
+:mod:`langchain_builderforce_memory.validity`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeVar
@@ -31,9 +31,6 @@ from langchain_core.messages import (
 from langchain_builderforce_memory.blocks import (
     call_ids,
     is_tool_result_turn,
-    thinking_first,
-    thinking_problems,
-    thinking_restart,
     tool_result_ids,
 )
 
@@ -46,16 +43,11 @@ __all__ = [
     "is_stamped",
     "leading_system_count",
     "message_id",
-    "repair_request",
-    "request_problems",
     "role_of",
     "stamp",
     "stamp_of",
-    "system_as_user",
     "tool_call_units",
 ]
-
-logger = logging.getLogger(__name__)
 
 Role = Literal["system", "user", "assistant", "tool"]
 """The four roles every provider's chat format reduces to."""
@@ -309,320 +301,3 @@ def answered_ids(message: BaseMessage) -> list[str | None]:
         value = message.additional_kwargs.get("tool_call_id")
         return [value if isinstance(value, str) else None]
     return [None]
-
-
-def _answer_problems(
-    i: int, ids: Sequence[str | None], open_calls: dict[str, int], problems: list[str]
-) -> None:
-    for call_id in ids:
-        if call_id is None or call_id not in open_calls:
-            problems.append(
-                f"message {i}: tool result {call_id!r} does not follow the call it answers"
-            )
-        else:
-            del open_calls[call_id]
-
-
-def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None = None) -> list[str]:
-    """What a strict provider would reject in ``messages``; ``[]`` when it is valid.
-
-    The rules: system messages only in the leading run; then a user message first; every
-    tool result directly follows (within its unit) the assistant message that called it;
-    every tool call is answered (``invalid_tool_calls`` and Anthropic ``tool_use`` blocks
-    included); a human turn of ``tool_result`` blocks is a tool result; thinking blocks
-    stay first, and the current turn keeps its thinking while its tool loop runs (see
-    :func:`thinking_problems`; ``thinking=True`` when the provider has thinking on).
-    Unknown roles are reported, not raised.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-        >>> request_problems([SystemMessage("s"), HumanMessage("hi"), AIMessage("hello")])
-        []
-        >>> request_problems([SystemMessage("s"), AIMessage("hello")])[0][:46]
-        'message 1: the first non-system message is ass'
-    """
-    problems: list[str] = []
-    roles: list[Role | None] = []
-    for i, m in enumerate(messages):
-        try:
-            roles.append(role_of(m))
-        except (ValueError, TypeError) as exc:
-            roles.append(None)
-            problems.append(f"message {i}: {exc}")
-    first = 0
-    while first < len(roles) and roles[first] == "system":
-        first += 1
-    if first < len(roles) and roles[first] != "user":
-        problems.append(
-            f"message {first}: the first non-system message is {roles[first]}; "
-            "strict providers need a user message first"
-        )
-    if first == len(roles):
-        problems.append("no user message: strict providers need at least one user turn")
-    open_calls: dict[str, int] = {}
-    for i in range(first, len(messages)):
-        role = roles[i]
-        m = messages[i]
-        if role == "system":
-            problems.append(f"message {i}: a system message after the conversation began")
-        if role == "tool":
-            _answer_problems(i, answered_ids(m) or [None], open_calls, problems)
-            continue
-        if role == "user":  # an Anthropic user turn may answer calls beside its text
-            _answer_problems(i, tool_result_ids(m), open_calls, problems)
-        # Anything but a tool result closes the open unit: its unanswered calls stay so.
-        for call_id, at in open_calls.items():
-            problems.append(f"message {at}: tool call {call_id!r} is never answered")
-        open_calls = {}
-        if role == "assistant":
-            for call_id, _name in call_ids(m):
-                open_calls[call_id] = i
-    for call_id, at in open_calls.items():
-        problems.append(f"message {at}: tool call {call_id!r} is never answered")
-    if roles and None not in roles:
-        problems.extend(thinking_problems(messages, thinking=thinking))
-    return problems
-
-
-def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessage:
-    if error is not None:
-        return stamp(
-            ToolMessage(
-                content=(
-                    f"Error: the {name} call {call_id} was not run: its arguments could not "
-                    f"be parsed ({error}). Call the tool again with valid JSON arguments."
-                ),
-                tool_call_id=call_id,
-                name=name,
-                status="error",
-            ),
-            "repair",
-            reason="invalid_tool_call",
-        )
-    return stamp(
-        ToolMessage(
-            content=f"[no result was recorded for the {name} call {call_id}]",
-            tool_call_id=call_id,
-            name=name,
-            status="error",
-        ),
-        "repair",
-        reason="unanswered_call",
-    )
-
-
-def _close_unit(
-    out: list[BaseMessage],
-    pending: dict[str, tuple[str, str | None]],
-    deferred: list[BaseMessage],
-    repairs: list[str],
-) -> None:
-    """End the open tool unit: answer its unanswered calls, then release what waited."""
-    for call_id, (name, error) in pending.items():
-        out.append(_placeholder_answer(call_id, name, error))
-        what = "an error result (invalid arguments)" if error is not None else "a placeholder"
-        repairs.append(f"answered tool call {call_id!r} ({name}) with {what}")
-    pending.clear()
-    out.extend(deferred)
-    deferred.clear()
-
-
-def _tool_call_id_of(message: BaseMessage) -> str | None:
-    """The (first) call id a tool result answers (see :func:`answered_ids`)."""
-    ids = answered_ids(message)
-    return ids[0] if ids else None
-
-
-def _regroup_results(messages: Sequence[BaseMessage], repairs: list[str]) -> list[BaseMessage]:
-    """``messages`` with each tool result moved back into its call's unit.
-
-    When a message (a user typing while a tool ran) came between a call and its result, the
-    result is real data: answering the call with a placeholder and dropping the result
-    as an orphan would lose it. A result is moved only to a call made BEFORE it that no
-    earlier result answered; anything else stays where it is (and the repair drops it).
-    """
-    issued: dict[str, int] = {}  # call id -> index of the assistant message making it
-    claimed: dict[int, list[int]] = {}  # assistant index -> indices of its results
-    moved: set[int] = set()
-    unit_owner = -1  # the assistant message whose unit is open at this point
-    for j, m in enumerate(messages):
-        role = role_of(m) if isinstance(m, BaseMessage) else None
-        if role == "tool":
-            call_id = _tool_call_id_of(m)
-            owner = issued.pop(call_id, -1) if call_id is not None else -1
-            if owner >= 0:
-                claimed.setdefault(owner, []).append(j)
-                if owner != unit_owner:
-                    moved.add(j)
-            continue
-        if role == "system":
-            continue  # a late system message is deferred past the unit, not a break in it
-        unit_owner = -1
-        if role == "assistant" and isinstance(m, AIMessage) and m.tool_calls:
-            unit_owner = j
-            for call in m.tool_calls:
-                issued.setdefault(str(call.get("id")), j)
-    if not moved:
-        return list(messages)
-    out: list[BaseMessage] = []
-    for j, m in enumerate(messages):
-        if j in moved:
-            continue
-        out.append(m)
-        for k in claimed.get(j, ()):
-            if k in moved:
-                out.append(messages[k])
-                repairs.append(
-                    f"moved tool result {_tool_call_id_of(messages[k])!r} back after its "
-                    "call (a message had come between them)"
-                )
-    return out
-
-
-def system_as_user(message: BaseMessage) -> HumanMessage:
-    """A system message met after the conversation began, as a stamped user message.
-
-    Strict providers reject a system message mid-conversation; its words still matter,
-    so they are kept as a user message ("[system] ...") that a later pass recognises.
-
-    Example:
-        >>> from langchain_core.messages import SystemMessage
-        >>> system_as_user(SystemMessage("be brief")).content
-        '[system] be brief'
-    """
-    text = message.text if isinstance(message.content, str | list) else str(message.content)
-    return stamp(HumanMessage(f"[system] {text}", id=message.id), "repair", reason="system")
-
-
-def _pending_calls(message: AIMessage) -> dict[str, tuple[str, str | None]]:
-    """The calls ``message`` opens: id -> (name, parse error for an invalid call)."""
-    errors = {
-        str(bad.get("id")): str(bad.get("error") or "invalid JSON arguments")
-        for bad in message.invalid_tool_calls
-        if bad.get("id")
-    }
-    valid = {str(c.get("id")) for c in message.tool_calls}
-    return {
-        call_id: (name, errors.get(call_id) if call_id not in valid else None)
-        for call_id, name in call_ids(message)
-    }
-
-
-def _keep_answers(
-    m: BaseMessage, pending: dict[str, tuple[str, str | None]], repairs: list[str]
-) -> BaseMessage | None:
-    """``m`` with only the tool results that answer an open call (``None``: none left).
-
-    A ``ToolMessage`` is kept or dropped whole; an Anthropic user turn loses the
-    ``tool_result`` blocks whose call is not open (a copy).
-    """
-    if not isinstance(m, HumanMessage) or not isinstance(m.content, list):
-        call_id = answered_ids(m)[0]
-        if call_id is not None and call_id in pending:
-            del pending[call_id]
-            return m
-        repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
-        return None
-    kept: list[str | dict[str, object]] = []
-    for block in m.content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            call_id = str(block.get("tool_use_id"))
-            if call_id not in pending:
-                repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
-                continue
-            del pending[call_id]
-        kept.append(block)
-    if len(kept) == len(m.content):
-        return m
-    return m.model_copy(update={"content": kept}) if kept else None
-
-
-def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
-    """A copy of ``messages`` that passes :func:`request_problems`, and what was changed.
-
-    Repairs, each logged by the caller through the returned list:
-      * a tool result separated from its call by another message (a user typing while
-        the tool ran) is moved back after its call: it is real data;
-      * a tool result whose call is not in front of it is dropped (an orphan; for an
-        Anthropic user turn, its orphan ``tool_result`` blocks);
-      * a call never answered gets a stamped placeholder result (``status="error"``), so
-        the model sees that the call happened and returned nothing; an invalid tool call
-        (unparsable arguments) gets a stamped error result saying so;
-      * thinking blocks behind other content are moved first in their message;
-      * a system message after the conversation began becomes a stamped user message
-        ("[system] ..."), moved after the tool unit it interrupted;
-      * a conversation that does not begin with a user turn gets a stamped placeholder
-        user turn in front.
-
-    A current turn whose thinking block was lost cannot be repaired (the block is the
-    provider's, signed): it stays reported by :func:`request_problems`.
-    A valid list comes back equal (same objects, in order) with no repairs.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage, ToolMessage
-        >>> orphan = ToolMessage("x", tool_call_id="c9")
-        >>> fixed, repairs = repair_request([HumanMessage("hi"), orphan])
-        >>> [m.type for m in fixed], repairs
-        (['human'], ["dropped tool result 'c9': its call is not in front of it"])
-    """
-    if not request_problems(messages):
-        return list(messages), []
-    repairs: list[str] = []
-    messages = _regroup_results(messages, repairs)
-    out: list[BaseMessage] = []
-    deferred: list[BaseMessage] = []
-    pending: dict[str, tuple[str, str | None]] = {}  # open call id -> (name, parse error)
-    lead = leading_system_count(messages)
-    out.extend(messages[:lead])
-    for m in messages[lead:]:
-        try:
-            role = role_of(m)
-        except (ValueError, TypeError) as exc:
-            repairs.append(f"dropped a message that has no provider role: {exc}")
-            continue
-        if role == "tool":
-            kept = _keep_answers(m, pending, repairs)
-            if kept is not None:
-                out.append(kept)
-            continue
-        if role == "system":
-            converted = system_as_user(m)
-            repairs.append("turned a mid-conversation system message into a user message")
-            if pending:
-                deferred.append(converted)
-            else:
-                out.append(converted)
-            continue
-        if role == "user" and tool_result_ids(m):
-            m = _keep_answers(m, pending, repairs) or m
-        _close_unit(out, pending, deferred, repairs)
-        if isinstance(m, AIMessage):
-            m, moved = thinking_first(m)
-            if moved:
-                repairs.append(f"moved the thinking blocks of message {m.id!r} first")
-            pending.update(_pending_calls(m))
-        out.append(m)
-    _close_unit(out, pending, deferred, repairs)
-    first = leading_system_count(out)
-    if first == len(out) or role_of(out[first]) != "user":
-        out.insert(
-            first,
-            stamp(
-                HumanMessage("[The conversation continues from an earlier point.]"),
-                "repair",
-                reason="no_user_turn_first",
-            ),
-        )
-        repairs.append("inserted a placeholder user turn: the conversation began with no user turn")
-    restart = thinking_restart(out)
-    if restart >= 0:
-        turn = stamp(HumanMessage("[continue]"), "repair", reason="thinking_turn")
-        out.insert(restart, turn)
-        repairs.append("started a new turn where thinking begins: the turn opened without it")
-    return out, repairs
-
-
-def log_repairs(repairs: Sequence[str], where: str) -> None:
-    """Log what :func:`repair_request` changed, once per call site and turn."""
-    if repairs:
-        logger.warning("%s: repaired an invalid request: %s", where, "; ".join(repairs))

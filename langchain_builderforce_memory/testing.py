@@ -28,8 +28,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_builderforce_memory.handoff.budget import tools_tokens
-from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.tokens import count_tokens, resolve_token_counter
+from langchain_builderforce_memory.validity import request_problems
 
 __all__ = [
     "CodingRun",

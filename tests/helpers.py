@@ -287,10 +287,10 @@ def fold_coverage_gaps(record: Sequence[BaseMessage], view: Sequence[BaseMessage
     from langchain_builderforce_memory.messages import (
         leading_system_count,
         message_id,
-        repair_request,
         role_of,
         stamp_of,
     )
+    from langchain_builderforce_memory.validity import repair_request
 
     convo = record[leading_system_count(record) :]
     covered = 0
@@ -368,12 +368,12 @@ def run_fold_loop(
     summarizer: each turn builds the view (as before a model call), then appends the
     model's tool call(s) and their ``result_tokens``-token results to the record (plus a
     new user directive every ``directive_every`` turns, when set)."""
-    from langchain_builderforce_memory.messages import request_problems
     from langchain_builderforce_memory.tokens import count_tokens
     from langchain_builderforce_memory.transcript.fold import (
         CompactMemo,
         build_working_transcript,
     )
+    from langchain_builderforce_memory.validity import request_problems
 
     summarizer = ScriptedSummarizer("n" * note_chars)
     record: list[BaseMessage] = [HumanMessage("Port the parser to Rust; keep the tests green.")]

@@ -26,10 +26,11 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langchain_builderforce_memory.agents.core import EVENT_KEY
 from langchain_builderforce_memory.agents.node import WorkingTranscriptNode, WorkingTranscriptState
 from langchain_builderforce_memory.agents.toolstate import COMPACT_KEY, VIEW_KEY
-from langchain_builderforce_memory.messages import is_stamped, request_problems
+from langchain_builderforce_memory.messages import is_stamped
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import run_directives
 

@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_builderforce_memory.agents.state import MEMO_KEY
 from langchain_builderforce_memory.handoff import is_volatile_tail
 from langchain_builderforce_memory.incremental import clear_caches
-from langchain_builderforce_memory.messages import request_problems, stamp_of
+from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
     coding_agent_script,
@@ -43,6 +43,7 @@ from langchain_builderforce_memory.transcript.horizon import (
     choose_horizon,
     parse_horizon,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     ScriptedSummarizer,

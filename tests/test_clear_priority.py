@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_builderforce_memory.incremental import clear_caches
-from langchain_builderforce_memory.messages import request_problems, stamp_of
+from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.clear import (
@@ -34,6 +34,7 @@ from langchain_builderforce_memory.transcript.horizon import (
     parse_horizon,
 )
 from langchain_builderforce_memory.transcript.view import ClearStep, clear_range, with_clear
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import model_turns, working_turn
 

@@ -26,9 +26,10 @@ from langchain_builderforce_memory.cli import main
 from langchain_builderforce_memory.cli.demo import DEMO_SYSTEM_PROMPT, DemoResult, run_demo
 from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
 from langchain_builderforce_memory.handoff import is_volatile_tail, pack_handoff
-from langchain_builderforce_memory.messages import request_problems, role_of, stamp_of
+from langchain_builderforce_memory.messages import role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.window import windowed
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import load_transcript, transcript_files
 

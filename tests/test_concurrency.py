@@ -33,13 +33,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.guards import PostgresFoldGuard
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import message_id, request_problems
+from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.markers import (
     CONSOLIDATION_MARKER_PREFIX,
     consolidation_marker_of,
     is_consolidation_marker,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import ScriptedSummarizer
 

@@ -20,8 +20,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
-from langchain_builderforce_memory.messages import is_generated, request_problems
+from langchain_builderforce_memory.messages import is_generated
 from langchain_builderforce_memory.testing import ScriptedChatModel, coding_tools
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import build_agent
 from .test_concurrency import ROUNDS, TEST_TIMEOUT, run_in_threads

@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_builderforce_memory.agents.driver import EVENT_KEY
 from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
 from langchain_builderforce_memory.handoff import handoff_budget_for_model, is_volatile_tail
-from langchain_builderforce_memory.messages import is_generated, request_problems
+from langchain_builderforce_memory.messages import is_generated
 from langchain_builderforce_memory.testing import (
     CodingRun,
     ScriptedChatModel,
@@ -32,6 +32,7 @@ from langchain_builderforce_memory.testing import (
     coding_tools,
 )
 from langchain_builderforce_memory.tokens import count_tokens
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     AGENT_KINDS,

@@ -27,10 +27,10 @@ from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
     message_id,
-    request_problems,
     stamp_of,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import ScriptedSummarizer
 from .strategies import valid_records

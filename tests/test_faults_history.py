@@ -10,9 +10,9 @@ from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMess
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.markers import is_consolidation_marker
+from langchain_builderforce_memory.validity import request_problems
 
 INSTRUCTION = "Always answer in French, and cite the file for every claim."
 ANSWER = "the answer explains the code in detail " * 100  # ~1k tokens

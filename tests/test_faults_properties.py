@@ -20,7 +20,6 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import (
     leading_system_count,
-    request_problems,
     role_of,
     tool_call_units,
 )
@@ -35,6 +34,7 @@ from langchain_builderforce_memory.transcript.fold import build_working_transcri
 from langchain_builderforce_memory.transcript.plan import (
     note_reserve,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import model_turns
 from .strategies import any_records, valid_records

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_builderforce_memory.messages import repair_request, request_problems, stamp
+from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.window import windowed
+from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import tool_round
 

@@ -14,7 +14,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.agents.state import MEMO_KEY
 from langchain_builderforce_memory.guarded import call_guarded
-from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.tokens import TiktokenCounter, TokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.backoff import SUMMARIZER_BACKOFF_KEY
 from langchain_builderforce_memory.transcript.fold import (
@@ -28,6 +27,7 @@ from langchain_builderforce_memory.transcript.summary import (
     TRANSCRIPT_SUMMARY_MAX_TOKENS,
     summarize_transcript,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import tool_round
 from .text_kinds import text_kinds

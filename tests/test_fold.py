@@ -20,7 +20,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_builderforce_memory.messages import (
     STAMP_KEY,
     message_id,
-    request_problems,
     role_of,
     stamp_of,
 )
@@ -40,6 +39,7 @@ from langchain_builderforce_memory.transcript.fold import (
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, memory_note
 from langchain_builderforce_memory.transcript.window import windowed
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     AsyncScriptedSummarizer,

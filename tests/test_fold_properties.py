@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
-from langchain_builderforce_memory.messages import leading_system_count, request_problems, stamp_of
+from langchain_builderforce_memory.messages import leading_system_count, stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.fold import (
@@ -32,6 +32,7 @@ from langchain_builderforce_memory.transcript.fold import (
     compact_tail_start_for_budget,
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, latest_user_index
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import ScriptedSummarizer, fold_coverage_gaps, model_turns, run_fold_loop
 from .strategies import valid_records

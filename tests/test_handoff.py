@@ -39,11 +39,11 @@ from langchain_builderforce_memory.handoff.note import compose_note
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
-    request_problems,
     role_of,
     stamp_of,
 )
 from langchain_builderforce_memory.tokens import count_tokens, estimate_text_tokens
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     TRANSCRIPTS_DIR,

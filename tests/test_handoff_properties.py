@@ -22,12 +22,11 @@ from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
     message_id,
-    repair_request,
-    request_problems,
     stamp_of,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
+from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import ScriptedRecall, ScriptedSummarizer
 from .strategies import any_records, valid_records

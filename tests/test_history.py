@@ -27,7 +27,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import is_stamped, message_id, request_problems
+from langchain_builderforce_memory.messages import is_stamped, message_id
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.markers import (
@@ -37,6 +37,7 @@ from langchain_builderforce_memory.transcript.markers import (
 )
 from langchain_builderforce_memory.transcript.stored import scoped_record, with_ids
 from langchain_builderforce_memory.transcript.window import windowed
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import IdDroppingHistory, RacyHistory, ScriptedSummarizer
 

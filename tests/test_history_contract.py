@@ -18,12 +18,12 @@ from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMess
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker_of,
     is_consolidation_marker,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import IdDroppingHistory, ScriptedSummarizer
 

@@ -347,8 +347,8 @@ def test_the_role_lookup_keeps_a_turn_of_tool_result_blocks_a_tool_result() -> N
 
 def test_views_of_an_anthropic_tool_round_stay_valid() -> None:
     """The record hypothesis found when the role lookup called such a turn a user turn."""
-    from langchain_builderforce_memory.messages import request_problems
     from langchain_builderforce_memory.transcript.window import windowed
+    from langchain_builderforce_memory.validity import request_problems
 
     record: list[BaseMessage] = [
         HumanMessage([{"type": "text", "text": "go"}]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.messages import STAMP_KEY, message_id, request_problems
+from langchain_builderforce_memory.messages import STAMP_KEY, message_id
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.markers import (
     CONSOLIDATION_MARKER_KIND,
@@ -25,6 +25,7 @@ from langchain_builderforce_memory.transcript.markers import (
     scope_to_consolidation,
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.validity import request_problems
 
 
 def plain(content: str, **extra: object) -> AIMessage:

@@ -34,7 +34,6 @@ from langchain_builderforce_memory.agents.state import (
 )
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.handoff import is_volatile_tail
-from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
@@ -43,6 +42,7 @@ from langchain_builderforce_memory.testing import (
 )
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import CompactMemo
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     ScriptedSummarizer,

@@ -25,7 +25,6 @@ from langchain_builderforce_memory.agents.node import (
 from langchain_builderforce_memory.agents.state import MEMO_KEY, WORKING_MEMORY_KEY
 from langchain_builderforce_memory.calibration import CALIBRATION_KEY
 from langchain_builderforce_memory.handoff import is_volatile_tail
-from langchain_builderforce_memory.messages import request_problems
 from langchain_builderforce_memory.store import CodeMapStore
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
@@ -33,6 +32,7 @@ from langchain_builderforce_memory.testing import (
     coding_tools,
 )
 from langchain_builderforce_memory.tokens import count_tokens
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     AGENT_SYSTEM_PROMPT,

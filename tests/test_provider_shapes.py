@@ -24,11 +24,10 @@ from langchain_builderforce_memory.history import CompactingChatMessageHistory
 from langchain_builderforce_memory.messages import (
     is_generated,
     is_stamped,
-    repair_request,
-    request_problems,
 )
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
+from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import ScriptedSummarizer, build_agent
 from .provider_shapes import (

@@ -17,8 +17,6 @@ from langchain_core.messages import (
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
-    repair_request,
-    request_problems,
     role_of,
     stamp,
     stamp_of,
@@ -34,6 +32,7 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.validity import repair_request, request_problems
 
 CALL = AIMessage("", tool_calls=[{"name": "ls", "args": {"path": "."}, "id": "c1"}])
 RESULT = ToolMessage("a.py", tool_call_id="c1")

@@ -17,7 +17,6 @@ from langchain_core.messages import BaseMessage
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
-    request_problems,
 )
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import (
@@ -32,6 +31,7 @@ from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     scope_to_consolidation,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     AsyncScriptedSummarizer,

@@ -19,7 +19,6 @@ from langchain_builderforce_memory.handoff import pack_handoff
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
-    request_problems,
     role_of,
     stamp_of,
 )
@@ -34,6 +33,7 @@ from langchain_builderforce_memory.transcript.fold import (
 from langchain_builderforce_memory.transcript.plan import latest_user_index
 from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import windowed
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import ScriptedSummarizer, model_turns, read_loop
 from .strategies import any_records, valid_records

@@ -7,7 +7,7 @@ import logging
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_builderforce_memory.messages import message_id, request_problems, role_of, stamp_of
+from langchain_builderforce_memory.messages import message_id, role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
@@ -20,6 +20,7 @@ from langchain_builderforce_memory.transcript.window import (
     token_window_start,
     windowed,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import convo_of, msg, seed_msgs
 

@@ -14,7 +14,6 @@ from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
-    request_problems,
     role_of,
     stamp_of,
     tool_call_units,
@@ -27,6 +26,7 @@ from langchain_builderforce_memory.transcript.window import (
     window_start,
     windowed,
 )
+from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import load_transcript, model_turns, transcript_files
 from .strategies import any_records, units, valid_records

@@ -31,8 +31,6 @@ from langchain_builderforce_memory.handoff.budget import (
     handoff_budget,
 )
 from langchain_builderforce_memory.messages import (
-    repair_request,
-    request_problems,
     role_of,
     stamp_of,
 )
@@ -63,6 +61,7 @@ from langchain_builderforce_memory.transcript.window import (
     validate_budget,
     windowed,
 )
+from langchain_builderforce_memory.validity import repair_request, request_problems
 
 __all__ = [
     "DEFAULT_TARGET_MODEL_TOKENS",

@@ -11,7 +11,7 @@ same request (what ``ModelFallbackMiddleware`` does) gets it rejected. The packe
 - Only the LEADING run of system messages is the fixed prefix. A system message later in
   the conversation is never hoisted to the front, where it would read as if it governed
   the whole conversation. (Strict providers reject it mid-conversation, so the input is
-  first made valid with :func:`~langchain_builderforce_memory.messages.repair_request`,
+  first made valid with :func:`~langchain_builderforce_memory.validity.repair_request`,
   which turns it into a stamped ``[system]`` user message in place; that message then
   stays where it was, or falls in the dropped middle.)
 - The tail is the longest run of whole tool-call units (:func:`tool_call_units`) from the
@@ -53,10 +53,6 @@ from langchain_builderforce_memory.handoff.plan import (
     latest_directive_index,
     plan_handoff,
 )
-from langchain_builderforce_memory.messages import (
-    log_repairs,
-    repair_request,
-)
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -68,6 +64,7 @@ from langchain_builderforce_memory.transcript.summary import (
     SummarizerLike,
     resolve_summarizer,
 )
+from langchain_builderforce_memory.validity import log_repairs, repair_request
 
 __all__ = [
     "HandoffPack",

@@ -65,7 +65,7 @@ class HandoffPack:
     """The request to send: input messages (the same objects) plus at most one note."""
     dropped: int
     """Input messages in neither the verbatim tail nor re-injected (counted after
-    :func:`~langchain_builderforce_memory.messages.repair_request`; a volatile tail that had
+    :func:`~langchain_builderforce_memory.validity.repair_request`; a volatile tail that had
     to go counts too)."""
     summarized: bool
     """The note carries the summarizer's answer."""

@@ -35,7 +35,7 @@ from typing import Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langchain_builderforce_memory.messages import log_repairs, message_id, repair_request
+from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
@@ -81,6 +81,7 @@ from langchain_builderforce_memory.transcript.window import (
     HISTORY_WINDOW,
     windowed,
 )
+from langchain_builderforce_memory.validity import log_repairs, repair_request
 
 __all__ = [
     "COMPACT_TAIL_MAX_MESSAGES",

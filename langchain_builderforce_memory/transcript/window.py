@@ -40,12 +40,9 @@ from langchain_builderforce_memory.messages import (
     is_generated,
     is_stamped,
     leading_system_count,
-    log_repairs,
     message_id,
-    repair_request,
     role_of,
     stamp,
-    system_as_user,
     tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
@@ -54,6 +51,7 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.elide import check_budget_floor, fit_to_budget
+from langchain_builderforce_memory.validity import log_repairs, repair_request, system_as_user
 
 __all__ = [
     "HISTORY_TOKEN_BUDGET",
@@ -250,7 +248,7 @@ def windowed(
     in the view (never over ``max_tokens``). A record that is itself invalid (an orphan
     tool result, a call never answered, a system message mid-conversation) yields a
     repaired view that passes
-    :func:`~langchain_builderforce_memory.messages.request_problems`, the repair logged.
+    :func:`~langchain_builderforce_memory.validity.request_problems`, the repair logged.
 
     The caller's list and messages are never changed.
 

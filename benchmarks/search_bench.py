@@ -27,7 +27,7 @@ import time
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.messages import message_id
-from langchain_builderforce_memory.search import RecordIndex
+from langchain_builderforce_memory.search_index import RecordIndex
 
 SIZES = (1_000, 10_000, 50_000)
 QUERIES = ("E7731: unexpected token", "src/mod_17.py", "why does the tokenizer reject unicode")

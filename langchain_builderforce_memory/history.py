@@ -41,7 +41,8 @@ from langchain_builderforce_memory.calibration import (
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
 from langchain_builderforce_memory.messages import leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
-from langchain_builderforce_memory.search import RecordIndex, SearchResult, search_outside_view
+from langchain_builderforce_memory.search import search_outside_view
+from langchain_builderforce_memory.search_index import RecordIndex, SearchResult
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,

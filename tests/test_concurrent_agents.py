@@ -138,7 +138,7 @@ def test_a_search_index_evicted_while_held_reopens_instead_of_failing() -> None:
     thread evicted, and closed, one that another thread was still searching."""
     from langchain_core.messages import ToolMessage
 
-    from langchain_builderforce_memory.search import RecordIndexes
+    from langchain_builderforce_memory.search_index import RecordIndexes
 
     indexes = RecordIndexes(size=1)
     held = indexes.get("thread-a")

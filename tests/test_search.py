@@ -12,13 +12,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.search import (
+    recall_dropped,
+    render_search,
+    search_record,
+)
+from langchain_builderforce_memory.search_index import (
     MAX_SEARCH_LIMIT,
     RecordIndex,
     RecordIndexes,
     message_search_text,
-    recall_dropped,
-    render_search,
-    search_record,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from tests.helpers import load_transcript, transcript_files

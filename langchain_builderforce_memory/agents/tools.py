@@ -43,10 +43,9 @@ from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.search import (
     DEFAULT_ANSWER_TOKENS,
-    MAX_SEARCH_LIMIT,
-    RecordIndexes,
     render_search,
 )
+from langchain_builderforce_memory.search_index import MAX_SEARCH_LIMIT, RecordIndexes
 
 __all__ = [
     "COMPACT_CONTEXT",

@@ -61,7 +61,7 @@ from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     is_consolidation_marker,
 )
-from langchain_builderforce_memory.transcript.plan import COMPACT_TAIL_TOKEN_BUDGET
+from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.stored import (
     consolidation_input,
     manual_marker,

@@ -21,7 +21,7 @@ from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
     build_working_transcript,
 )
-from langchain_builderforce_memory.transcript.plan import FoldPolicy
+from langchain_builderforce_memory.transcript.memo import FoldPolicy
 from langchain_builderforce_memory.transcript.summary import (
     DEFAULT_SUMMARIZER_TIMEOUT,
     TRANSCRIPT_SUMMARY_MAX_TOKENS,

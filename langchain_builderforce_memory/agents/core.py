@@ -69,7 +69,8 @@ from langchain_builderforce_memory.transcript.backoff import memo_state, parse_b
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.horizon import parse_horizon
-from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, FoldPolicy
+from langchain_builderforce_memory.transcript.memo import FoldPolicy
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import (
     SummarizerLike,
     resolve_summarizer,

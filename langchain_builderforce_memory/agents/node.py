@@ -69,7 +69,7 @@ from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.store import CodeMapStore
 from langchain_builderforce_memory.tokens import TokenCounterLike
-from langchain_builderforce_memory.transcript.plan import (
+from langchain_builderforce_memory.transcript.memo import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langchain_builderforce_memory.calibration import scaled_tokens
 from langchain_builderforce_memory.options import keyword_options
-from langchain_builderforce_memory.transcript.plan import (
+from langchain_builderforce_memory.transcript.memo import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,

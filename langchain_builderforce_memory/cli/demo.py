@@ -57,7 +57,7 @@ from langchain_builderforce_memory.testing import (
     with_memory_tool_calls,
 )
 from langchain_builderforce_memory.tokens import TokenCounter, count_tokens, resolve_token_counter
-from langchain_builderforce_memory.transcript.plan import COMPACT_TAIL_TOKEN_BUDGET
+from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
 if TYPE_CHECKING:

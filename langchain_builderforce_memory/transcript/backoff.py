@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from langchain_builderforce_memory.transcript.horizon import CLEAR_HORIZON_KEY, ClearHorizon
-from langchain_builderforce_memory.transcript.plan import CompactMemo
+from langchain_builderforce_memory.transcript.memo import CompactMemo
 
 __all__ = ["SUMMARIZER_BACKOFF_KEY", "SummarizerBackoff", "memo_state", "parse_backoff"]
 

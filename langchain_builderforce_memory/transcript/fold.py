@@ -40,13 +40,15 @@ from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.horizon import ClearHorizon
-from langchain_builderforce_memory.transcript.plan import (
+from langchain_builderforce_memory.transcript.memo import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
     COMPACT_TAIL_TURNS,
     TAIL_SHARE,
     CompactMemo,
     FoldPolicy,
+)
+from langchain_builderforce_memory.transcript.plan import (
     assemble_compacted,
     compact_tail_start,
     compact_tail_start_for_budget,

@@ -47,10 +47,8 @@ from langchain_builderforce_memory.transcript.horizon import (
     ClearHorizon,
     parse_horizon,
 )
+from langchain_builderforce_memory.transcript.memo import TAIL_SHARE, CompactMemo, FoldPolicy
 from langchain_builderforce_memory.transcript.plan import (
-    TAIL_SHARE,
-    CompactMemo,
-    FoldPolicy,
     compact_tail_start_for_budget,
     latest_user_index,
     memory_note,

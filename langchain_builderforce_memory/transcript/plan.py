@@ -1,9 +1,10 @@
-"""The fold's data and partitioning: the memo, the policy, where the tail begins.
+"""The fold's partitioning: where the tail begins and how a compacted view is assembled.
 
 Pure functions over a conversation (the record without its leading system messages),
 ported from the seed's ``transcript.ts``. :mod:`~langchain_builderforce_memory.transcript.
 fold` decides WHEN to fold; this module decides WHERE the cut goes and how a compacted
-view is put together, so a fold, a reused memo and a test all assemble alike.
+view is put together, so a fold, a reused memo and a test all assemble alike. The memo
+and the policy themselves are :mod:`~langchain_builderforce_memory.transcript.memo`.
 
 The note is a human-role message. The seed folded into an assistant note right after the
 system prompt, while its own window comment says strict providers (Gemini:
@@ -17,8 +18,7 @@ passes and UIs recognise it as generated, never as something the user said.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -37,25 +37,16 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.markers import consolidation_marker_of
-from langchain_builderforce_memory.transcript.summary import (
-    DEFAULT_SUMMARIZER_TIMEOUT,
-    TRANSCRIPT_SUMMARY_MAX_TOKENS,
+from langchain_builderforce_memory.transcript.memo import (
+    COMPACT_TAIL_MAX_MESSAGES,
+    COMPACT_TAIL_TURNS,
+    CompactMemo,
 )
-from langchain_builderforce_memory.transcript.window import (
-    HISTORY_TOKEN_BUDGET,
-    HISTORY_WINDOW,
-    restated_directive,
-    validate_budget,
-)
+from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_MAX_TOKENS
+from langchain_builderforce_memory.transcript.window import restated_directive
 
 __all__ = [
-    "COMPACT_TAIL_MAX_MESSAGES",
-    "COMPACT_TAIL_TOKEN_BUDGET",
-    "COMPACT_TAIL_TURNS",
     "MEMORY_NOTE_KIND",
-    "TAIL_SHARE",
-    "CompactMemo",
-    "FoldPolicy",
     "assemble_compacted",
     "compact_tail_start",
     "compact_tail_start_for_budget",
@@ -72,242 +63,8 @@ __all__ = [
 
 logger = logging.getLogger("langchain_builderforce_memory.transcript.fold")
 
-COMPACT_TAIL_TOKEN_BUDGET: Final = 40_000
-"""How much of the 64k budget the verbatim TAIL may keep when the older part is folded.
-The rest is headroom new work fills before the next fold, so the note is re-folded once
-per ~20k tokens of progress, not on every turn."""
-
-COMPACT_TAIL_TURNS: Final = 8
-"""The fewest recent messages the verbatim tail keeps, however large they are."""
-
-COMPACT_TAIL_MAX_MESSAGES: Final = 40
-"""The most recent messages the verbatim tail may hold: half the 80-message window, so a
-compacted view stays inside the window with room to grow."""
-
 MEMORY_NOTE_KIND: Final = "memory_note"
 """The stamp ``kind`` of a memory note in a view (see :func:`memory_note`)."""
-
-
-TAIL_SHARE: Final = COMPACT_TAIL_TOKEN_BUDGET / HISTORY_TOKEN_BUDGET
-"""The most of the room left after the fixed parts (system, note, directive) the tail
-takes: the seed's 40k of 64k. The rest is the headroom new work fills before the next
-fold, whatever the budget; without it a small budget (or a large system prompt) would
-leave no room and fold on every turn."""
-
-_MEMO_FIELDS: Final = ("note", "covered_end", "last_covered_id")
-
-
-def _checked_memo_fields(
-    note: object, covered_end: object, last_covered_id: object
-) -> tuple[str, int, str]:
-    if not isinstance(note, str) or not note.strip():
-        msg = f"CompactMemo.note: expected a non-empty string, got {note!r:.80}."
-        raise ValueError(msg)
-    if isinstance(covered_end, bool) or not isinstance(covered_end, int) or covered_end < 1:
-        msg = f"CompactMemo.covered_end: expected a positive int, got {covered_end!r}."
-        raise ValueError(msg)
-    if not isinstance(last_covered_id, str) or not last_covered_id:
-        msg = f"CompactMemo.last_covered_id: expected a non-empty string, got {last_covered_id!r}."
-        raise ValueError(msg)
-    return note, covered_end, last_covered_id
-
-
-@dataclass(frozen=True, slots=True)
-class CompactMemo:
-    """The compressed memory of a conversation's older part, reused across turns.
-
-    ``note`` summarizes ``convo[:covered_end]`` (``convo`` = the record after its leading
-    system messages); every message from ``covered_end`` on is sent verbatim. The id of
-    the last covered message lets a memo survive ``RemoveMessage`` edits (it is found
-    again by id when the messages before it shift) and lets a memo written for a different
-    or rewritten record be detected and discarded.
-
-    Plain data with :meth:`to_dict` / :meth:`from_dict`: keep it in graph state as the
-    dict, since LangGraph's strict msgpack refuses unregistered classes in checkpoints.
-
-    Example:
-        >>> memo = CompactMemo(note="the note", covered_end=12, last_covered_id="m11")
-        >>> CompactMemo.from_dict(memo.to_dict()) == memo
-        True
-    """
-
-    note: str
-    """The note's text, as shown to the model."""
-    covered_end: int
-    """The conversation index the note covers up to, exclusive."""
-    last_covered_id: str
-    """``message_id(convo[covered_end - 1])``."""
-    restored: tuple[str, ...] = ()
-    """Ids of the covered tool results re-attached verbatim after the note (the files the
-    run was working on when it folded), in order."""
-
-    def __post_init__(self) -> None:
-        _checked_memo_fields(self.note, self.covered_end, self.last_covered_id)
-        if not isinstance(self.restored, tuple) or not all(
-            isinstance(r, str) for r in self.restored
-        ):
-            msg = (
-                f"CompactMemo.restored: expected a tuple of message ids, got {self.restored!r:.80}."
-            )
-            raise ValueError(msg)
-
-    def to_dict(self) -> dict[str, object]:
-        """The memo as a JSON-serialisable dict."""
-        out: dict[str, object] = {
-            "note": self.note,
-            "covered_end": self.covered_end,
-            "last_covered_id": self.last_covered_id,
-        }
-        if self.restored:
-            out["restored"] = list(self.restored)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> CompactMemo:
-        """Parse :meth:`to_dict`'s output; unknown keys are ignored.
-
-        Raises:
-            ValueError: naming the missing or malformed field.
-        """
-        candidate: object = data  # checked at run time: state may hold anything
-        if not isinstance(candidate, Mapping):
-            msg = (
-                f"CompactMemo: expected a mapping with keys {list(_MEMO_FIELDS)}, got "
-                f"{type(candidate).__name__}."
-            )
-            raise ValueError(msg)
-        for name in _MEMO_FIELDS:
-            if name not in data:
-                msg = f"CompactMemo.{name}: missing from {sorted(map(str, data))}."
-                raise ValueError(msg)
-        note, end, last_id = _checked_memo_fields(
-            data["note"], data["covered_end"], data["last_covered_id"]
-        )
-        restored: object = data.get("restored", ())
-        if not isinstance(restored, list | tuple):
-            msg = f"CompactMemo.restored: expected a list of message ids, got {restored!r:.80}."
-            raise ValueError(msg)
-        return cls(note=note, covered_end=end, last_covered_id=last_id, restored=tuple(restored))
-
-
-@dataclass(frozen=True, slots=True)
-class FoldPolicy:
-    """The fold's numbers; every default is the seed's constant.
-
-    Example:
-        >>> FoldPolicy(max_tokens=8_000).tail_tokens
-        40000
-    """
-
-    max_tokens: int = HISTORY_TOKEN_BUDGET
-    """Tokens a view may hold, leading system messages (and ``system_prompt``) included."""
-    max_messages: int = HISTORY_WINDOW
-    """Conversation messages a view may hold (system messages excluded)."""
-    tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
-    """Tokens the verbatim tail may keep after a fold (also capped by :data:`TAIL_SHARE`)."""
-    min_tail_messages: int = COMPACT_TAIL_TURNS
-    """The fewest messages the tail keeps, however large: correctness over the budget."""
-    max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES
-    """The most messages the tail keeps (also capped at half of ``max_messages``)."""
-    timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT
-    """Seconds a summarizer call may take before it is abandoned (``None``: no limit)."""
-    backoff_tokens: int | None = None
-    """Tokens of new work to wait after a failed summarizer call before the next one
-    (doubling while it keeps failing, reset by a success). ``None``: half of
-    ``max_tokens``."""
-
-    clear_at_least: int | None = None
-    """When the clear tier must move its horizon, how far under the budget the view lands
-    (``None``: half of ``max_tokens``): the prefix moves once per batch and then holds for
-    that much new work."""
-    restore_tokens: int | None = None
-    """Tokens of file outputs re-attached after a fold's note (``None``: an eighth of
-    ``max_tokens``; 0: none); the clear tier keeps twice that verbatim."""
-    clear_tool_results: bool = True
-    """Run the clear tier before folding (``False``: fold as soon as the view overflows)."""
-
-    def __post_init__(self) -> None:
-        validate_budget(max_messages=self.max_messages, max_tokens=self.max_tokens)
-        backoff: object = self.backoff_tokens
-        if backoff is not None and (
-            isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 1
-        ):
-            msg = (
-                f"backoff_tokens must be a positive int or None (half of max_tokens); "
-                f"got {backoff!r}."
-            )
-            raise ValueError(msg)
-        flag: object = self.clear_tool_results
-        if not isinstance(flag, bool):
-            msg = f"clear_tool_results must be True or False; got {flag!r}."
-            raise ValueError(msg)
-        for name, minimum in (("clear_at_least", 1), ("restore_tokens", 0)):
-            number: object = getattr(self, name)
-            if number is not None and (
-                isinstance(number, bool) or not isinstance(number, int) or number < minimum
-            ):
-                share = "half" if name == "clear_at_least" else "an eighth"
-                msg = (
-                    f"{name} must be an int >= {minimum} or None ({share} of max_tokens); "
-                    f"got {number!r}."
-                )
-                raise ValueError(msg)
-        for name, default in (
-            ("tail_tokens", COMPACT_TAIL_TOKEN_BUDGET),
-            ("min_tail_messages", COMPACT_TAIL_TURNS),
-            ("max_tail_messages", COMPACT_TAIL_MAX_MESSAGES),
-        ):
-            value: object = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"{name} must be a positive int (default {default}); got {value!r}."
-                raise ValueError(msg)
-        if self.max_tail_messages < self.min_tail_messages:
-            msg = (
-                f"max_tail_messages ({self.max_tail_messages}) must be at least "
-                f"min_tail_messages ({self.min_tail_messages}); raise max_tail_messages or "
-                "lower min_tail_messages."
-            )
-            raise ValueError(msg)
-        timeout: object = self.timeout
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            msg = f"timeout must be a positive number of seconds or None; got {timeout!r}."
-            raise ValueError(msg)
-
-    @property
-    def backoff_span(self) -> int:
-        """Tokens of new work between a failed summarizer call and the next attempt."""
-        return self.backoff_tokens if self.backoff_tokens is not None else self.max_tokens // 2
-
-    @property
-    def clear_room(self) -> int:
-        """:attr:`clear_at_least`, or half of the budget."""
-        return (
-            self.clear_at_least if self.clear_at_least is not None else max(1, self.max_tokens // 2)
-        )
-
-    @property
-    def restore_budget(self) -> int:
-        """:attr:`restore_tokens`, or an eighth of the budget: re-attached after a note."""
-        return self.restore_tokens if self.restore_tokens is not None else self.max_tokens // 8
-
-    @property
-    def keep_budget(self) -> int:
-        """What the clear tier spares of the working set: twice :attr:`restore_budget`.
-
-        A quarter of the budget by default. Measured (``benchmarks/contenders.py``, mean
-        working-set recall, standard / heavy workload): sparing only what a fold
-        re-attaches (an eighth) kept 30% / 30%; 1.75x 32.98% / 33.38%; twice 33.19% /
-        33.61%, not below the 33.10% / 33.39% of the clear tier before its horizon was
-        held. Re-attaching as much after every note instead folded more often.
-        """
-        return self.restore_budget * 2
-
-    @property
-    def tail_message_cap(self) -> int:
-        """The tail's message ceiling: ``max_tail_messages``, at most half the window."""
-        return max(self.min_tail_messages, min(self.max_tail_messages, self.max_messages // 2))
 
 
 def fold_note_text(summary: str, covered_end: int, restored: Sequence[str] = ()) -> str:

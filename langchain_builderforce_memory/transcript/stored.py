@@ -22,7 +22,7 @@ from langchain_builderforce_memory.transcript.markers import (
     is_consolidation_marker,
     scope_to_consolidation,
 )
-from langchain_builderforce_memory.transcript.plan import CompactMemo
+from langchain_builderforce_memory.transcript.memo import CompactMemo
 
 __all__ = [
     "consolidation_input",

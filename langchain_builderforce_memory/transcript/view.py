@@ -47,7 +47,7 @@ from langchain_builderforce_memory.transcript.horizon import (
     horizon_of,
     priority_end_for,
 )
-from langchain_builderforce_memory.transcript.plan import CompactMemo
+from langchain_builderforce_memory.transcript.memo import CompactMemo
 
 __all__ = [
     "PROTECTED_RESULTS",

@@ -416,6 +416,7 @@ def test_importing_the_package_and_the_cli_needs_neither_rich_nor_matplotlib() -
         "import langchain_builderforce_memory, langchain_builderforce_memory.cli\n"
         "import langchain_builderforce_memory.cli.demo, langchain_builderforce_memory.cli.report\n"
         "import langchain_builderforce_memory.cli.inspect\n"
+        "import langchain_builderforce_memory.cli.render\n"
         "loaded = sorted(m for m in ('rich', 'matplotlib') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )

@@ -13,15 +13,15 @@ reserves for it (:func:`~langchain_builderforce_memory.transcript.plan.note_rese
 The hand-off view packs without a summarizer too, so its note is the elision marker.
 
 Everything here is pure data (:func:`inspect_messages` returns an
-:class:`InspectReport`); the renderers only print it.
+:class:`InspectReport`); the renderers in :mod:`~langchain_builderforce_memory.cli.render`
+only print it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Literal, TextIO
+from dataclasses import dataclass, field
+from typing import Literal
 
 from langchain_core.messages import BaseMessage
 
@@ -70,8 +70,6 @@ __all__ = [
     "MessageRow",
     "ViewSummary",
     "inspect_messages",
-    "render_json",
-    "render_table",
 ]
 
 Fate = Literal["kept", "dropped", "folded", "re-injected", "cleared"]
@@ -426,150 +424,3 @@ def inspect_messages(
         views=views,
         settings=settings,
     )
-
-
-def render_json(report: InspectReport, out: TextIO) -> None:
-    """Write ``report`` as one JSON document."""
-    json.dump(asdict(report), out, indent=2, ensure_ascii=False)
-    out.write("\n")
-
-
-_STYLES: dict[str, str] = {
-    "kept": "green",
-    "dropped": "red",
-    "folded": "yellow",
-    "re-injected": "cyan",
-    "cleared": "magenta",
-}
-
-
-def _view_rows(report: InspectReport) -> list[list[str]]:
-    return [
-        [
-            v.view,
-            str(v.messages),
-            f"{v.tokens:,}",
-            f"{v.budget:,}",
-            str(v.kept),
-            str(v.not_sent),
-            str(v.generated),
-            f"{v.cleared:,}",
-            f"{v.restored:,}",
-            f"{v.elided:,}",
-            "yes" if v.fits else "NO",
-            v.detail,
-        ]
-        for v in report.views
-    ]
-
-
-_ROW_HEADERS = ["#", "role", "tokens", "window", "fold", "hand-off", "preview"]
-_VIEW_HEADERS = [
-    "view",
-    "msgs",
-    "tokens",
-    "budget",
-    "kept",
-    "not sent",
-    "added",
-    "cleared tok",
-    "restored tok",
-    "elided tok",
-    "fits",
-    "",
-]
-
-
-def _header_lines(report: InspectReport) -> list[str]:
-    s = report.settings
-    lines = [
-        f"{report.source}: {report.record_messages} messages, "
-        f"{report.record_tokens:,} tokens ({s['token_counter']})",
-        f"budget {s['budget']:,} tokens / {s['max_messages']} messages; fold tail "
-        f"{s['tail_tokens']:,} tokens; hand-off to a {s['target_model_tokens']:,}-token "
-        f"model ({s['handoff_budget']:,} for the transcript)",
-    ]
-    if report.problems:
-        lines.append(f"{len(report.problems)} problem(s) a strict provider would reject:")
-        lines.extend(f"  - {p}" for p in report.problems)
-    else:
-        lines.append("no request problems in the input")
-    if "repairs" in s:
-        lines.append(f"every view repairs them first: {s['repairs']}")
-    return lines
-
-
-def _plain(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max([len(h), *(len(r[k]) for r in rows)]) for k, h in enumerate(headers)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
-
-
-_GAP = "…"
-
-
-def _shown_rows(rows: Sequence[list[str]], limit: int | None) -> tuple[list[list[str]], str]:
-    """At most ``limit`` rows and a gap row; a line on what was left out (or "").
-
-    Shown are the first rows and the last ones: the first are the system prompt and the
-    task, the last the tail every view keeps; the middle is where a long run's 1,000 rows
-    read the same.
-    """
-    if limit is None or len(rows) <= limit:
-        return list(rows), ""
-    head, left_out = (limit + 1) // 2, len(rows) - limit
-    gap = [_GAP, "", "", "", "", "", f"{left_out:,} rows left out"]
-    note = (
-        f"{left_out:,} of {len(rows):,} message rows left out (--limit {limit}): "
-        f"showing the first {head:,} and the last {limit - head:,}"
-    )
-    return [*rows[:head], gap, *rows[head + left_out :]], note
-
-
-def render_table(report: InspectReport, out: TextIO, *, limit: int | None = None) -> None:
-    """Write ``report`` as tables (rich when installed, plain text otherwise).
-
-    Args:
-        report: What :func:`inspect_messages` found.
-        out: Where to write.
-        limit: Show at most this many per-message rows (the first and the last ones) and
-            say how many were left out; ``None``: every row.
-    """
-    message_rows, note = _shown_rows(
-        [
-            [str(r.index), r.role, f"{r.tokens:,}", r.window, r.fold, r.handoff, r.preview]
-            for r in report.rows
-        ],
-        limit,
-    )
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        lines = [
-            *_header_lines(report),
-            "",
-            *_plain(_ROW_HEADERS, message_rows),
-            *([note] if note else []),
-            "",
-            *_plain(_VIEW_HEADERS, _view_rows(report)),
-        ]
-        out.write("\n".join(lines) + "\n")
-        return
-    console = Console(file=out, width=max(120, Console(file=out).width), highlight=False)
-    for line in _header_lines(report):
-        console.print(line, markup=False)
-    table = Table(*_ROW_HEADERS, title="per message", title_justify="left")
-    for cells in message_rows:
-        styled = [
-            f"[{_STYLES[c]}]{c}[/]" if j in (3, 4, 5) and c else c.replace("[", r"\[")
-            for j, c in enumerate(cells)
-        ]
-        table.add_row(*styled, style="dim" if cells[0] == _GAP else None)
-    console.print(table)
-    if note:
-        console.print(note, markup=False)
-    totals = Table(*_VIEW_HEADERS, title="what each view sends", title_justify="left")
-    for cells in _view_rows(report):
-        totals.add_row(*(c.replace("[", r"\[") for c in cells))
-    console.print(totals)

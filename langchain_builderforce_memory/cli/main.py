@@ -344,12 +344,9 @@ def _error(err: TextIO, message: str) -> None:
 
 
 def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from langchain_builderforce_memory.cli.inspect import (
-        inspect_messages,
-        render_json,
-        render_table,
-    )
+    from langchain_builderforce_memory.cli.inspect import inspect_messages
     from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
+    from langchain_builderforce_memory.cli.render import render_json, render_table
     from langchain_builderforce_memory.tokens import TiktokenCounter, TokenCounter
 
     try:

@@ -144,7 +144,7 @@ class WorkingTranscript:
     """Summarizer calls this turn made (0 or 1; a failed call counts)."""
     backoff: SummarizerBackoff | None = None
     """Set while the summarizer is backed off after a failure (keep it with the memo:
-    :func:`~langchain_builderforce_memory.transcript.plan.memo_state`)."""
+    :func:`~langchain_builderforce_memory.transcript.backoff.memo_state`)."""
     steps: ViewSteps = field(default_factory=ViewSteps)
     """What the view policy cleared, re-attached and elided this turn."""
     horizon: ClearHorizon | None = None
@@ -213,7 +213,7 @@ def finish_working_transcript(
     ``summary`` is the summarizer's answer for a ``"fold"`` plan; ``None`` means no
     summary: the view falls back to the held note (its tail shortened to fit the
     budget), else the window, and the summarizer is backed off (see
-    :class:`~langchain_builderforce_memory.transcript.plan.SummarizerBackoff`).
+    :class:`~langchain_builderforce_memory.transcript.backoff.SummarizerBackoff`).
     """
     convo, counter, policy = plan.convo, plan.counter, plan.policy
     backoff = plan.backoff

@@ -724,6 +724,9 @@ class Metrics:
     billed: float
     reused_share: float
     front_moves: int
+    resent_tokens: int
+    """Tokens a request sent uncached that the request before it had sent too (a front
+    move re-sends everything after the first change): the price of the moves."""
     recall_mean: float
     recall_80: float
     summarizer_calls: int | None
@@ -757,7 +760,7 @@ def measure(
     sizes: list[int] = []
     recalls: list[float] = []
     billed = 0.0
-    reused = invalid = kept = handoffs = moves = 0
+    reused = invalid = kept = handoffs = moves = resent = 0
     kinds: Counter[str] = Counter()
     previous: list[BaseMessage] | None = None
     for i, request in enumerate(out.requests):
@@ -767,6 +770,11 @@ def measure(
         shared = common_prefix(previous, request) if previous is not None else 0
         cached = running[shared - 1] if shared else 0
         billed += tokens - cached + cached / 10
+        if previous is not None:
+            # Billed in full again: what missed the cache though the previous request sent it.
+            seen = {_key(m) for m in previous}
+            fresh = sum(counter.count_message(m) for m in request[shared:] if _key(m) not in seen)
+            resent += tokens - cached - fresh
         reused += shared > 1
         if previous is not None:
             core = _core(previous)
@@ -798,6 +806,7 @@ def measure(
         billed=billed,
         reused_share=reused / max(1, n - 1),
         front_moves=moves,
+        resent_tokens=resent,
         recall_mean=statistics.mean(recalls) if recalls else float("nan"),
         recall_80=sum(r >= 0.8 for r in recalls) / max(1, len(recalls)),
         summarizer_calls=None if calls is None else len(calls),
@@ -857,6 +866,12 @@ def notes(results: list[tuple[Outcome, Metrics]]) -> list[str]:
                 f"request {m.summarizer_max_request:,} tokens; {m.summarizer_tokens:,} tokens "
                 f"sent to the summarizer in all (uncached, at its model's rate): with the "
                 f"effective billed, {_m(m.billed + (m.summarizer_tokens or 0))}."
+            )
+        if m.front_moves:
+            lines.append(
+                f"- {out.name}: {m.front_moves} front moves re-sent {m.resent_tokens:,} tokens "
+                f"the request before had already sent ({m.resent_tokens / m.front_moves:,.0f} a "
+                "move), billed in full again; the rest of each uncached part is new work."
             )
         if out.counts["empty trims"]:
             lines.append(

@@ -29,8 +29,11 @@ from langchain_builderforce_memory.tokens import (
     CallableTokenCounter,
     TiktokenCounter,
     TokenCounter,
+    content_text_for_count,
     count_tokens,
+    estimate_text_tokens,
     resolve_token_counter,
+    tool_call_payload,
 )
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
@@ -50,6 +53,39 @@ def test_tool_calls_are_counted_as_their_json_payload() -> None:
     plain = ApproximateTokenCounter().count_message(AIMessage(""))
     assert plain == FRAMING_TOKENS
     assert ApproximateTokenCounter().count_message(CALL) > plain
+
+
+def _counted_the_general_way(message: BaseMessage) -> int:
+    text, fixed = content_text_for_count(message.content)
+    payload = tool_call_payload(message)
+    return (
+        estimate_text_tokens(text)
+        + fixed
+        + (estimate_text_tokens(payload) if payload else 0)
+        + FRAMING_TOKENS
+    )
+
+
+def test_the_text_message_shortcut_counts_what_the_general_path_counts() -> None:
+    # The default counter skips its helpers for a text message without calls (the common
+    # case of an uncached count); every message kind, with and without calls, must count
+    # the same as content + payload + framing.
+    text = "def f(x):\n    return x * 42  # 3f9a-Ünïcode 上下文\n" * 30
+    messages: list[BaseMessage] = [
+        HumanMessage(text),
+        SystemMessage(text),
+        ToolMessage(text, tool_call_id="c1"),
+        ChatMessage(content=text, role="tool"),
+        FunctionMessage(content=text, name="f"),
+        AIMessage(text),
+        AIMessage(text, tool_calls=[{"name": "ls", "args": {"path": text[:80]}, "id": "c2"}]),
+        AIMessage("", invalid_tool_calls=[{"name": "ls", "args": text, "id": "c3", "error": None}]),
+        HumanMessage([{"type": "text", "text": text}]),
+        HumanMessage(""),
+    ]
+    counter = ApproximateTokenCounter(cache=False)
+    for message in messages:
+        assert counter.count_message(message) == _counted_the_general_way(message), message.type
 
 
 def test_content_block_lists_count_text_and_a_fixed_cost_per_image() -> None:

@@ -30,6 +30,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_builderforce_memory.incremental import PrefixCache, last_index
+
 __all__ = [
     "THINKING_TYPES",
     "call_ids",
@@ -307,10 +309,17 @@ def current_turn_start(messages: Sequence[BaseMessage]) -> int:
         >>> current_turn_start([HumanMessage("a"), AIMessage("b"), HumanMessage("c")])
         2
     """
-    for i in range(len(messages) - 1, -1, -1):
-        if _turn_role(messages[i]) == "user":
-            return i
-    return len(messages)
+    # Incremental: a single-directive tool loop makes the current turn the whole record,
+    # and the fold asks on every model call; only the messages new since are looked at.
+    found = last_index(_TURN_STARTS, messages, _opens_turn)
+    return found if found >= 0 else len(messages)
+
+
+def _opens_turn(message: BaseMessage) -> bool:
+    return _turn_role(message) == "user"
+
+
+_TURN_STARTS: Final[PrefixCache[int]] = PrefixCache()
 
 
 def thinking_problems(

@@ -151,15 +151,12 @@ class PrefixCache(Generic[S]):
             return
         key = self._key(messages, owner)
         entry = _Entry(owner, list(messages), state)
-        n = len(messages)
         with self._lock:
-            # Entries this record extends are superseded (judged by their last message:
-            # keeping or dropping one wrongly costs a recount, never a wrong answer).
-            kept = [
-                e
-                for e in self._entries.get(key, ())
-                if not (len(e.refs) <= n and e.refs[-1] is messages[len(e.refs) - 1])
-            ]
+            # Entries this record extends are superseded. Judged by the whole prefix, not
+            # the last message: a view that shares the record's opening and its newest
+            # messages (old results cleared in between) must not evict the record's entry,
+            # or every turn recounts the record from the start.
+            kept = [e for e in self._entries.get(key, ()) if not _extends(entry.refs, e.refs)]
             self._entries[key] = [entry, *kept[: _PER_KEY - 1]]
             self._entries.move_to_end(key)
             while len(self._entries) > self._limit:
@@ -169,6 +166,12 @@ class PrefixCache(Generic[S]):
         """Forget every record."""
         with self._lock:
             self._entries.clear()
+
+
+def _extends(longer: list[object], shorter: list[object]) -> bool:
+    """Whether ``longer`` starts with ``shorter`` (by identity at C speed, cheap test first)."""
+    n = len(shorter)
+    return n <= len(longer) and longer[n - 1] is shorter[-1] and longer[:n] == shorter
 
 
 def last_index(cache: PrefixCache[int], messages: Sequence[T], test: Callable[[T], bool]) -> int:

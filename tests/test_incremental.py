@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_builderforce_memory import blocks
+from langchain_builderforce_memory.blocks import current_turn_start
 from langchain_builderforce_memory.incremental import PrefixCache, clear_caches, last_index
 from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
@@ -93,6 +96,40 @@ def test_records_sharing_their_opening_keep_their_own_entries() -> None:
     cache.save(b, None, 2)
     assert cache.resume([*a, HumanMessage("x")]) == (len(a), 1)
     assert cache.resume([*b, HumanMessage("y")]) == (len(b), 2)
+
+
+def test_a_cleared_copy_sharing_the_records_ends_does_not_evict_the_record() -> None:
+    # The fold's view of a record with old results cleared opens with the same messages
+    # and ends with the same newest ones; it used to count as "extending" the record and
+    # replaced its entry, so the next turn started over from the first message.
+    cache: PrefixCache[str] = PrefixCache()
+    record = _loop(4)
+    cleared = list(record)
+    cleared[2] = ToolMessage("[cleared]", tool_call_id="c0", id="t0")
+    cache.save(record, None, "record")
+    cache.save(cleared, None, "cleared")
+    grown = [*record, _call("c9")]
+    assert cache.resume(grown) == (len(record), "record")
+    assert cache.resume([*cleared, _call("c9")]) == (len(cleared), "cleared")
+
+
+def test_the_current_turn_start_looks_at_new_messages_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    looked: list[BaseMessage] = []
+    real = blocks._turn_role
+
+    def counted(m: BaseMessage) -> str:
+        looked.append(m)
+        return real(m)
+
+    monkeypatch.setattr(blocks, "_turn_role", counted)
+    record = _loop(50)
+    assert current_turn_start(record) == 0
+    looked.clear()
+    grown = [*record, _call("c99"), ToolMessage("y", tool_call_id="c99", id="t99")]
+    assert current_turn_start(grown) == 0
+    assert looked == [grown[-1], grown[-2]]  # newest first, then it stops
+    assert current_turn_start([*grown, HumanMessage("next")]) == len(grown)
+    assert current_turn_start([_call("z"), *record[1:]]) == len(record)  # edited: no user turn
 
 
 def test_last_index_tests_only_the_new_messages_and_follows_edits() -> None:

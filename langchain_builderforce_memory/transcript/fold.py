@@ -53,7 +53,6 @@ from langchain_builderforce_memory.transcript.plan import (
     compact_tail_start,
     compact_tail_start_for_budget,
     fold_note_text,
-    latest_user_index,
     note_reserve,
     pinned_directive_index,
     present_leading_marker,
@@ -188,7 +187,7 @@ def _compacted(
         memo.note,
         memo.covered_end,
         shown_restored,
-        latest_user=latest_user_index(convo),
+        cleared_from=convo,
     )
     fitted, elision = fit_view(
         _checked(view), policy.max_tokens, counter, where="build_working_transcript"

@@ -256,7 +256,7 @@ def assemble_compacted(
     covered_end: int,
     restored: Sequence[BaseMessage] = (),
     *,
-    latest_user: int | None = None,
+    cleared_from: Sequence[BaseMessage] | None = None,
 ) -> list[BaseMessage]:
     """A compacted view: system, the note, re-attached files, the directive, the tail.
 
@@ -272,8 +272,10 @@ def assemble_compacted(
         note: The note's text.
         covered_end: The conversation index the note covers up to (exclusive).
         restored: Re-attached file outputs, shown right after the note.
-        latest_user: :func:`latest_user_index` of ``convo``, when the caller has it (a
-            view with cleared results has the record's: placeholders are tool results).
+        cleared_from: The record ``convo`` is a cleared copy of, when it is one. Its latest
+            user turn and thinking span are ``convo``'s (placeholders are tool results in
+            the same places), and they are looked up incrementally on the record, which
+            grows at the end, not on a copy that changes wherever the clear tier moves.
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -288,12 +290,13 @@ def assemble_compacted(
     out = system_messages(system)
     out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
     out.extend(restored)
-    last = latest_user_index(convo) if latest_user is None else latest_user
+    record = convo if cleared_from is None else cleared_from
+    last = latest_user_index(record)
     if 0 <= last < tail_start:
         out.append(restated_directive(convo[last]))
         # With thinking on, the running tool loop must open with its thinking turn: it
         # stays with the directive while later steps of the loop go to the note.
-        span = thinking_span(convo)
+        span = thinking_span(record)
         if span is not None and last < span[0] and span[1] <= tail_start:
             out.extend(convo[span[0] : span[1]])
     out.extend(convo[tail_start:])

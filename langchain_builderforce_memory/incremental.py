@@ -98,12 +98,20 @@ class PrefixCache(Generic[S]):
         True
     """
 
-    __slots__ = ("__weakref__", "_entries", "_limit", "_lock")
+    __slots__ = ("__weakref__", "_entries", "_limit", "_lock", "_prefixes")
 
-    def __init__(self, limit: int = _LIMIT) -> None:
+    def __init__(self, limit: int = _LIMIT, *, prefixes: int = 0) -> None:
+        """Keep facts for ``limit`` record openings, and ``prefixes`` shorter prefixes.
+
+        ``prefixes``: shorter prefixes of a record kept beside it (0: a record that grew
+        replaces them). For facts asked of several prefixes of one record in a turn (the
+        results before each clear horizon tried): a prefix shorter than the last one
+        asked then extends the longest kept below it instead of starting over.
+        """
         self._entries: OrderedDict[tuple[int, int, int], list[_Entry[S]]] = OrderedDict()
         self._lock = threading.Lock()
         self._limit = limit
+        self._prefixes = prefixes
         _ALL.add(self)  # type: ignore[arg-type]  # cleared, never read, through the set
 
     @staticmethod
@@ -121,6 +129,8 @@ class PrefixCache(Generic[S]):
                 *self._entries.get(key, []),
                 *self._entries.get((key[0], key[1], 0), []),
             ]
+        if len(found) > 1:
+            found.sort(key=_known, reverse=True)  # the longest that fits: least to extend
         for entry in found:
             refs = entry.refs
             known = len(refs)
@@ -156,8 +166,13 @@ class PrefixCache(Generic[S]):
             # the last message: a view that shares the record's opening and its newest
             # messages (old results cleared in between) must not evict the record's entry,
             # or every turn recounts the record from the start.
-            kept = [e for e in self._entries.get(key, ()) if not _extends(entry.refs, e.refs)]
-            self._entries[key] = [entry, *kept[: _PER_KEY - 1]]
+            n = len(entry.refs)
+            kept = [
+                e
+                for e in self._entries.get(key, ())
+                if (self._prefixes and len(e.refs) < n) or not _extends(entry.refs, e.refs)
+            ]
+            self._entries[key] = [entry, *kept[: _PER_KEY + self._prefixes - 1]]
             self._entries.move_to_end(key)
             while len(self._entries) > self._limit:
                 self._entries.popitem(last=False)
@@ -166,6 +181,10 @@ class PrefixCache(Generic[S]):
         """Forget every record."""
         with self._lock:
             self._entries.clear()
+
+
+def _known(entry: _Entry[S]) -> int:
+    return len(entry.refs)
 
 
 def _extends(longer: list[object], shorter: list[object]) -> bool:

@@ -132,6 +132,20 @@ def test_the_current_turn_start_looks_at_new_messages_only(monkeypatch: pytest.M
     assert current_turn_start([_call("z"), *record[1:]]) == len(record)  # edited: no user turn
 
 
+@pytest.mark.parametrize(("prefixes", "resumed_at"), [(0, 2), (8, 4)])
+def test_a_cache_with_prefixes_resumes_a_shorter_prefix_from_the_longest_below_it(
+    prefixes: int, resumed_at: int
+) -> None:
+    # The clear tier asks for the results before each horizon it tries: 4, 9, 2, then 6
+    # of them. Without kept prefixes, 9 replaced 4, and 6 resumed from 2.
+    cache: PrefixCache[int] = PrefixCache(prefixes=prefixes)
+    record = _loop(5)
+    for n in (4, 9, 2):
+        cache.save(record[:n], None, n)
+    assert cache.resume(record[:6]) == (resumed_at, resumed_at)
+    assert cache.resume(record) == (9, 9)  # the longest kept, not the newest
+
+
 def test_last_index_tests_only_the_new_messages_and_follows_edits() -> None:
     cache: PrefixCache[int] = PrefixCache()
     tested: list[BaseMessage] = []

@@ -242,7 +242,8 @@ class _FileStats:
     """Each file's latest read."""
 
 
-_FILES: Final[PrefixCache[_FileStats]] = PrefixCache()
+_FILES: Final[PrefixCache[_FileStats]] = PrefixCache(prefixes=8)
+"""With prefixes: each clear horizon tried asks for the results before it."""
 
 
 def _file_stats(results: Sequence[ToolResult]) -> _FileStats:
@@ -376,7 +377,11 @@ def clearing(
         return hit
     # Reads a note covers are not in the view: sparing them would spare nothing.
     kept = {r.index for r in working_set(before, keep_tokens, since=start)}
-    cleared = tuple(r for r in before if r.index >= start and r.index not in kept)
+    # Only the results from ``start`` on can be cleared: bisect to them rather than walk
+    # every result a note covers (most of a long run's).
+    indices, ordered = order if order is not None else result_order(results)
+    first = bisect.bisect_left(indices, start, 0, len(before)) if ordered else 0
+    cleared = tuple(r for r in before[first:] if r.index >= start and r.index not in kept)
     value = (cleared, _saving(cleared))
     remember_over(before, key, value)
     return value

@@ -382,12 +382,13 @@ class MemoryCore:
         self,
         plan: TurnPlan,
         view: list[BaseMessage],
+        view_tokens: int,
         *,
         model: Runnable[Any, Any] | None,
         tools: Sequence[BaseTool | ToolLike] | None,
         model_settings: Mapping[str, object] | None = None,
     ) -> FitPlan | None:
-        """What the packer must do to fit ``view``; ``None`` when it already fits.
+        """What the packer must do to fit ``view`` (``view_tokens`` of it); ``None`` when it fits.
 
         The limit is ``max_tokens``, or the serving model's budget when that is smaller
         (``fit_to_model``). ``max_tokens`` is enforced here too: the fold keeps at least
@@ -401,7 +402,7 @@ class MemoryCore:
             window = plan.calibration.scale(window) if window is not None else None
             if window is not None and window < limit:
                 limit, to_model = window, _model_name(model)
-        if count_tokens(view, self.counter) <= limit:
+        if view_tokens <= limit:
             return None
         # The fold's note is the run's only record of what it folded: keep it in place
         # when it fits rather than let the packer stand an elision marker in for it.
@@ -428,10 +429,14 @@ class MemoryCore:
         plan: TurnPlan,
         transcript: WorkingTranscript,
         view: list[BaseMessage],
+        view_tokens: int,
         fit: FitPlan | None,
         pack: HandoffPack | None,
     ) -> TurnView:
-        """The turn's result: the messages after the system prompt, updates and events."""
+        """The turn's result: the messages after the system prompt, updates and events.
+
+        ``view_tokens``: ``view`` counted (what was sent, when the packer did not cut it).
+        """
         sent = pack.messages if pack is not None else view
         if plan.system is not None and sent and role_of(sent[0]) == "system":
             sent = sent[1:]
@@ -448,7 +453,7 @@ class MemoryCore:
             update[COMPACT_KEY] = honoured(plan.compact)
         if self.policy.agent_tools:
             update[VIEW_KEY] = view_mark(len(plan.source), sent)
-        sent_tokens = count_tokens(pack.messages if pack is not None else view, self.counter)
+        sent_tokens = count_tokens(pack.messages, self.counter) if pack is not None else view_tokens
         sent_tokens += plan.tools_tokens
         if self.policy.usage_calibration:
             # What was sent, to read its usage report from the record next turn.

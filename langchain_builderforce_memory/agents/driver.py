@@ -56,6 +56,7 @@ from langchain_builderforce_memory.handoff import (
     pack_handoff,
 )
 from langchain_builderforce_memory.store import CodeMap
+from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import (
     afold_turn,
     fold_turn,
@@ -147,9 +148,10 @@ def run_turn(
         plan, fold_turn(core.fold_plan(plan), core.summarizer)
     )
     view = core.view(plan, transcript)
-    fit = core.plan_fit(plan, view, model=model, tools=tools, model_settings=model_settings)
+    tokens = count_tokens(view, core.counter)  # counted once: the fit and the report use it
+    fit = core.plan_fit(plan, view, tokens, model=model, tools=tools, model_settings=model_settings)
     pack = pack_handoff(fit.messages, recall=fit.recall, **fit.options) if fit else None
-    return core.finish(plan, transcript, view, fit, pack)
+    return core.finish(plan, transcript, view, tokens, fit, pack)
 
 
 async def arun_turn(
@@ -184,10 +186,11 @@ async def arun_turn(
         plan, await afold_turn(core.fold_plan(plan), core.summarizer)
     )
     view = core.view(plan, transcript)
-    fit = core.plan_fit(plan, view, model=model, tools=tools, model_settings=model_settings)
+    tokens = count_tokens(view, core.counter)  # counted once: the fit and the report use it
+    fit = core.plan_fit(plan, view, tokens, model=model, tools=tools, model_settings=model_settings)
     recall = fit.recall.acall if fit is not None and fit.recall is not None else None
     pack = await apack_handoff(fit.messages, recall=recall, **fit.options) if fit else None
-    return core.finish(plan, transcript, view, fit, pack)
+    return core.finish(plan, transcript, view, tokens, fit, pack)
 
 
 def save_code_maps(

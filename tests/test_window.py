@@ -283,3 +283,32 @@ def test_does_not_mutate_the_callers_list() -> None:
     assert convo == snapshot
     view.append(HumanMessage("extra"))
     assert len(convo) == len(snapshot)
+
+
+def _thinking_call(cid: str, thought: str) -> AIMessage:
+    blocks: list[str | dict[str, object]] = [
+        {"type": "thinking", "thinking": thought, "signature": "sig"},
+        {"type": "tool_use", "id": cid, "name": "read_file", "input": {"path": cid}},
+    ]
+    call = {"name": "read_file", "args": {"path": cid}, "id": cid, "type": "tool_call"}
+    return AIMessage(blocks, tool_calls=[call])
+
+
+def test_a_turn_that_turned_thinking_on_midway_stays_within_the_message_window() -> None:
+    # Found by a random hypothesis run: the window restated the directive and kept a step
+    # without thinking before one with it; the repair then opened a new turn at the
+    # thinking step, one message more than max_messages. The view now opens the turn
+    # there instead.
+    record: list[BaseMessage] = [
+        HumanMessage("fix the parser"),
+        AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c0", "type": "tool_call"}]),
+        ToolMessage("a.py", tool_call_id="c0"),
+        AIMessage("looking"),
+        _thinking_call("c1", "hm"),
+        ToolMessage("print(1)", tool_call_id="c1"),
+    ]
+    view = windowed(record, max_messages=4, max_tokens=500)
+    assert len(view) <= 4
+    assert request_problems(view, thinking=True) == []
+    assert (stamp_of(view[0]) or {}).get("kind") == "directive"
+    assert view[1:] == record[4:]  # the thinking step and its result, verbatim

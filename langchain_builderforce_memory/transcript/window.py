@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.blocks import current_turn_start, thinking_restart
 from langchain_builderforce_memory.incremental import Recent, prefix_sums
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
@@ -281,7 +282,16 @@ def windowed(
         max_tokens=max(1, max_tokens - system_tokens),
         token_counter=counter,
     )
-    view, repairs = repair_request([*system, *window_view(convo, cut)])
+    shown = window_view(convo, cut)
+    restart = thinking_restart(shown)
+    if restart > 0 and len(shown) >= max_messages:
+        # The current turn opens without thinking and a later step has it (thinking
+        # turned on mid-turn): the repair would start a new turn there, one message more
+        # than the window holds. Open the turn on that step instead; the steps before it
+        # leave the view (they are still in the record).
+        begin = current_turn_start(shown)
+        shown = [*shown[: begin + 1], *shown[restart:]]
+    view, repairs = repair_request([*system, *shown])
     if repairs and cut.directive < 0:
         view, repairs = _repairs_within_budget(
             system, convo, cut.start, view, repairs, max_tokens, counter

@@ -52,6 +52,7 @@ __all__ = [
     "TokenCounter",
     "TokenCounterLike",
     "count_tokens",
+    "estimate_message_parts",
     "estimate_text_tokens",
     "resolve_token_counter",
 ]
@@ -287,14 +288,28 @@ class ApproximateTokenCounter(_CachedCounter):
             # Most of a transcript (tool results, user turns): text, no calls, so no
             # helper calls; a first count of such a message is mostly interpreter overhead.
             return estimate_text_tokens(content) + FRAMING_TOKENS
-        text, fixed = _content_of(message, estimate_text_tokens)
-        payload = tool_call_payload(message)
-        return (
-            estimate_text_tokens(text)
-            + fixed
-            + (estimate_text_tokens(payload) if payload else 0)
-            + FRAMING_TOKENS
-        )
+        return estimate_message_parts(message)
+
+
+def estimate_message_parts(message: BaseMessage) -> int:
+    """The default estimate of ``message`` the general way: content, call payload, framing.
+
+    :class:`ApproximateTokenCounter` takes a shortcut for a text message without calls and
+    comes here for the rest; the shortcut must count what this counts.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> estimate_message_parts(HumanMessage("x" * 40))
+        15
+    """
+    text, fixed = _content_of(message, estimate_text_tokens)
+    payload = tool_call_payload(message)
+    return (
+        estimate_text_tokens(text)
+        + fixed
+        + (estimate_text_tokens(payload) if payload else 0)
+        + FRAMING_TOKENS
+    )
 
 
 class TiktokenCounter(_CachedCounter):

@@ -29,11 +29,9 @@ from langchain_builderforce_memory.tokens import (
     CallableTokenCounter,
     TiktokenCounter,
     TokenCounter,
-    content_text_for_count,
     count_tokens,
-    estimate_text_tokens,
+    estimate_message_parts,
     resolve_token_counter,
-    tool_call_payload,
 )
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
@@ -55,17 +53,6 @@ def test_tool_calls_are_counted_as_their_json_payload() -> None:
     assert ApproximateTokenCounter().count_message(CALL) > plain
 
 
-def _counted_the_general_way(message: BaseMessage) -> int:
-    text, fixed = content_text_for_count(message.content)
-    payload = tool_call_payload(message)
-    return (
-        estimate_text_tokens(text)
-        + fixed
-        + (estimate_text_tokens(payload) if payload else 0)
-        + FRAMING_TOKENS
-    )
-
-
 def test_the_text_message_shortcut_counts_what_the_general_path_counts() -> None:
     # The default counter skips its helpers for a text message without calls (the common
     # case of an uncached count); every message kind, with and without calls, must count
@@ -85,7 +72,7 @@ def test_the_text_message_shortcut_counts_what_the_general_path_counts() -> None
     ]
     counter = ApproximateTokenCounter(cache=False)
     for message in messages:
-        assert counter.count_message(message) == _counted_the_general_way(message), message.type
+        assert counter.count_message(message) == estimate_message_parts(message), message.type
 
 
 def test_content_block_lists_count_text_and_a_fixed_cost_per_image() -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "has_structure",
     "has_thinking",
     "is_tool_result_turn",
+    "opening_span",
     "opens_with_thinking",
     "reasoning_text",
     "thinking_first",
@@ -378,10 +379,33 @@ def thinking_span(messages: Sequence[BaseMessage]) -> tuple[int, int] | None:
         >>> thinking_span([HumanMessage("go"), call, ToolMessage("a", tool_call_id="t1")])
         (1, 3)
     """
-    start = current_turn_start(messages)
-    first = next(
-        (i for i in range(start + 1, len(messages)) if isinstance(messages[i], AIMessage)), -1
-    )
+    return opening_span(messages, current_turn_start(messages))
+
+
+def opening_span(messages: Sequence[BaseMessage], start: int) -> tuple[int, int] | None:
+    """The turn at ``start``'s opening thinking step and its tool results, or ``None``.
+
+    ``(start, end)`` of the turn's first assistant message and the tool results after it,
+    when that message carries a thinking block. :func:`thinking_span` is this for the
+    current turn. A view that restates an earlier turn's directive keeps that turn's
+    opening thinking step with it, as it did while the turn was current, so the front of
+    the view does not move when a new turn begins.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> think = {"type": "thinking", "thinking": "hm", "signature": "s"}
+        >>> call = AIMessage([think, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
+        >>> turn = [HumanMessage("go"), call, ToolMessage("a", tool_call_id="t1")]
+        >>> opening_span([*turn, HumanMessage("next"), AIMessage("ok")], 0)
+        (1, 3)
+    """
+    first = -1
+    for i in range(start + 1, len(messages)):
+        if isinstance(messages[i], AIMessage):
+            first = i
+            break
+        if _opens_turn(messages[i]):
+            return None
     if first < 0 or not has_thinking(messages[first]):
         return None
     end = first + 1

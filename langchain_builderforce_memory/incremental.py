@@ -40,7 +40,15 @@ if TYPE_CHECKING:
 
     from langchain_builderforce_memory.tokens import TokenCounter
 
-__all__ = ["PrefixCache", "Recent", "clear_caches", "last_index", "message_sizes", "prefix_sums"]
+__all__ = [
+    "PrefixCache",
+    "Recent",
+    "all_indices",
+    "clear_caches",
+    "last_index",
+    "message_sizes",
+    "prefix_sums",
+]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -215,6 +223,34 @@ def last_index(cache: PrefixCache[int], messages: Sequence[T], test: Callable[[T
         if test(messages[i]):
             found = i
             break
+    cache.save(messages, None, found)
+    return found
+
+
+def all_indices(
+    cache: PrefixCache[tuple[int, ...]], messages: Sequence[T], test: Callable[[T], bool]
+) -> tuple[int, ...]:
+    """The indices of every message passing ``test``, ascending: only new messages are tested.
+
+    ``cache`` must serve this one ``test``. For tests few messages pass (user turns): the
+    tuple is copied only when a new message passes.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> cache: PrefixCache[tuple[int, ...]] = PrefixCache()
+        >>> record = [HumanMessage("a"), AIMessage("b")]
+        >>> all_indices(cache, record, lambda m: m.type == "human")
+        (0,)
+        >>> all_indices(cache, [*record, HumanMessage("c")], lambda m: m.type == "human")
+        (0, 2)
+    """
+    hit = cache.resume(messages)
+    known, found = hit if hit is not None else (0, ())
+    if known == len(messages):
+        return found
+    new = [i for i in range(known, len(messages)) if test(messages[i])]
+    if new:
+        found = (*found, *new)
     cache.save(messages, None, found)
     return found
 

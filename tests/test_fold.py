@@ -18,7 +18,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.messages import (
+    DIRECTIVE_KIND,
     STAMP_KEY,
+    is_stamped,
     message_id,
     role_of,
     stamp_of,
@@ -203,6 +205,119 @@ def test_the_tail_keeps_a_whole_run_of_parallel_results_rather_than_fall_below_i
 def test_stamped_human_messages_are_never_pinned_as_the_directive() -> None:
     convo = [HumanMessage("task"), AIMessage("a"), memory_note("old note", 1), AIMessage("b")]
     assert pinned_directive_index(convo, 3) == 0
+
+
+def _thinking_round(i: int) -> list[BaseMessage]:
+    think = {"type": "thinking", "thinking": f"plan {i}", "signature": "sig"}
+    call = AIMessage(
+        [think, {"type": "tool_use", "id": f"t{i}", "name": "ls", "input": {}}],
+        tool_calls=[{"name": "ls", "args": {}, "id": f"t{i}"}],
+    )
+    return [call, ToolMessage("a.py", tool_call_id=f"t{i}", name="ls")]
+
+
+@pytest.mark.parametrize("thinking", [False, True], ids=["plain", "thinking"])
+def test_a_new_instruction_after_a_fold_keeps_the_front_of_the_view(thinking: bool) -> None:
+    # The tail opens inside the first instruction's tool loop; a second instruction then
+    # arrives. Dropping the restated first one moved the front of every request after the
+    # note (~35k tokens re-sent a new instruction, benchmarks/contenders.py): it stays
+    # until the next fold, with (thinking on) the opening thinking step it was sent with.
+    first = _thinking_round(0) if thinking else tool_round(0, "x")
+    convo: list[BaseMessage] = [
+        HumanMessage("task"),
+        *first,
+        *(m for i in range(1, 6) for m in tool_round(i, f"r{i}")),
+    ]
+    covered_end = len(convo) - 4
+    before = assemble_compacted("SYS", convo, "MEMO", covered_end)
+    assert restates(before[2], convo[0])
+    assert (before[3:5] == first) is thinking
+    later = [*convo, HumanMessage("now the docs"), *tool_round(9, "d")]
+    assert pinned_directive_index(later, covered_end) == 0
+    after = assemble_compacted("SYS", later, "MEMO", covered_end)
+    assert after[: len(before)] == before
+    assert after[len(before) :] == later[len(convo) :]
+    assert request_problems(after) == []
+
+
+def test_a_tail_that_opens_on_a_user_turn_restates_no_earlier_one() -> None:
+    convo = [HumanMessage("task"), *tool_round(0, "x"), HumanMessage("next"), *tool_round(1, "y")]
+    assert pinned_directive_index(convo, 3) == -1
+    out = assemble_compacted("SYS", convo, "MEMO", 3)
+    assert [m for m in out if m.content == "task"] == []
+    assert out[2:] == convo[3:]
+
+
+def _two_instructions(rounds: int) -> list[BaseMessage]:
+    return [
+        HumanMessage("task", id="u0"),
+        *(m for i in range(rounds) for m in tool_round(i, f"r{i} " + "x" * 400)),
+        HumanMessage("now the docs", id="u1"),
+        *(m for i in range(rounds, 2 * rounds) for m in tool_round(i, f"r{i} " + "x" * 400)),
+    ]
+
+
+@pytest.mark.parametrize("max_messages", [20, 21])
+async def test_a_full_message_window_drops_the_earlier_instruction_rather_than_fold(
+    build: Build, max_messages: int
+) -> None:
+    # The tail opens in the first instruction's loop (messages 5 on), the second is in it:
+    # 1 note + 1 restated + 19 tail messages. With room for 21 the earlier instruction
+    # stays; with 20 it goes, and nothing is folded (a fold would call the summarizer
+    # to make room for one message).
+    record = _two_instructions(6)[:24]
+    memo = CompactMemo(note="MEMO", covered_end=5, last_covered_id=message_id(record[4]))
+    summarizer = ScriptedSummarizer()
+    out = await build(
+        record, memo=memo, summarizer=summarizer, max_messages=max_messages, max_tokens=64_000
+    )
+    assert out.mode == "memo"
+    assert summarizer.calls == []
+    restated = [m for m in out.messages if m.content == "task"]
+    assert len(restated) == (1 if max_messages == 21 else 0)
+    assert len(out.messages) == max_messages
+    assert request_problems(out.messages) == []
+
+
+@pytest.mark.parametrize("max_messages", [12, 16, 20, 24])
+def test_after_a_fold_the_next_views_keep_its_front_across_a_new_instruction(
+    max_messages: int,
+) -> None:
+    # Turn by turn through two instructions, the memo carried: every view that holds the
+    # note of the view before it starts with that whole view (the restated instruction
+    # included, also when a full message window dropped it before the fold).
+    record = _two_instructions(20)
+    summarizer = ScriptedSummarizer("NOTE")
+    memo: CompactMemo | None = None
+    before: list[BaseMessage] | None = None
+    checked = drops = 0
+    for end in range(2, len(record) + 1):
+        if not isinstance(record[end - 1], ToolMessage) and end != len(record):
+            continue
+        out = build_working_transcript(
+            record[:end],
+            memo=memo,
+            summarizer=summarizer,
+            max_messages=max_messages,
+            max_tokens=64_000,
+            **FOLD_ONLY,
+        )
+        assert request_problems(out.messages) == []
+        assert len(out.messages) <= max_messages
+        if out.mode == "memo" and before is not None and memo == out.memo:
+            checked += 1
+            if out.messages[: len(before)] != before:
+                # The one other move: a full message window dropped the restated one.
+                restated = [m for m in before if is_stamped(m, DIRECTIVE_KIND)]
+                assert len(restated) == 1
+                assert len(out.messages) == max_messages
+                rest = [m for m in before if m is not restated[0]]
+                assert out.messages[: len(rest)] == rest
+                drops += 1
+        memo, before = out.memo, out.messages
+    assert summarizer.calls
+    assert checked >= 10
+    assert drops <= len(summarizer.calls)
 
 
 # --- build_working_transcript ------------------------------------------------------------

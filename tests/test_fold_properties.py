@@ -154,11 +154,14 @@ def test_every_turn_is_valid_covered_and_in_budget_unless_its_core_alone_is_not(
 
 @PROPERTY
 @given(record=valid_records(max_units=40), policy=policies())
-def test_the_view_keeps_its_prefix_until_a_fold_or_a_new_directive(
+def test_the_view_keeps_its_prefix_until_a_fold_even_across_a_new_directive(
     record: list[BaseMessage], policy: FoldPolicy
 ) -> None:
-    previous: tuple[list[BaseMessage], str, int, bool] | None = None
-    for prefix, out in replay(record, policy, "n"):
+    # A new user turn after a fold lands in the tail; the directive the view restated
+    # stays until the next fold, so the front does not move (it used to, ~35k tokens
+    # re-sent a new instruction in benchmarks/contenders.py).
+    previous: tuple[list[BaseMessage], str, bool] | None = None
+    for _prefix, out in replay(record, policy, "n"):
         view = out.messages  # type: ignore[attr-defined]
         mode = out.mode  # type: ignore[attr-defined]
         # An elided view (its minimum tail alone over the budget) is cut to fit each turn,
@@ -168,18 +171,15 @@ def test_the_view_keeps_its_prefix_until_a_fold_or_a_new_directive(
         # system message, the held note dropped on the next turn).
         steps = out.steps  # type: ignore[attr-defined]
         elided = bool(steps.elided_messages or steps.dropped_messages)
-        directive = latest_user_index(prefix)
         if previous is not None:
-            before, before_mode, before_directive, before_elided = previous
-            same_directive = directive == before_directive
+            before, before_mode, before_elided = previous
             if (
                 mode == "memo"
                 and before_mode in {"memo", "folded"}
-                and same_directive
                 and not (elided or before_elided)
             ):
                 assert view[: len(before)] == before
-        previous = (view, mode, directive, elided)
+        previous = (view, mode, elided)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

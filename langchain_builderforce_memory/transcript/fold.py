@@ -166,7 +166,14 @@ def _compacted(
     restored = restored_of(convo, memo, plan.results)
     shown_restored = [restored_message(convo[r.index], r) for r in restored]
     if clear is None:  # a new note: clear its tail only if it still does not fit
-        base = assemble_compacted(plan.system, convo, memo.note, memo.covered_end, shown_restored)
+        base = assemble_compacted(
+            plan.system,
+            convo,
+            memo.note,
+            memo.covered_end,
+            shown_restored,
+            restate_earlier=plan.restate_earlier,
+        )
         clear = (
             clear_range(
                 plan.results,
@@ -188,6 +195,7 @@ def _compacted(
         memo.covered_end,
         shown_restored,
         cleared_from=convo,
+        restate_earlier=plan.restate_earlier,
     )
     fitted, elision = fit_view(
         _checked(view), policy.max_tokens, counter, where="build_working_transcript"

@@ -53,6 +53,7 @@ from langchain_builderforce_memory.transcript.plan import (
     latest_user_index,
     memory_note,
     note_reserve,
+    restated_opening,
     system_messages,
     verbatim_start,
 )
@@ -116,6 +117,9 @@ class FoldPlan:
     """For a fold: the file outputs to re-attach after the new note."""
     held_horizon: ClearHorizon | None = None
     """The clear tier's horizon carried from the last turn (held while the view fits)."""
+    restate_earlier: bool = True
+    """Whether a held note's view restates an earlier instruction its tail opens under
+    (see :func:`~.plan.pinned_directive_index`); ``False`` when the view has no room."""
 
 
 def _held_memo(
@@ -245,48 +249,70 @@ def plan_working_transcript(
         # With thinking on, the loop's opening turn is pinned with the directive (issue 13).
         directive_tokens += sums[span[1]] - sums[span[0]]
     counts_fit = False
+    restate_held = True
     held_note_tokens = 0
     if held is not None:
         tail_start = verbatim_start(convo, held.covered_end)
-        directive = 0 <= last_user < tail_start
+        opening, opening_thinking = restated_opening(convo, tail_start)
+        directive = opening >= 0
         held_note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
         restored = restored_of(convo, held, results)
         tokens = (
             system_tokens
             + held_note_tokens
             + sum(counter.count_message(restored_message(convo[r.index], r)) for r in restored)
-            + (directive_tokens if directive else 0)
+            + _restated_tokens(sums, opening, opening_thinking, last_user, directive_tokens)
             + sums[-1]
             - sums[tail_start]
         )
         # The loop's opening thinking turn goes in with the directive when the tail has
         # passed it: it counts against the message cap like the rest of the view.
-        pinned = (
-            span[1] - span[0]
-            if span is not None and directive and last_user < span[0] and span[1] <= tail_start
-            else 0
-        )
-        counts_fit = (
-            1 + len(restored) + int(directive) + pinned + len(convo) - tail_start
-            <= policy.max_messages
-        )
+        pinned = opening_thinking[1] - opening_thinking[0] if opening_thinking else 0
+        count = 1 + len(restored) + int(directive) + pinned + len(convo) - tail_start
+        if count > policy.max_messages and directive and opening != last_user:
+            # An earlier instruction restated only keeps the front in place: when the
+            # message window has no room for it, it goes (the front moves once) before
+            # anything is folded. Not for tokens: the clear tier makes that room (measured
+            # in benchmarks/contenders.py, heavy: dropping it there cost 4.64M against
+            # 4.58M effective billed, three more front moves).
+            restate_held = False
+            count -= 1 + pinned
+            tokens -= _restated_tokens(sums, opening, opening_thinking, last_user, 0)
+        counts_fit = count <= policy.max_messages
         if counts_fit:
             step = _clear(plan, results, tail_start, tokens - budget)
             if step is not None:
-                return replace(plan, mode="memo", memo=held, clear=step)
+                return replace(
+                    plan, mode="memo", memo=held, clear=step, restate_earlier=restate_held
+                )
     start = held.covered_end if held is not None else 0
     # The note's room is reserved at its ceiling (its size is unknown until it is written),
     # and the directive's whether or not it lands in the tail; the re-attached files come
     # out of the room before the tail is sized, so the tail after a fold is smaller and the
     # next fold further away.
-    room = budget - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
-    to = _tail_start(convo, policy, counter, room, start)
-    restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
-    if restore:
-        restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
-        to = _tail_start(convo, policy, counter, room - restore_cost, start)
-        restore = restore_plan(results, covered_end=to, room=restore_cost)
-    fallback = replace(plan, mode="memo" if held is not None else "window", memo=held)
+    # The directive restated is the one the tail opens in, known once the tail is sized:
+    # an older instruction bigger than the latest one sizes the tail again, once.
+    reserve = directive_tokens
+    for _ in range(2):
+        room = budget - system_tokens - note_reserve(counter, len(convo)) - reserve
+        to = _tail_start(convo, policy, counter, room, start)
+        restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
+        if restore:
+            restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
+            to = _tail_start(convo, policy, counter, room - restore_cost, start)
+            restore = restore_plan(results, covered_end=to, room=restore_cost)
+        restated = _restated_tokens(
+            sums, *restated_opening(convo, to), last_user, directive_tokens
+        )
+        if restated <= reserve:
+            break
+        reserve = restated
+    fallback = replace(
+        plan,
+        mode="memo" if held is not None else "window",
+        memo=held,
+        restate_earlier=restate_held,
+    )
     # When the minimum tail (with the system messages, a note the size of the held one and
     # the directive) is over the token budget, every turn overflows, and refolding the one
     # or two messages that slid out of the minimum tail would cost a summarizer call a
@@ -298,7 +324,7 @@ def plan_working_transcript(
         and counts_fit
         and system_tokens
         + held_note_tokens
-        + (directive_tokens if 0 <= last_user < to else 0)
+        + restated
         + sums[-1]
         - sums[to]
         > policy.max_tokens
@@ -338,6 +364,7 @@ def plan_working_transcript(
         fold_to=to,
         fold_input=(*held_note, *fold_input),
         restore=tuple(restore),
+        restate_earlier=True,  # the new tail was sized with it
     )
 
 
@@ -407,3 +434,23 @@ def _requested_fold(plan: FoldPlan, held: CompactMemo | None, focus: str | None)
         fold_input=(*held_note, *convo[start:to]),
         focus=focus,
     )
+
+
+def _restated_tokens(
+    sums: Sequence[int],
+    opening: int,
+    thinking: tuple[int, int] | None,
+    last_user: int,
+    latest: int,
+) -> int:
+    """Tokens of the directive restated ahead of the tail (``opening``; -1: none).
+
+    ``latest`` is the latest user turn's count, its thinking span included (reserved
+    whether or not the tail has passed it); an earlier turn's counts the span pinned.
+    """
+    if opening < 0:
+        return 0
+    if opening == last_user:
+        return latest
+    pinned = sums[thinking[1]] - sums[thinking[0]] if thinking is not None else 0
+    return sums[opening + 1] - sums[opening] + pinned

@@ -18,13 +18,14 @@ passes and UIs recognise it as generated, never as something the user said.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_builderforce_memory.blocks import thinking_span
-from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
+from langchain_builderforce_memory.blocks import opening_span, thinking_span
+from langchain_builderforce_memory.incremental import PrefixCache, Recent, all_indices, last_index
 from langchain_builderforce_memory.messages import (
     is_generated,
     role_of,
@@ -56,6 +57,7 @@ __all__ = [
     "note_reserve",
     "pinned_directive_index",
     "present_leading_marker",
+    "restated_opening",
     "system_messages",
     "trim_compacted_tail",
     "verbatim_start",
@@ -234,19 +236,67 @@ _LATEST_USER: Final[PrefixCache[int]] = PrefixCache()
 def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int:
     """Index of the user turn to re-inject verbatim ahead of the tail, or -1.
 
-    The ACTIVE directive is the MOST RECENT user turn. Pinning the first one (the seed's
-    old behaviour) made a multi-instruction chat revert to its opening request. -1 when
-    the latest user turn is already inside the tail (or there is none). Generated
-    (stamped) human messages are never directives.
+    The turn the tail opens in: its directive went into the note, and the tail's first
+    steps answer it. While the tail is inside the latest user turn that is the ACTIVE
+    directive (pinning the first one, the seed's old behaviour, made a multi-instruction
+    chat revert to its opening request). When a newer user turn arrives after a fold, it
+    lands in the tail and the restated one stays until the next fold: dropping it would
+    move the front of every request after the note, and the provider's prefix cache would
+    miss everything the request before had sent (~35k tokens a new instruction, measured in
+    ``benchmarks/contenders.py``). -1 when the tail opens on a user turn of its own, or
+    none comes before it. Generated (stamped) human messages are never directives.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> convo = [HumanMessage("old"), AIMessage("a"), HumanMessage("new"), AIMessage("b")]
-        >>> pinned_directive_index(convo, 3), pinned_directive_index(convo, 2)
-        (2, -1)
+        >>> pinned_directive_index(convo, 3), pinned_directive_index(convo, 1)
+        (2, 0)
+        >>> pinned_directive_index(convo, 2)
+        -1
     """
     last = latest_user_index(convo)
-    return last if 0 <= last < tail_start else -1
+    if 0 <= last < tail_start:
+        return last
+    if last < 0 or tail_start <= 0:
+        return -1
+    # The latest turn is in the tail: look up the turn the tail opens in among all of them.
+    turns = all_indices(_USER_TURNS, convo, _is_directive)
+    k = bisect_left(turns, tail_start)
+    if k == 0 or (k < len(turns) and turns[k] == tail_start):
+        return -1
+    return turns[k - 1]
+
+
+_USER_TURNS: Final[PrefixCache[tuple[int, ...]]] = PrefixCache()
+
+
+def restated_opening(
+    convo: Sequence[BaseMessage], tail_start: int
+) -> tuple[int, tuple[int, int] | None]:
+    """The directive restated ahead of a tail at ``tail_start`` and the span pinned with it.
+
+    With thinking on, the turn's opening thinking step (with its tool results) goes in
+    right after the directive when the tail has passed it: for the running loop the
+    provider requires it, and for an earlier turn it was there while that turn ran, so the
+    front stays put. ``(-1, None)`` when nothing is restated.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> convo = [HumanMessage("task")] + [AIMessage(f"a{i}") for i in range(5)]
+        >>> restated_opening(convo, 3)
+        (0, None)
+    """
+    directive = pinned_directive_index(convo, tail_start)
+    if directive < 0:
+        return -1, None
+    span = (
+        thinking_span(convo)
+        if directive == latest_user_index(convo)
+        else opening_span(convo, directive)
+    )
+    if span is not None and directive < span[0] and span[1] <= tail_start:
+        return directive, span
+    return directive, None
 
 
 def assemble_compacted(
@@ -257,6 +307,7 @@ def assemble_compacted(
     restored: Sequence[BaseMessage] = (),
     *,
     cleared_from: Sequence[BaseMessage] | None = None,
+    restate_earlier: bool = True,
 ) -> list[BaseMessage]:
     """A compacted view: system, the note, re-attached files, the directive, the tail.
 
@@ -276,6 +327,8 @@ def assemble_compacted(
             user turn and thinking span are ``convo``'s (placeholders are tool results in
             the same places), and they are looked up incrementally on the record, which
             grows at the end, not on a copy that changes wherever the clear tier moves.
+        restate_earlier: Restate the instruction the tail opens under when a newer one is
+            in the tail (it keeps the front in place; ``False`` when the view has no room).
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -291,13 +344,14 @@ def assemble_compacted(
     out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
     out.extend(restored)
     record = convo if cleared_from is None else cleared_from
-    last = latest_user_index(record)
-    if 0 <= last < tail_start:
+    last, span = restated_opening(record, tail_start)
+    if last >= 0 and not restate_earlier and last != latest_user_index(record):
+        last, span = -1, None
+    if last >= 0:
         out.append(restated_directive(convo[last]))
         # With thinking on, the running tool loop must open with its thinking turn: it
         # stays with the directive while later steps of the loop go to the note.
-        span = thinking_span(record)
-        if span is not None and last < span[0] and span[1] <= tail_start:
+        if span is not None:
             out.extend(convo[span[0] : span[1]])
     out.extend(convo[tail_start:])
     return out
@@ -340,7 +394,10 @@ def trim_compacted_tail(
     if directive >= 0:
         head.append(convo[directive])
     # With thinking on, the running loop's opening thinking turn stays with the directive.
-    span = thinking_span(convo)
+    span = None
+    if directive >= 0:
+        current = directive == latest_user_index(convo)
+        span = thinking_span(convo) if current else opening_span(convo, directive)
     opening = span[0] if span is not None and 0 <= directive < span[0] else -1
     if span is not None and opening >= 0 and span[1] <= tail_start:
         head.extend(convo[span[0] : span[1]])

@@ -78,6 +78,7 @@ def note_writer(prompt):
 # and where it ends) is the only state carried from turn to turn; an agent
 # adapter keeps it in the graph state, where a checkpointer persists it.
 
+
 # %%
 def same(a, b):
     return a is b or (a.type == b.type and a.content == b.content)
@@ -198,6 +199,7 @@ for view in ("window", "fold"):
 # human-role message), restates the directive the note covers, then the verbatim
 # tail.
 
+
 # %%
 def show(view, n=4):
     for m in view[:n]:
@@ -208,8 +210,6 @@ def show(view, n=4):
 
 print("window:")
 show(windowed(record, max_tokens=BUDGET))
-final = build_working_transcript(
-    record, memo=memo, summarizer=note_writer, max_tokens=BUDGET
-)
+final = build_working_transcript(record, memo=memo, summarizer=note_writer, max_tokens=BUDGET)
 print(f"\nfold (mode {final.mode!r}, note covers {final.memo.covered_end} messages):")
 show(final.messages)

@@ -106,9 +106,7 @@ summarizer = real_model() or counted_note_writer
 
 
 def memory_middleware():
-    return BuilderforceMemoryMiddleware(
-        summarizer, max_tokens=16_000, tail_tokens=10_000
-    )
+    return BuilderforceMemoryMiddleware(summarizer, max_tokens=16_000, tail_tokens=10_000)
 
 
 db = Path(tempfile.mkdtemp()) / "agent.sqlite"
@@ -191,6 +189,8 @@ for directive in run.directives[2:]:
     resumed.invoke({"messages": [HumanMessage(directive)]}, config)
 first = resumed_model.requests[0]
 print("the first request after resuming has that note:", first[1].text == note_before)
-print(f"{len(resumed_model.requests)} more model calls, "
-      f"{len(summarizer_calls) - calls_before} more summarizer calls")
+print(
+    f"{len(resumed_model.requests)} more model calls, "
+    f"{len(summarizer_calls) - calls_before} more summarizer calls"
+)
 print("record now:", len(resumed.get_state(config).values["messages"]), "messages")

@@ -133,9 +133,11 @@ for directive in run.directives:
 state = graph.get_state(config).values
 record = state["messages"]
 print(f"record: {len(record)} messages, {count_tokens(record):,} tokens")
-print(f"last view: {len(state['llm_input_messages'])} messages, "
-      f"{count_tokens(state['llm_input_messages']):,} tokens; memo covers "
-      f"{state['builderforce_memo']['covered_end']}")
+print(
+    f"last view: {len(state['llm_input_messages'])} messages, "
+    f"{count_tokens(state['llm_input_messages']):,} tokens; memo covers "
+    f"{state['builderforce_memo']['covered_end']}"
+)
 assert all(request_problems(r) == [] for r in model.requests)
 assert max(count_tokens(r) for r in model.requests) <= 16_000
 
@@ -170,7 +172,9 @@ for directive in run.directives:
     agent.invoke({"messages": [HumanMessage(directive)]}, config)
 state = agent.get_state(config).values
 sizes = [count_tokens(r) for r in react_model.requests]
-print(f"{len(sizes)} model calls; largest request {max(sizes):,} tokens; "
-      f"record {count_tokens(state['messages']):,} tokens")
+print(
+    f"{len(sizes)} model calls; largest request {max(sizes):,} tokens; "
+    f"record {count_tokens(state['messages']):,} tokens"
+)
 # The same run, the same views: both ways in share one implementation.
 assert sizes == [count_tokens(r) for r in model.requests]

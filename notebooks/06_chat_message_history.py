@@ -139,8 +139,10 @@ print(f"{len(markers)} consolidation marker(s) stored; the latest:")
 print(" ", " ".join(markers[-1].text.split())[:300])
 if isinstance(model, ScriptedChatModel):
     last = model.requests[-1]
-    print(f"\nlast request: {len(last)} messages, {count_tokens(last):,} tokens; "
-          f"the store holds {len(history.full_messages)} messages")
+    print(
+        f"\nlast request: {len(last)} messages, {count_tokens(last):,} tokens; "
+        f"the store holds {len(history.full_messages)} messages"
+    )
     assert request_problems(last) == []
 
 # %%

@@ -301,9 +301,7 @@ def plan_working_transcript(
             restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
             to = _tail_start(convo, policy, counter, room - restore_cost, start)
             restore = restore_plan(results, covered_end=to, room=restore_cost)
-        restated = _restated_tokens(
-            sums, *restated_opening(convo, to), last_user, directive_tokens
-        )
+        restated = _restated_tokens(sums, *restated_opening(convo, to), last_user, directive_tokens)
         if restated <= reserve:
             break
         reserve = restated
@@ -322,12 +320,7 @@ def plan_working_transcript(
     futile = (
         held is not None
         and counts_fit
-        and system_tokens
-        + held_note_tokens
-        + restated
-        + sums[-1]
-        - sums[to]
-        > policy.max_tokens
+        and system_tokens + held_note_tokens + restated + sums[-1] - sums[to] > policy.max_tokens
         and sums[to] - sums[start] < int(policy.max_tokens * (1 - TAIL_SHARE))
     )
     if to <= start or futile:

@@ -8,6 +8,7 @@ seed assertion changes for that reason says so in a comment.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import statistics
 import threading
@@ -36,6 +37,7 @@ from langchain_builderforce_memory.transcript.fold import (
     build_working_transcript,
     compact_tail_start,
     compact_tail_start_for_budget,
+    held_directive_index,
     pinned_directive_index,
     verbatim_start,
 )
@@ -224,7 +226,7 @@ def test_a_new_instruction_after_a_fold_keeps_the_front_of_the_view(thinking: bo
     # until the next fold, with (thinking on) the opening thinking step it was sent with.
     first = _thinking_round(0) if thinking else tool_round(0, "x")
     convo: list[BaseMessage] = [
-        HumanMessage("task"),
+        HumanMessage("task", id="u0"),
         *first,
         *(m for i in range(1, 6) for m in tool_round(i, f"r{i}")),
     ]
@@ -233,11 +235,30 @@ def test_a_new_instruction_after_a_fold_keeps_the_front_of_the_view(thinking: bo
     assert restates(before[2], convo[0])
     assert (before[3:5] == first) is thinking
     later = [*convo, HumanMessage("now the docs"), *tool_round(9, "d")]
-    assert pinned_directive_index(later, covered_end) == 0
-    after = assemble_compacted("SYS", later, "MEMO", covered_end)
+    assert pinned_directive_index(later, covered_end) == -1
+    assert held_directive_index(later, covered_end, "u0") == 0
+    after = assemble_compacted("SYS", later, "MEMO", covered_end, directive_id="u0")
     assert after[: len(before)] == before
     assert after[len(before) :] == later[len(convo) :]
     assert request_problems(after) == []
+    # A fold made after the new instruction restated nothing: its views keep nothing.
+    fresh = assemble_compacted("SYS", later, "MEMO", covered_end)
+    assert [m for m in fresh if m.content == "task"] == []
+    assert request_problems(fresh) == []
+
+
+async def test_a_fold_keeps_the_id_of_the_instruction_it_restated(build: Build) -> None:
+    record = _two_instructions(20)
+    first = await build(record[:31], summarizer=ScriptedSummarizer(), max_tokens=1_500)
+    assert first.mode == "folded"
+    assert first.memo is not None
+    assert first.memo.directive_id == "u0"
+    assert CompactMemo.from_dict(first.memo.to_dict()) == first.memo
+    # Folded just after the second instruction: the tail holds it, nothing is restated.
+    later = await build(record[:46], summarizer=ScriptedSummarizer(), max_tokens=1_500)
+    assert later.mode == "folded"
+    assert later.memo is not None
+    assert later.memo.directive_id is None
 
 
 def test_a_tail_that_opens_on_a_user_turn_restates_no_earlier_one() -> None:
@@ -266,7 +287,9 @@ async def test_a_full_message_window_drops_the_earlier_instruction_rather_than_f
     # stays; with 20 it goes, and nothing is folded (a fold would call the summarizer
     # to make room for one message).
     record = _two_instructions(6)[:24]
-    memo = CompactMemo(note="MEMO", covered_end=5, last_covered_id=message_id(record[4]))
+    memo = CompactMemo(
+        note="MEMO", covered_end=5, last_covered_id=message_id(record[4]), directive_id="u0"
+    )
     summarizer = ScriptedSummarizer()
     out = await build(
         record, memo=memo, summarizer=summarizer, max_messages=max_messages, max_tokens=64_000
@@ -523,6 +546,14 @@ async def test_an_unreadable_memo_is_discarded_with_a_log_line_never_raised(
         ({"note": "n", "covered_end": 0, "last_covered_id": "x"}, "covered_end"),
         ({"note": "n", "covered_end": 2.0, "last_covered_id": "x"}, "covered_end"),
         ({"note": "n", "covered_end": 3, "last_covered_id": ""}, "last_covered_id"),
+        (
+            {"note": "n", "covered_end": 3, "last_covered_id": "x", "directive_id": 7},
+            "directive_id",
+        ),
+        (
+            {"note": "n", "covered_end": 3, "last_covered_id": "x", "directive_id": ""},
+            "directive_id",
+        ),
     ],
 )
 def test_compact_memo_from_dict_names_the_bad_field(data: dict[str, object], field: str) -> None:
@@ -533,8 +564,11 @@ def test_compact_memo_from_dict_names_the_bad_field(data: dict[str, object], fie
 def test_compact_memo_round_trips_as_plain_json() -> None:
     import json
 
-    memo = CompactMemo(note="n", covered_end=3, last_covered_id="m2")
-    assert CompactMemo.from_dict(json.loads(json.dumps(memo.to_dict()))) == memo
+    for memo in (
+        CompactMemo(note="n", covered_end=3, last_covered_id="m2"),
+        CompactMemo(note="n", covered_end=3, last_covered_id="m2", directive_id="m0"),
+    ):
+        assert CompactMemo.from_dict(json.loads(json.dumps(memo.to_dict()))) == memo
     assert CompactMemo.from_dict({**memo.to_dict(), "version": 2}) == memo
 
 
@@ -548,7 +582,7 @@ async def test_a_memo_survives_remove_message_edits_before_its_end(build: Build)
     out = await build(edited, memo=memo, summarizer=summarizer, max_tokens=20_000)
     assert out.mode == "memo"
     assert len(summarizer.calls) == 1
-    assert out.memo == CompactMemo(memo.note, memo.covered_end - 2, memo.last_covered_id)
+    assert out.memo == dataclasses.replace(memo, covered_end=memo.covered_end - 2)
     assert fold_coverage_gaps(edited, out.messages) == []
 
 

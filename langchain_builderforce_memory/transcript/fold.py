@@ -53,6 +53,7 @@ from langchain_builderforce_memory.transcript.plan import (
     compact_tail_start,
     compact_tail_start_for_budget,
     fold_note_text,
+    held_directive_index,
     note_reserve,
     pinned_directive_index,
     present_leading_marker,
@@ -103,6 +104,7 @@ __all__ = [
     "finish_working_transcript",
     "fold_note_text",
     "fold_turn",
+    "held_directive_index",
     "pinned_directive_index",
     "verbatim_start",
 ]
@@ -172,6 +174,7 @@ def _compacted(
             memo.note,
             memo.covered_end,
             shown_restored,
+            directive_id=memo.directive_id,
             restate_earlier=plan.restate_earlier,
         )
         clear = (
@@ -195,6 +198,7 @@ def _compacted(
         memo.covered_end,
         shown_restored,
         cleared_from=convo,
+        directive_id=memo.directive_id,
         restate_earlier=plan.restate_earlier,
     )
     fitted, elision = fit_view(
@@ -249,11 +253,13 @@ def finish_working_transcript(
             counter,
             max_tokens=note_reserve(counter, to) - 16,
         )
+        directive = pinned_directive_index(convo, verbatim_start(convo, to))
         memo = CompactMemo(
             note=note,
             covered_end=to,
             last_covered_id=message_id(convo[to - 1]),
             restored=tuple(message_id(convo[r.index]) for r in plan.restore),
+            directive_id=message_id(convo[directive]) if directive >= 0 else None,
         )
         logger.info(
             "build_working_transcript: folded %d message(s); the note covers %d of %d%s",

@@ -253,7 +253,7 @@ def plan_working_transcript(
     held_note_tokens = 0
     if held is not None:
         tail_start = verbatim_start(convo, held.covered_end)
-        opening, opening_thinking = restated_opening(convo, tail_start)
+        opening, opening_thinking = restated_opening(convo, tail_start, held.directive_id)
         directive = opening >= 0
         held_note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
         restored = restored_of(convo, held, results)
@@ -272,9 +272,10 @@ def plan_working_transcript(
         if count > policy.max_messages and directive and opening != last_user:
             # An earlier instruction restated only keeps the front in place: when the
             # message window has no room for it, it goes (the front moves once) before
-            # anything is folded. Not for tokens: the clear tier makes that room (measured
-            # in benchmarks/contenders.py, heavy: dropping it there cost 4.64M against
-            # 4.58M effective billed, three more front moves).
+            # anything is folded. Not for tokens: dropping it when the clear tier could
+            # not make room either cost more than the fold it saved (the 14 recorded runs
+            # at an 8k budget: 1.72M against 1.65M effective billed, 289 against 276
+            # front moves, for 71 instead of 73 summarizer calls).
             restate_held = False
             count -= 1 + pinned
             tokens -= _restated_tokens(sums, opening, opening_thinking, last_user, 0)
@@ -290,21 +291,13 @@ def plan_working_transcript(
     # and the directive's whether or not it lands in the tail; the re-attached files come
     # out of the room before the tail is sized, so the tail after a fold is smaller and the
     # next fold further away.
-    # The directive restated is the one the tail opens in, known once the tail is sized:
-    # an older instruction bigger than the latest one sizes the tail again, once.
-    reserve = directive_tokens
-    for _ in range(2):
-        room = budget - system_tokens - note_reserve(counter, len(convo)) - reserve
-        to = _tail_start(convo, policy, counter, room, start)
-        restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
-        if restore:
-            restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
-            to = _tail_start(convo, policy, counter, room - restore_cost, start)
-            restore = restore_plan(results, covered_end=to, room=restore_cost)
-        restated = _restated_tokens(sums, *restated_opening(convo, to), last_user, directive_tokens)
-        if restated <= reserve:
-            break
-        reserve = restated
+    room = budget - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
+    to = _tail_start(convo, policy, counter, room, start)
+    restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
+    if restore:
+        restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
+        to = _tail_start(convo, policy, counter, room - restore_cost, start)
+        restore = restore_plan(results, covered_end=to, room=restore_cost)
     fallback = replace(
         plan,
         mode="memo" if held is not None else "window",
@@ -320,7 +313,12 @@ def plan_working_transcript(
     futile = (
         held is not None
         and counts_fit
-        and system_tokens + held_note_tokens + restated + sums[-1] - sums[to] > policy.max_tokens
+        and system_tokens
+        + held_note_tokens
+        + (directive_tokens if 0 <= last_user < to else 0)
+        + sums[-1]
+        - sums[to]
+        > policy.max_tokens
         and sums[to] - sums[start] < int(policy.max_tokens * (1 - TAIL_SHARE))
     )
     if to <= start or futile:
@@ -357,7 +355,7 @@ def plan_working_transcript(
         fold_to=to,
         fold_input=(*held_note, *fold_input),
         restore=tuple(restore),
-        restate_earlier=True,  # the new tail was sized with it
+        restate_earlier=True,  # a new note restates the latest turn only, sized above
     )
 
 

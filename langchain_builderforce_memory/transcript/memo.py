@@ -94,6 +94,10 @@ class CompactMemo:
     restored: tuple[str, ...] = ()
     """Ids of the covered tool results re-attached verbatim after the note (the files the
     run was working on when it folded), in order."""
+    directive_id: str | None = None
+    """Id of the user turn the fold restated after the note (its latest, when the note
+    covered it), or ``None``. Views on this note keep restating it after a newer user turn
+    arrives, so the front of the request does not move until the next fold."""
 
     def __post_init__(self) -> None:
         _checked_memo_fields(self.note, self.covered_end, self.last_covered_id)
@@ -103,6 +107,10 @@ class CompactMemo:
             msg = (
                 f"CompactMemo.restored: expected a tuple of message ids, got {self.restored!r:.80}."
             )
+            raise ValueError(msg)
+        directive: object = self.directive_id
+        if directive is not None and (not isinstance(directive, str) or not directive):
+            msg = f"CompactMemo.directive_id: expected a message id or None, got {directive!r:.80}."
             raise ValueError(msg)
 
     def to_dict(self) -> dict[str, object]:
@@ -114,6 +122,8 @@ class CompactMemo:
         }
         if self.restored:
             out["restored"] = list(self.restored)
+        if self.directive_id is not None:
+            out["directive_id"] = self.directive_id
         return out
 
     @classmethod
@@ -141,7 +151,17 @@ class CompactMemo:
         if not isinstance(restored, list | tuple):
             msg = f"CompactMemo.restored: expected a list of message ids, got {restored!r:.80}."
             raise ValueError(msg)
-        return cls(note=note, covered_end=end, last_covered_id=last_id, restored=tuple(restored))
+        directive: object = data.get("directive_id")
+        if directive is not None and not isinstance(directive, str):
+            msg = f"CompactMemo.directive_id: expected a message id or None, got {directive!r:.80}."
+            raise ValueError(msg)
+        return cls(
+            note=note,
+            covered_end=end,
+            last_covered_id=last_id,
+            restored=tuple(restored),
+            directive_id=directive,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from langchain_builderforce_memory.blocks import opening_span, thinking_span
 from langchain_builderforce_memory.incremental import PrefixCache, Recent, all_indices, last_index
 from langchain_builderforce_memory.messages import (
     is_generated,
+    message_id,
     role_of,
     stamp,
     tool_call_units,
@@ -52,6 +53,7 @@ __all__ = [
     "compact_tail_start",
     "compact_tail_start_for_budget",
     "fold_note_text",
+    "held_directive_index",
     "latest_user_index",
     "memory_note",
     "note_reserve",
@@ -236,49 +238,67 @@ _LATEST_USER: Final[PrefixCache[int]] = PrefixCache()
 def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int:
     """Index of the user turn to re-inject verbatim ahead of the tail, or -1.
 
-    The turn the tail opens in: its directive went into the note, and the tail's first
-    steps answer it. While the tail is inside the latest user turn that is the ACTIVE
-    directive (pinning the first one, the seed's old behaviour, made a multi-instruction
-    chat revert to its opening request). When a newer user turn arrives after a fold, it
-    lands in the tail and the restated one stays until the next fold: dropping it would
-    move the front of every request after the note, and the provider's prefix cache would
-    miss everything the request before had sent (~35k tokens a new instruction, measured in
-    ``benchmarks/contenders.py``). -1 when the tail opens on a user turn of its own, or
-    none comes before it. Generated (stamped) human messages are never directives.
+    The ACTIVE directive is the MOST RECENT user turn. Pinning the first one (the seed's
+    old behaviour) made a multi-instruction chat revert to its opening request. -1 when
+    the latest user turn is already inside the tail (or there is none). Generated
+    (stamped) human messages are never directives.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> convo = [HumanMessage("old"), AIMessage("a"), HumanMessage("new"), AIMessage("b")]
-        >>> pinned_directive_index(convo, 3), pinned_directive_index(convo, 1)
-        (2, 0)
-        >>> pinned_directive_index(convo, 2)
-        -1
+        >>> pinned_directive_index(convo, 3), pinned_directive_index(convo, 2)
+        (2, -1)
     """
     last = latest_user_index(convo)
-    if 0 <= last < tail_start:
+    return last if 0 <= last < tail_start else -1
+
+
+def held_directive_index(
+    convo: Sequence[BaseMessage], tail_start: int, directive_id: str | None
+) -> int:
+    """The user turn a fold restated (``directive_id``), else :func:`pinned_directive_index`.
+
+    -1 when neither is before ``tail_start``. A fold restates the latest user turn when
+    its note covers it, and keeps its id in the memo
+    (:attr:`~.memo.CompactMemo.directive_id`). When a newer user turn arrives it lands in
+    the tail, and the views on that note keep restating the one the fold did:
+    dropping it would move the front of every request after the note, and the provider's
+    prefix cache would miss everything the request before had sent (~35k tokens a new
+    instruction in ``benchmarks/contenders.py``). A fold that restated nothing (the latest
+    turn was in its tail) keeps nothing: restating an earlier turn then would only cost
+    room. Generated (stamped) human messages are never directives.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> convo = [HumanMessage("old", id="u0"), AIMessage("a"), HumanMessage("new")]
+        >>> held_directive_index(convo, 2, "u0"), held_directive_index(convo, 2, None)
+        (0, -1)
+    """
+    last = pinned_directive_index(convo, tail_start)
+    if last >= 0 or directive_id is None or tail_start <= 0:
         return last
-    if last < 0 or tail_start <= 0:
-        return -1
-    # The latest turn is in the tail: look up the turn the tail opens in among all of them.
     turns = all_indices(_USER_TURNS, convo, _is_directive)
-    k = bisect_left(turns, tail_start)
-    if k == 0 or (k < len(turns) and turns[k] == tail_start):
-        return -1
-    return turns[k - 1]
+    # Newest first: the held turn is the latest before the tail unless the record was
+    # edited (then it may be gone: nothing is restated).
+    for k in range(bisect_left(turns, tail_start) - 1, -1, -1):
+        if message_id(convo[turns[k]]) == directive_id:
+            return turns[k]
+    return -1
 
 
 _USER_TURNS: Final[PrefixCache[tuple[int, ...]]] = PrefixCache()
 
 
 def restated_opening(
-    convo: Sequence[BaseMessage], tail_start: int
+    convo: Sequence[BaseMessage], tail_start: int, directive_id: str | None = None
 ) -> tuple[int, tuple[int, int] | None]:
     """The directive restated ahead of a tail at ``tail_start`` and the span pinned with it.
 
-    With thinking on, the turn's opening thinking step (with its tool results) goes in
-    right after the directive when the tail has passed it: for the running loop the
-    provider requires it, and for an earlier turn it was there while that turn ran, so the
-    front stays put. ``(-1, None)`` when nothing is restated.
+    The directive is :func:`held_directive_index`'s (``directive_id``: the user turn the
+    note's fold restated). With thinking on, the turn's opening thinking step (with its
+    tool results) goes in right after the directive when the tail has passed it: for the
+    running loop the provider requires it, and for an earlier turn it was there while that
+    turn ran, so the front stays put. ``(-1, None)`` when nothing is restated.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -286,7 +306,7 @@ def restated_opening(
         >>> restated_opening(convo, 3)
         (0, None)
     """
-    directive = pinned_directive_index(convo, tail_start)
+    directive = held_directive_index(convo, tail_start, directive_id)
     if directive < 0:
         return -1, None
     span = (
@@ -307,6 +327,7 @@ def assemble_compacted(
     restored: Sequence[BaseMessage] = (),
     *,
     cleared_from: Sequence[BaseMessage] | None = None,
+    directive_id: str | None = None,
     restate_earlier: bool = True,
 ) -> list[BaseMessage]:
     """A compacted view: system, the note, re-attached files, the directive, the tail.
@@ -327,8 +348,11 @@ def assemble_compacted(
             user turn and thinking span are ``convo``'s (placeholders are tool results in
             the same places), and they are looked up incrementally on the record, which
             grows at the end, not on a copy that changes wherever the clear tier moves.
-        restate_earlier: Restate the instruction the tail opens under when a newer one is
-            in the tail (it keeps the front in place; ``False`` when the view has no room).
+        directive_id: The user turn the note's fold restated
+            (:attr:`~.memo.CompactMemo.directive_id`): restated while it is before the tail,
+            also once a newer one has arrived (see :func:`held_directive_index`).
+        restate_earlier: Restate ``directive_id``'s turn when a newer one is in the tail
+            (it keeps the front in place; ``False`` when the view has no room for it).
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -344,7 +368,7 @@ def assemble_compacted(
     out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
     out.extend(restored)
     record = convo if cleared_from is None else cleared_from
-    last, span = restated_opening(record, tail_start)
+    last, span = restated_opening(record, tail_start, directive_id)
     if last >= 0 and not restate_earlier and last != latest_user_index(record):
         last, span = -1, None
     if last >= 0:
@@ -387,7 +411,7 @@ def trim_compacted_tail(
     if memo is not None:
         head.append(memory_note(memo.note, max(0, min(memo.covered_end, len(convo)))))
         tail_start = verbatim_start(convo, memo.covered_end)
-        directive = pinned_directive_index(convo, tail_start)
+        directive = held_directive_index(convo, tail_start, memo.directive_id)
     else:
         directive = latest_user_index(convo)
         tail_start = verbatim_start(convo, directive + 1) if directive >= 0 else 0

@@ -118,8 +118,9 @@ class FoldPlan:
     held_horizon: ClearHorizon | None = None
     """The clear tier's horizon carried from the last turn (held while the view fits)."""
     restate_earlier: bool = True
-    """Whether a held note's view restates an earlier instruction its tail opens under
-    (see :func:`~.plan.pinned_directive_index`); ``False`` when the view has no room."""
+    """Whether a held note's view keeps restating the instruction its fold restated once
+    a newer one has arrived (see :func:`~.plan.held_directive_index`); ``False`` when the
+    message window has no room for it."""
 
 
 def _held_memo(
@@ -437,7 +438,8 @@ def _restated_tokens(
     """Tokens of the directive restated ahead of the tail (``opening``; -1: none).
 
     ``latest`` is the latest user turn's count, its thinking span included (reserved
-    whether or not the tail has passed it); an earlier turn's counts the span pinned.
+    whether or not the tail has passed it); an earlier turn's count includes the thinking
+    span pinned with it (``thinking``).
     """
     if opening < 0:
         return 0

@@ -39,6 +39,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, BaseMessage, messages_from_dict
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
+from contenders import common_prefix  # the same prefix rule as the side-by-side run
 from langchain_builderforce_memory import TiktokenCounter, request_problems, windowed
 from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
@@ -127,20 +128,6 @@ def model_turns(record: list[BaseMessage]) -> Iterator[list[BaseMessage]]:
     yield record
 
 
-def _key(m: BaseMessage) -> tuple[object, ...]:
-    return (m.type, repr(m.content), repr(getattr(m, "tool_calls", None)))
-
-
-def prefix_length(before: Sequence[BaseMessage], now: Sequence[BaseMessage]) -> int:
-    """Messages ``now`` shares with ``before`` from the start (equal type and content)."""
-    n = 0
-    for a, b in zip(before, now, strict=False):
-        if a is not b and _key(a) != _key(b):
-            break
-        n += 1
-    return n
-
-
 def replay(record: list[BaseMessage], step: Step, tally: Tally, budget: int) -> None:
     """Every turn of ``record`` through ``step``, measured into ``tally``."""
     before: list[BaseMessage] | None = None
@@ -150,7 +137,7 @@ def replay(record: list[BaseMessage], step: Step, tally: Tally, budget: int) -> 
         tally.step_ms.append((time.perf_counter() - started) * 1e3)
         running = list(itertools.accumulate(COUNTER.count_message(m) for m in view))
         tokens = running[-1] if running else 0
-        shared = prefix_length(before, view) if before is not None else 0
+        shared = common_prefix(before, view) if before is not None else 0
         cached = running[shared - 1] if shared else 0
         tally.requests += 1
         tally.over_budget += tokens > budget

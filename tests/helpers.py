@@ -588,6 +588,33 @@ def restates(shown: BaseMessage, original: BaseMessage) -> bool:
     )
 
 
+def keeps_front(
+    before: Sequence[BaseMessage], view: Sequence[BaseMessage], max_messages: int
+) -> bool:
+    """True when ``view`` starts with the whole of ``before``, or with ``before`` less the
+    instruction it restated (and the thinking step pinned with it) when ``view`` fills the
+    message window: the one move a held note's views may make (see
+    ``FoldPlan.restate_earlier``)."""
+    from langchain_builderforce_memory.messages import (
+        DIRECTIVE_KIND,
+        is_stamped,
+        leading_system_count,
+    )
+
+    if list(view[: len(before)]) == list(before):
+        return True
+    restated = [i for i, m in enumerate(before) if is_stamped(m, DIRECTIVE_KIND)]
+    if len(restated) != 1 or len(view) - leading_system_count(view) != max_messages:
+        return False
+    shown = {id(m) for m in view}
+    start = end = restated[0]
+    end += 1
+    while end < len(before) and id(before[end]) not in shown:
+        end += 1  # its opening thinking step, dropped with it
+    rest = [*before[:start], *before[end:]]
+    return list(view[: len(rest)]) == rest
+
+
 def read_loop(rounds: int, size: int = 3_000, *, files: int = 40) -> list[BaseMessage]:
     """One directive, then ``rounds`` reads of ``size`` tokens each (``files`` paths in
     turn): the long single-directive tool loop the clear tier is built for."""

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-__all__ = ["acall_guarded", "call_guarded", "log_no_answer"]
+__all__ = ["acall_guarded", "call_guarded", "describe_error", "log_no_answer"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +52,36 @@ def _start_daemon(call: Callable[[], T]) -> concurrent.futures.Future[T]:
     return future
 
 
+def describe_error(exc: BaseException) -> str:
+    """``Type: message`` for a log line, even when the exception's ``__str__`` raises.
+
+    A log line that formats a hostile exception must not itself raise out of the boundary
+    that exists to keep that exception from the caller's graph.
+
+    Example:
+        >>> class Hostile(Exception):
+        ...     def __str__(self) -> str:
+        ...         raise RuntimeError("no")
+        >>> describe_error(Hostile())
+        'Hostile: <unprintable>'
+    """
+    try:
+        message = str(exc)
+    # Any __str__ may raise anything; the type name still says what failed.
+    except Exception:  # noqa: BLE001
+        message = "<unprintable>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 def log_no_answer(what: str, reason: str, exc: BaseException | None = None) -> None:
-    """One warning: ``what`` gave no answer, why, and that the caller falls back."""
-    logger.warning("%s gave no answer (%s); falling back", what, reason, exc_info=exc)
+    """One warning line: ``what`` gave no answer, why, and that the caller falls back.
+
+    The traceback, when there is one, goes out at DEBUG: a failing remote service is news
+    once a turn, not a page of stack frames.
+    """
+    logger.warning("%s gave no answer (%s); falling back", what, reason)
+    if exc is not None and logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s failure traceback", what, exc_info=exc)
 
 
 def call_guarded(call: Callable[[], T], *, what: str, timeout: float | None) -> T | None:
@@ -77,16 +104,23 @@ def call_guarded(call: Callable[[], T], *, what: str, timeout: float | None) -> 
         log_no_answer(what, f"timed out after {timeout}s")
         return None
     # The fallback boundary: the caller's code or a remote service; its failure must
-    # degrade (and be logged), never raise into the user's graph.
-    except Exception as exc:  # noqa: BLE001
-        log_no_answer(what, f"{type(exc).__name__}: {exc}", exc)
+    # degrade (and be logged), never raise into the user's graph. A CancelledError here
+    # is the callee's own (a sync call is no task we could have cancelled).
+    except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001
+        log_no_answer(what, describe_error(exc), exc)
         return None
 
 
 async def acall_guarded(
     call: Callable[[], Awaitable[T]], *, what: str, timeout: float | None
 ) -> T | None:
-    """Async twin of :func:`call_guarded` (``asyncio.wait_for`` bounds the call).
+    """Async twin of :func:`call_guarded`: the call runs as a task of its own.
+
+    Waiting on a separate task tells the two cancellations apart: our own task being
+    cancelled re-raises (the run is ending), while a ``CancelledError`` the callee raised
+    by itself is its failure, logged and fallen back from. At ``timeout`` the task is
+    cancelled and abandoned, not awaited: a callee that swallows its cancellation cannot
+    hold the turn, and its late answer is never read.
 
     Example:
         >>> async def slow() -> int:
@@ -95,12 +129,32 @@ async def acall_guarded(
         >>> asyncio.run(acall_guarded(slow, what="demo", timeout=0.01)) is None
         True
     """
+    task = asyncio.ensure_future(call())
     try:
-        return await asyncio.wait_for(call(), timeout=timeout)
-    except asyncio.TimeoutError:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()  # our caller is ending the run: take the callee down with it
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_forget)
         log_no_answer(what, f"timed out after {timeout}s")
         return None
-    # The fallback boundary, as in the sync twin.
-    except Exception as exc:  # noqa: BLE001
-        log_no_answer(what, f"{type(exc).__name__}: {exc}", exc)
+    if task.cancelled():
+        log_no_answer(what, "CancelledError: the call cancelled itself")
         return None
+    exc = task.exception()
+    if exc is None:
+        return task.result()
+    # The fallback boundary, as in the sync twin; a BaseException that is no
+    # CancelledError (KeyboardInterrupt, SystemExit) is the process ending: re-raise it.
+    if isinstance(exc, (Exception, asyncio.CancelledError)):
+        log_no_answer(what, describe_error(exc), exc)
+        return None
+    raise exc
+
+
+def _forget(task: asyncio.Future[object]) -> None:
+    """Retrieve an abandoned task's outcome, so asyncio logs no 'never retrieved' error."""
+    if not task.cancelled():
+        task.exception()

@@ -39,6 +39,7 @@ __all__ = [
     "STAMP_KEY",
     "Role",
     "ToolCallUnit",
+    "clean_text",
     "is_generated",
     "is_stamped",
     "leading_system_count",
@@ -215,6 +216,27 @@ def _canonical(message: BaseMessage) -> str:
     return json.dumps(payload, ensure_ascii=False, default=str, sort_keys=True)
 
 
+def clean_text(text: str) -> str:
+    r"""``text`` as a plain ``str`` with every lone surrogate replaced by U+FFFD.
+
+    Python makes lone surrogates when it decodes non-UTF-8 bytes with ``surrogateescape``
+    (file names, subprocess output), and a summarizer may echo them. LangChain's message
+    validation rejects them in a ``str`` subclass (``message.text`` is one), and no
+    provider accepts them on the wire, so text this package writes into a message goes
+    through here first.
+
+    Example:
+        >>> clean_text("caf\udce9.py")
+        'caf�.py'
+    """
+    plain = str.__str__(text)
+    try:
+        plain.encode("utf-8")
+    except UnicodeEncodeError:
+        return plain.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return plain
+
+
 def message_id(message: BaseMessage) -> str:
     """A stable id for ``message``: its own ``id``, else one derived from its content.
 
@@ -231,7 +253,10 @@ def message_id(message: BaseMessage) -> str:
     """
     if message.id:
         return message.id
-    digest = hashlib.sha1(_canonical(message).encode("utf-8"), usedforsecurity=False)
+    # surrogatepass: text decoded with surrogateescape (file names, subprocess output)
+    # holds lone surrogates, which plain UTF-8 refuses to encode.
+    canonical = _canonical(message).encode("utf-8", "surrogatepass")
+    digest = hashlib.sha1(canonical, usedforsecurity=False)
     return f"bfmem-{digest.hexdigest()[:16]}"
 
 

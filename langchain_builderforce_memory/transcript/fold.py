@@ -291,7 +291,8 @@ def finish_working_transcript(
         )
     if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
         if plan.mode == "fold":
-            logger.warning("build_working_transcript: no new note this turn; kept the held one")
+            # The failed call already logged its one WARNING, with the cause.
+            logger.debug("build_working_transcript: no new note this turn; kept the held one")
         clear = plan.clear if plan.mode == "memo" else None
         view, steps, used = _compacted(plan, plan.memo, clear)
         return WorkingTranscript(

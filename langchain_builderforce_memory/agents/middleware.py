@@ -89,6 +89,7 @@ from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.tools import memory_tools
 from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
 from langchain_builderforce_memory.agents.turn import TurnView
+from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.store import CodeMapStore
 from langchain_builderforce_memory.tokens import TokenCounterLike
@@ -297,7 +298,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
                 overflowed=turn.sent_tokens,
                 **_turn_args(request),
             )
-        except ValueError as exc:
+        except ContextBudgetError as exc:
             # Half the refused request cannot hold the system prompt: nothing left to
             # cut, so the provider's refusal stands (the planning error is its cause).
             raise overflow from exc
@@ -325,7 +326,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
                 overflowed=turn.sent_tokens,
                 **_turn_args(request),
             )
-        except ValueError as exc:
+        except ContextBudgetError as exc:
             # Half the refused request cannot hold the system prompt: nothing left to
             # cut, so the provider's refusal stands (the planning error is its cause).
             raise overflow from exc

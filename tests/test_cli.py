@@ -509,8 +509,6 @@ def test_the_help_names_every_flag_and_what_the_demo_keeps(command: str, flags: 
 
 
 def _library_defaults() -> list[tuple[str, float, float]]:
-    from langchain_builderforce_memory import calibration
-    from langchain_builderforce_memory.agents.policy import MemoryPolicy
     from langchain_builderforce_memory.cli import inspect as inspect_module
     from langchain_builderforce_memory.transcript import fold, window
 
@@ -527,12 +525,6 @@ def _library_defaults() -> list[tuple[str, float, float]]:
             cli_main.DEFAULT_TARGET_MODEL_TOKENS,
             inspect_module.DEFAULT_TARGET_MODEL_TOKENS,
         ),
-        (
-            "TAIL_RESERVE_TOKENS",
-            cli_main.TAIL_RESERVE_TOKENS,
-            MemoryPolicy().tail_reserve_tokens,
-        ),
-        ("FIRST_MARGIN", cli_main.FIRST_MARGIN, calibration.FIRST_MARGIN),
     ]
 
 

@@ -332,7 +332,6 @@ def test_code_maps_are_recalled_into_the_brief_and_saved_when_the_run_ends() -> 
     [
         ({"max_token": 1}, TypeError, "did you mean 'max_tokens'"),
         ({"max_tokens": 0}, ValueError, "max_tokens must be an int >= 1"),
-        ({"max_tokens": 2_000}, ValueError, "must exceed tail_reserve_tokens"),
         ({"fit_to_model": "yes"}, ValueError, "fit_to_model must be True or False"),
         ({"min_tail_messages": 50}, ValueError, "max_tail_messages"),
         ({"timeout": -1}, ValueError, "timeout"),

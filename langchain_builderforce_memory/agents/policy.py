@@ -112,10 +112,10 @@ class MemoryPolicy:
     Example:
         >>> MemoryPolicy(max_tokens=32_000).fold_budget
         29000
-        >>> MemoryPolicy(max_tokens=2_000)  # doctest: +ELLIPSIS
+        >>> MemoryPolicy(max_tokens=0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: max_tokens (2000) must exceed tail_reserve_tokens (3000), ...
+        ValueError: max_tokens must be an int >= 1; got 0. ...
     """
 
     # Each field's paragraph is in options.OPTION_DOCS, shared with the adapters' docs.
@@ -167,14 +167,6 @@ class MemoryPolicy:
             _check_int("reserve_output_tokens", self.reserve_output_tokens, None, minimum=0)
         if self.refold_min_new_tokens is not None:
             _check_int("refold_min_new_tokens", self.refold_min_new_tokens, None, minimum=0)
-        if self.fold_budget < 1:
-            msg = (
-                f"max_tokens ({self.max_tokens}) must exceed tail_reserve_tokens "
-                f"({self.tail_reserve_tokens}), which the volatile tail (the working-memory "
-                "brief) is given: raise max_tokens, lower tail_reserve_tokens, or pass "
-                "working_memory=False."
-            )
-            raise ValueError(msg)
         self.fold_policy  # noqa: B018 - the fold validates its own numbers, with its messages
 
     @property
@@ -262,8 +254,14 @@ class MemoryPolicy:
 
     @property
     def reserve(self) -> int:
-        """Tokens held for the volatile tail (0 without working memory)."""
-        return self.tail_reserve_tokens if self.working_memory else 0
+        """Tokens held for the volatile tail (0 without working memory).
+
+        At most ``max_tokens - 1``: a budget under :attr:`tail_reserve_tokens` is valid,
+        and each request sizes the reserve to its tail (:meth:`sized`).
+        """
+        if not self.working_memory:
+            return 0
+        return min(self.tail_reserve_tokens, self.budget - 1)
 
     @property
     def refold_after(self) -> int:

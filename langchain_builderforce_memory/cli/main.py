@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
@@ -42,14 +41,10 @@ COMPACT_TAIL_TOKEN_BUDGET = 40_000
 """``transcript.fold.COMPACT_TAIL_TOKEN_BUDGET``."""
 DEFAULT_TARGET_MODEL_TOKENS = 8_192
 """``cli.inspect.DEFAULT_TARGET_MODEL_TOKENS``."""
-TAIL_RESERVE_TOKENS = 3_000
-"""``MemoryPolicy.tail_reserve_tokens``: the room the middleware gives the brief."""
-FIRST_MARGIN = 1.25
-"""``calibration.FIRST_MARGIN``: budgets are cut by it until the first usage report."""
-MIN_DEMO_BUDGET = math.ceil((TAIL_RESERVE_TOKENS // FIRST_MARGIN + 56) * FIRST_MARGIN)
-"""The demo's smallest ``--budget``: the brief's room, plus what every request must hold
-(the demo's 42-token system prompt and one short human message, 14 tokens: the view
-policy raises below that), both before the first usage report's safety margin."""
+MIN_DEMO_BUDGET = 56
+"""The demo's smallest ``--budget``: what every request must hold (the demo's 42-token
+system prompt and one short human message, 14 tokens: the view policy raises below that).
+The brief's room and the first request's safety margin give way to it."""
 
 
 class _WholeNumber:
@@ -145,8 +140,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
         "--budget",
         type=_WholeNumber(
             MIN_DEMO_BUDGET,
-            f"the brief alone is given {TAIL_RESERVE_TOKENS:,}, the system prompt and one "
-            "message need the rest, with the first request's safety margin",
+            "the demo's system prompt and one short message need that much",
         ),
         default=HISTORY_TOKEN_BUDGET,
         help=(

@@ -18,7 +18,7 @@ from typing import Final
 
 import imagesize
 
-__all__ = ["IMAGE_MAX_TOKENS", "IMAGE_MIN_TOKENS", "media_tokens"]
+__all__ = ["IMAGE_MAX_TOKENS", "IMAGE_MIN_TOKENS", "media_tokens", "pdf_pages"]
 
 _IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
 _FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
@@ -33,10 +33,17 @@ cannot be read (a URL): the safe side for a budget."""
 _PIXELS_PER_TOKEN: Final = 750
 """Anthropic's published rule: tokens = width x height / 750, after the resize."""
 _LONG_EDGE: Final = 1_568
+_OPENAI_FIT: Final = 2_048
+_OPENAI_SHORT: Final = 768
+_OPENAI_BASE: Final = 85
+_OPENAI_TILE: Final = 170
 _HEADER_CHARS: Final = 96_000
 """Base64 characters decoded to read an image's size: headers (EXIF included) fit."""
 _PDF_PAGE_TOKENS: Final = 2_000
 """A PDF page: its text (~500 tokens) plus the page image Anthropic and OpenAI add."""
+_PDF_BYTES_PER_PAGE: Final = 4_096
+"""The fewest bytes a page takes in a PDF whose pages cannot be counted (a text-only
+pdfTeX page compresses to ~3-6 KB; images make pages larger, so fewer are assumed)."""
 _AUDIO_TOKENS: Final = 1_600
 _FILE_CLASSES: Final = ((16_384, 512), (131_072, 2_048), (1_048_576, 8_192))
 """(decoded bytes at most, tokens) for a binary file whose kind cannot be counted."""
@@ -84,6 +91,21 @@ def _decode(data: str, limit: int | None = None) -> bytes:
         return b""
 
 
+def _anthropic_image(width: int, height: int) -> int:
+    """Anthropic's rule: resized to a 1,568-pixel long edge, then ``w x h / 750``."""
+    scale = min(1.0, _LONG_EDGE / max(width, height))
+    return math.ceil(width * scale * height * scale / _PIXELS_PER_TOKEN)
+
+
+def _openai_image(width: int, height: int) -> int:
+    """OpenAI's high-detail rule: fit 2048 x 2048, short side to 768, 170 a 512-tile + 85."""
+    scale = min(1.0, _OPENAI_FIT / max(width, height))
+    w, h = width * scale, height * scale
+    scale = min(1.0, _OPENAI_SHORT / min(w, h))
+    w, h = w * scale, h * scale
+    return _OPENAI_BASE + _OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512)
+
+
 def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
     detail = block.get("detail")
     inner = block.get("image_url")
@@ -97,8 +119,14 @@ def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
     width, height = size
     if width <= 0 or height <= 0:
         return IMAGE_MAX_TOKENS
-    scale = min(1.0, _LONG_EDGE / max(width, height))
-    tokens = math.ceil(width * scale * height * scale / _PIXELS_PER_TOKEN)
+    # The block's shape says whose request it is; a LangChain standard block could go
+    # to either provider, so it costs the larger of the two.
+    if isinstance(block.get("source"), Mapping):
+        tokens = _anthropic_image(width, height)
+    elif block.get("type") in ("image_url", "input_image"):
+        tokens = _openai_image(width, height)
+    else:
+        tokens = max(_anthropic_image(width, height), _openai_image(width, height))
     return max(IMAGE_MIN_TOKENS, min(IMAGE_MAX_TOKENS, tokens))
 
 
@@ -111,13 +139,47 @@ def _file_tokens(data: str | None, mime: str | None, count_text: Callable[[str],
     if mime is not None and (mime.startswith("text/") or mime in {"application/json"}):
         return count_text(raw.decode("utf-8", errors="replace"))
     if mime == "application/pdf" or raw.startswith(b"%PDF"):
-        pages = raw.count(b"/Type /Page") - raw.count(b"/Type /Pages")
-        pages = max(pages, raw.count(b"/Type/Page") - raw.count(b"/Type/Pages"), 1)
-        return pages * _PDF_PAGE_TOKENS
+        return pdf_pages(raw) * _PDF_PAGE_TOKENS
     for limit, tokens in _FILE_CLASSES:
         if len(raw) <= limit:
             return tokens
     return _FILE_CEILING
+
+
+def _pypdf_pages(raw: bytes) -> int | None:
+    """The page count ``pypdf`` reads, or ``None`` without it or for a file it cannot read."""
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PyPdfError
+    except ImportError:
+        return None
+    try:
+        return len(PdfReader(io.BytesIO(raw), strict=False).pages)
+    # A damaged or hostile file: pypdf's own errors and the parse errors it lets through.
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+
+
+def pdf_pages(raw: bytes) -> int:
+    """A PDF's page count: read with ``pypdf`` (the ``pdf`` extra), else bounded from above.
+
+    Modern writers (pdfTeX, Chrome, Word) put the page objects in compressed object
+    streams, where no ``/Type /Page`` is visible in the raw bytes. Without ``pypdf`` such
+    a file is counted as one page per :data:`_PDF_BYTES_PER_PAGE` bytes: too many pages,
+    never too few, since a budget must hold what the provider bills.
+
+    Example:
+        >>> pdf_pages(b"%PDF-1.4 1 0 obj << /Type /Page >> endobj")
+        1
+    """
+    counted = _pypdf_pages(raw)
+    if counted is not None:
+        return max(1, counted)
+    visible = raw.count(b"/Type /Page") - raw.count(b"/Type /Pages")
+    visible = max(visible, raw.count(b"/Type/Page") - raw.count(b"/Type/Pages"), 1)
+    if b"/ObjStm" in raw:
+        return max(visible, math.ceil(len(raw) / _PDF_BYTES_PER_PAGE))
+    return visible
 
 
 def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) -> int | None:

@@ -648,3 +648,50 @@ def working_turn(
         max_messages=max_messages,
         **options,  # type: ignore[arg-type]
     )
+
+
+def pdf_with_object_streams(pages: int) -> bytes:
+    """A valid PDF 1.5 whose catalog, page tree and pages all sit in one compressed object
+    stream, with an xref stream (pdfTeX's and Chrome's layout): no ``/Type /Page`` shows
+    in its raw bytes."""
+    import zlib
+
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{3 + i} 0 R" for i in range(pages)).encode()
+    objects.append(b"<< /Type /Pages /Kids [" + kids + b"] /Count " + str(pages).encode() + b" >>")
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"] * pages
+    header, body, offset = [], b"", 0
+    for number, obj in enumerate(objects, start=1):
+        header.append(f"{number} {offset}")
+        body += obj + b"\n"
+        offset += len(obj) + 1
+    head = (" ".join(header) + "\n").encode()
+    packed = zlib.compress(head + body)
+    stm = len(objects) + 1
+    out = b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n"
+    stm_at = len(out)
+    out += (
+        (
+            f"{stm} 0 obj\n<< /Type /ObjStm /N {len(objects)} /First {len(head)} "
+            f"/Filter /FlateDecode /Length {len(packed)} >>\nstream\n"
+        ).encode()
+        + packed
+        + b"\nendstream\nendobj\n"
+    )
+    xref_at = len(out)
+    rows = [bytes([0]) + (0).to_bytes(4, "big") + (65535).to_bytes(2, "big")]
+    rows += [
+        bytes([2]) + stm.to_bytes(4, "big") + i.to_bytes(2, "big") for i in range(len(objects))
+    ]
+    rows += [bytes([1]) + stm_at.to_bytes(4, "big") + (0).to_bytes(2, "big")]
+    rows += [bytes([1]) + xref_at.to_bytes(4, "big") + (0).to_bytes(2, "big")]
+    table = b"".join(rows)
+    out += (
+        (
+            f"{stm + 1} 0 obj\n<< /Type /XRef /Size {stm + 2} /W [1 4 2] /Root 1 0 R "
+            f"/Length {len(table)} >>\nstream\n"
+        ).encode()
+        + table
+        + b"\nendstream\nendobj\n"
+    )
+    return out + f"startxref\n{xref_at}\n%%EOF\n".encode()

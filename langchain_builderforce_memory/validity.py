@@ -26,6 +26,7 @@ from langchain_builderforce_memory.messages import (
     Role,
     answered_ids,
     leading_system_count,
+    message_id,
     role_of,
     stamp,
 )
@@ -426,7 +427,12 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
         if role == "user" and tool_result_ids(m):
             m = _keep_answers(m, pending, repairs) or m
         elif role == "user" and _is_empty_turn(m):
-            m = stamp(HumanMessage("[empty message]", id=m.id), "repair", reason="empty")
+            m = stamp(
+                HumanMessage("[empty message]", id=m.id),
+                "repair",
+                reason="empty",
+                of=message_id(m),
+            )
             repairs.append("gave an empty user turn a placeholder text")
         _close_unit(out, pending, deferred, repairs)
         renames = {}

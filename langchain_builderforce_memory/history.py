@@ -60,6 +60,7 @@ from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     is_consolidation_marker,
+    last_with_id,
 )
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.stored import (
@@ -219,7 +220,18 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     @property
     def budget_policy(self) -> FoldPolicy:
         """:attr:`policy` in our counter's tokens, scaled by the session's usage calibration."""
-        factor = self._calibration.factor
+        return self._scaled_policy(self._calibration.factor)
+
+    @property
+    def fold_budget_policy(self) -> FoldPolicy:
+        """The policy a fold is planned under: no first-request margin.
+
+        Whether an append folds must not depend on whether the app has read a view yet:
+        the margin guards what is sent, and a read fits its view under it on its own.
+        """
+        return self._scaled_policy(self._calibration.measured)
+
+    def _scaled_policy(self, factor: float) -> FoldPolicy:
         if factor == 1.0:
             return self.policy
         return replace(
@@ -362,7 +374,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 if marker is not None:
                     self._append([marker])
                     if self._markers_kept is None:
-                        self._note_marker_kept(self._read())
+                        self._note_marker_kept(self._read(), marker)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages`.
@@ -390,7 +402,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 if marker is not None:
                     await self._aappend([marker])
                     if self._markers_kept is None:
-                        self._note_marker_kept(await self._aread())
+                        self._note_marker_kept(await self._aread(), marker)
 
     def consolidate(self) -> AIMessage | None:
         """Summarise everything so far into a MANUAL marker and append it.
@@ -473,7 +485,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         plan = plan_working_transcript(
             messages,
             memo=memo,
-            policy=self.budget_policy,
+            policy=self.fold_budget_policy,
             token_counter=self.token_counter,
             backoff=self._backoff,
             keep_memo=True,
@@ -505,14 +517,17 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             [consolidation_marker(summary, keep_from_id=keep, folded=cut - plan.fold_from)]
         )[0]
 
-    def _note_marker_kept(self, stored: Sequence[BaseMessage]) -> None:
+    def _note_marker_kept(self, stored: Sequence[BaseMessage], marker: BaseMessage) -> None:
         """After the first marker: did the store keep its stamp? If not, write no more.
 
         A store that keeps only role and content turns a marker into a plain assistant
         message holding a 2.5k-token note, which would then sit in the verbatim tail and
         be folded again; this wrapper's own memo carries the fold instead (per process).
+        The marker is looked up by its id from the end, not taken to be the last stored
+        message: another writer may have appended right after it.
         """
-        self._markers_kept = bool(stored) and is_consolidation_marker(stored[-1])
+        at = last_with_id(stored, message_id(marker), 0, len(stored))
+        self._markers_kept = at >= 0 and is_consolidation_marker(stored[at])
         if not self._markers_kept:
             logger.warning(
                 "the backing history does not keep message metadata (additional_kwargs): "

@@ -6,9 +6,11 @@ import asyncio
 import base64
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -34,6 +36,12 @@ from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
 from langchain_builderforce_memory.media import media_tokens
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.markers import (
+    consolidation_marker,
+    is_consolidation_marker,
+    scope_to_consolidation,
+)
+from langchain_builderforce_memory.transcript.stored import record_memo
 from langchain_builderforce_memory.transcript.summary import (
     asummarize_transcript,
     summarize_transcript,
@@ -366,3 +374,64 @@ def test_windowed_keeps_the_running_turns_opening_thinking_block(budget: int) ->
     assert count_tokens(view, EXACT) < len(record) * 1_000  # it did cut
     assert request_problems(view, thinking=True) == []
     assert anthropic_wire(view, thinking=True) == []
+
+
+# --- the chat history: reused ids, the marker race, fold cadence ------------------------
+
+
+def _restarted_ids_record() -> list[BaseMessage]:
+    first = [HumanMessage(f"old {i}", id=f"m{i}") for i in range(6)]
+    again = [HumanMessage(f"new {i}", id=f"m{i}") for i in range(6)]  # the counter restarted
+    return [*first, *again, consolidation_marker("the note", keep_from_id="m3", folded=9)]
+
+
+def test_a_reused_id_resolves_to_the_message_nearest_the_marker() -> None:
+    record = _restarted_ids_record()
+    scoped = scope_to_consolidation(record)
+    assert [m.content for m in scoped[1:]] == ["new 3", "new 4", "new 5"]
+    _messages, memo = record_memo(record)
+    assert memo is not None
+    assert memo.covered_end == 9  # old 0-5 and new 0-2: the nine messages the note covers
+
+
+class _BusyHistory(InMemoryChatMessageHistory):
+    """Another writer appends right after every marker this one stores."""
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        super().add_messages(messages)
+        if any(is_consolidation_marker(m) for m in messages):
+            super().add_messages([HumanMessage("from another writer")])
+
+
+def test_a_write_right_after_a_marker_is_not_taken_for_a_store_that_drops_metadata(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = CompactingChatMessageHistory(
+        _BusyHistory(), summarizer=lambda p: "note", max_tokens=2_000, clear_tool_results=False
+    )
+    with caplog.at_level(logging.WARNING):
+        for i in range(30):
+            history.add_messages([HumanMessage(f"q{i}"), AIMessage("answer " * 200)])
+    assert not any("does not keep message metadata" in r.getMessage() for r in caplog.records)
+    assert sum(is_consolidation_marker(m) for m in history.full_messages) >= 2
+
+
+def _summarizer_calls(*, read: bool) -> int:
+    calls: list[object] = []
+
+    def summarizer(prompt: object) -> str:
+        calls.append(prompt)
+        return "note"
+
+    history = CompactingChatMessageHistory(
+        summarizer=summarizer, max_tokens=4_000, clear_tool_results=False
+    )
+    for i in range(100):
+        history.add_messages([HumanMessage(f"q{i}"), AIMessage("answer " * 300)])
+        if read:
+            history.messages  # noqa: B018 - an app reading its view before the next call
+    return len(calls)
+
+
+def test_fold_cadence_does_not_depend_on_whether_the_app_reads() -> None:
+    assert _summarizer_calls(read=False) == _summarizer_calls(read=True)

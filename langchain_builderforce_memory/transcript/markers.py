@@ -45,6 +45,7 @@ __all__ = [
     "fold_keep_from_id",
     "is_consolidation_marker",
     "last_consolidation_index",
+    "last_with_id",
     "scope_to_consolidation",
 ]
 
@@ -217,13 +218,32 @@ def scope_to_consolidation(messages: Sequence[M]) -> list[M]:
     keep = meta.keep_from_id if meta is not None else None
     start = -1
     if keep is not None:
-        start = next((i for i in range(idx) if message_id(messages[i]) == keep), -1)
+        start = last_with_id(messages, keep, 0, idx)
     if start < 0:
         return list(messages[idx:])
     return [
         marker,
         *(m for m in messages[start:] if m is not marker and not is_consolidation_marker(m)),
     ]
+
+
+def last_with_id(messages: Sequence[BaseMessage], wanted: str, start: int, end: int) -> int:
+    """The last index in ``messages[start:end]`` whose :func:`message_id` is ``wanted``; -1.
+
+    A marker's ``keep_from_id`` is resolved from the marker back: an app whose id counter
+    restarted reuses ids, and the first message with the id is then an old one the note
+    already covers, which would put the messages between in neither note nor view.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> record = [HumanMessage("a", id="m1"), HumanMessage("b", id="m1")]
+        >>> last_with_id(record, "m1", 0, 2)
+        1
+    """
+    for i in range(min(end, len(messages)) - 1, max(start, 0) - 1, -1):
+        if message_id(messages[i]) == wanted:
+            return i
+    return -1
 
 
 def fold_keep_from_id(anchors: Iterable[tuple[int, str]], covered_end: int) -> str | None:

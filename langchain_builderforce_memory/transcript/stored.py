@@ -20,6 +20,7 @@ from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     consolidation_marker_of,
     is_consolidation_marker,
+    last_with_id,
     scope_to_consolidation,
 )
 from langchain_builderforce_memory.transcript.memo import CompactMemo
@@ -99,7 +100,7 @@ def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Compa
     keep = meta.keep_from_id if meta is not None else None
     if keep is not None:
         lead = leading_system_count(messages)
-        found = next((i for i in range(lead, marker_at) if message_id(messages[i]) == keep), -1)
+        found = last_with_id(messages, keep, lead, marker_at)
         covered_end = found if found >= 0 else marker_at
     lead = leading_system_count(messages)
     covered = covered_end - lead  # the memo indexes the conversation after the system

@@ -26,7 +26,7 @@ def text(draw: st.DrawFn) -> str:
 
 @st.composite
 def user_turn(draw: st.DrawFn) -> HumanMessage:
-    body = draw(text())
+    body = draw(text()) or "x"  # an empty user turn is invalid (Anthropic rejects it)
     if draw(st.integers(0, 4)) == 0:  # a content-block list
         return HumanMessage(
             content=[

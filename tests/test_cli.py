@@ -380,12 +380,11 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
         (["--turns", "lots"], "argument --turns: expected a whole number >= 1; got 'lots'"),
         (["--directives", "0"], "argument --directives: must be at least 1; got 0"),
         (
-            ["--budget", "100"],
-            "argument --budget: must be at least 3,070 (the brief alone is given 3,000, the "
-            "system prompt and one message need the rest, with the first request's safety "
-            "margin); got 100",
+            ["--budget", "10"],
+            "argument --budget: must be at least 56 (the demo's system prompt and one short "
+            "message need that much); got 10",
         ),
-        (["--budget", "3069"], "argument --budget: must be at least 3,070"),
+        (["--budget", "55"], "argument --budget: must be at least 56"),
         (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG file"),
         (["--plot", "."], "argument --plot: the plot is a PNG file"),
         (["--db", "."], "argument --db: '.' is a folder: give a file path"),

@@ -25,7 +25,7 @@ from langchain_builderforce_memory.messages import (
     stamp_of,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
+from langchain_builderforce_memory.transcript.elide import minimal_human_tokens, opening_tokens
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import ScriptedRecall, ScriptedSummarizer
@@ -130,7 +130,9 @@ def _pack_or_none(case: Case) -> HandoffPack | None:
         "recall": case.recall or _no_recall,
         "pinned_ids": case.pins,
     }
-    if system + minimal_human_tokens(counter) > case.budget:
+    opening = opening_tokens(valid[leading_system_count(valid) :], counter)
+    floor = minimal_human_tokens(counter)
+    if system + (floor if opening is None else min(floor, opening)) > case.budget:
         with pytest.raises(ValueError, match="cannot hold the system prompt"):
             pack_handoff(case.messages, **kwargs)
         return None

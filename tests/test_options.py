@@ -82,7 +82,6 @@ def test_an_option_with_no_close_name_lists_the_options() -> None:
             {"working_memory": "no"},
             r"got 'no'\. Fix: pass working_memory=True or working_memory=False",
         ),
-        ({"max_tokens": 2_000}, r"raise max_tokens, lower tail_reserve_tokens"),
     ],
 )
 def test_bad_values_name_the_value_and_the_fix(options: dict[str, Any], message: str) -> None:

@@ -24,6 +24,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
 from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
+from langchain_builderforce_memory.agents.sizing import cut_tail, sized_plan
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
@@ -56,11 +57,9 @@ from langchain_builderforce_memory.handoff import (
     handoff_budget_for_model,
     is_volatile_tail,
     tools_tokens,
-    volatile_tail,
 )
 from langchain_builderforce_memory.messages import (
     is_stamped,
-    leading_system_count,
     message_id,
     role_of,
 )
@@ -71,11 +70,6 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.backoff import memo_state, parse_backoff
-from langchain_builderforce_memory.transcript.elide import (
-    check_budget_floor,
-    minimal_human_tokens,
-    opening_tokens,
-)
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.horizon import parse_horizon
@@ -332,34 +326,10 @@ class MemoryCore:
         return limit if cap is None else min(limit, cap)
 
     def sized(self, plan: TurnPlan) -> TurnPlan:
-        """``plan`` with its policy's tail reserve sized to this turn's tail.
-
-        Raises:
-            ContextBudgetError: the user's budget cannot hold the system prompt plus one
-                human message, naming the ``max_tokens`` the user gave.
-        """
-        scaled = plan.scaled or plan.policy
-        tail = self.full_tail(plan)
-        lead = leading_system_count(plan.record)
-        system = [*([plan.system] if plan.system is not None else []), *plan.record[:lead]]
-        system_tokens = sum(self.counter.count_message(m) for m in system)
-        opening = opening_tokens(plan.record[lead:], self.counter)
-        floor = minimal_human_tokens(self.counter)
-        floor = floor if opening is None else min(floor, opening)
-        check_budget_floor(
-            system_tokens,
-            plan.limit,
-            self.counter,
-            where=type(self).__name__,
-            opening_tokens=opening,
-            budget_name=f"max_tokens={self.policy.max_tokens!r} ({plan.limit} of our tokens)",
+        """``plan`` with its tail reserve sized (see :func:`~.sizing.sized_plan`)."""
+        return sized_plan(
+            plan, self.counter, asked=self.policy.max_tokens, where=type(self).__name__
         )
-        policy = scaled.sized(
-            tail_tokens=self.counter.count_message(tail) if tail is not None else 0,
-            floor_tokens=system_tokens + floor,
-            limit=plan.limit,
-        )
-        return plan if policy is plan.policy else replace(plan, policy=policy)
 
     def fold_plan(self, plan: TurnPlan) -> FoldPlan:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
@@ -381,36 +351,9 @@ class MemoryCore:
         self._folds.put(plan, transcript)
         return transcript
 
-    def full_tail(self, plan: TurnPlan) -> HumanMessage | None:
-        """The volatile tail before any cut: the brief, then the recalled code maps."""
-        if plan.run is None:
-            return None
-        return volatile_tail([plan.brief, plan.run.get("code_maps")])
-
     def tail(self, plan: TurnPlan) -> HumanMessage | None:
-        """The volatile tail: the brief, then the recalled code maps, within the reserve.
-
-        A tail over :attr:`MemoryPolicy.tail_reserve_tokens` loses its last lines (the
-        maps first, then the brief's least-used entries: both are ranked).
-        """
-        tail = self.full_tail(plan)
-        if tail is None or plan.run is None:
-            return None
-        sections = [plan.brief, plan.run.get("code_maps")]
-        reserve = plan.policy.reserve
-        if tail is None or self.counter.count_message(tail) <= reserve:
-            return tail
-        lines = "\n\n".join(s for s in sections if s).split("\n")
-        best: HumanMessage | None = None
-        lo, hi = 0, len(lines) - 1  # the most lines that fit is in [lo, hi]
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            cut = volatile_tail(["\n".join([*lines[:mid], "- …"])])
-            if cut is not None and self.counter.count_message(cut) <= reserve:
-                lo, best = mid, cut
-            else:
-                hi = mid - 1
-        return best
+        """The volatile tail within the reserve (see :func:`~.sizing.cut_tail`)."""
+        return cut_tail(plan, self.counter)
 
     def view(self, plan: TurnPlan, transcript: WorkingTranscript) -> list[BaseMessage]:
         """The fold's view with the volatile tail last (system prompt first, if any)."""

@@ -22,6 +22,7 @@ from langchain_core.messages import (
 
 from langchain_builderforce_memory import (
     CompactingChatMessageHistory,
+    CompactMemo,
     build_working_transcript,
     media,
     pack_handoff,
@@ -435,3 +436,34 @@ def _summarizer_calls(*, read: bool) -> int:
 
 def test_fold_cadence_does_not_depend_on_whether_the_app_reads() -> None:
     assert _summarizer_calls(read=False) == _summarizer_calls(read=True)
+
+
+# --- the fold's restore fits the message window too -------------------------------------
+
+
+def _small_reads(n: int) -> list[BaseMessage]:
+    record: list[BaseMessage] = [HumanMessage("Read every module and fix the bug.")]
+    for i in range(n):
+        call = {"id": f"c{i}", "name": "read_file", "args": {"path": f"src/m{i}.py"}}
+        record += [
+            AIMessage("", tool_calls=[{**call, "type": "tool_call"}]),
+            ToolMessage(f"x = {i}", tool_call_id=f"c{i}"),
+        ]
+    return record
+
+
+@pytest.mark.parametrize(("reads", "max_messages"), [(60, 40), (150, 80)])
+def test_re_attached_files_count_against_the_message_window(reads: int, max_messages: int) -> None:
+    record = _small_reads(reads)
+    memo: CompactMemo | None = None
+    calls: list[object] = []
+    for n in range(3, len(record) + 1, 2):
+        view = build_working_transcript(
+            record[:n],
+            memo=memo,
+            summarizer=lambda p: calls.append(p) or "read the modules",
+            max_messages=max_messages,
+        )
+        memo = view.memo
+        assert len(view.messages) <= max_messages
+    assert len(calls) <= reads // 10  # a fold per quarter-window of new work, not per turn

@@ -304,11 +304,12 @@ def plan_working_transcript(
     # next fold further away.
     room = budget - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
     to = _tail_start(convo, policy, counter, room, start)
-    restore = restore_plan(results, covered_end=to, room=policy.restore_budget)
+    files_cap = policy.restore_message_cap
+    restore = restore_plan(results, covered_end=to, room=policy.restore_budget, max_count=files_cap)
     if restore:
         restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
         to = _tail_start(convo, policy, counter, room - restore_cost, start)
-        restore = restore_plan(results, covered_end=to, room=restore_cost)
+        restore = restore_plan(results, covered_end=to, room=restore_cost, max_count=files_cap)
     fallback = replace(
         plan,
         mode="memo" if held is not None else "window",

@@ -279,6 +279,15 @@ class FoldPolicy:
         return self.restore_budget * 2
 
     @property
+    def restore_message_cap(self) -> int:
+        """The most files a fold re-attaches: an eighth of the message window.
+
+        With the note, the directive and the tail (at most half the window), this leaves
+        over a quarter of the window for new work before the next fold.
+        """
+        return max(1, self.max_messages // 8)
+
+    @property
     def tail_message_cap(self) -> int:
         """The tail's message ceiling: ``max_tail_messages``, at most half the window."""
         return max(self.min_tail_messages, min(self.max_tail_messages, self.max_messages // 2))

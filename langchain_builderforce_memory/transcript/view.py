@@ -264,17 +264,21 @@ def with_clear(convo: Sequence[BaseMessage], step: ClearStep) -> list[BaseMessag
     return apply_clear(convo, step.cleared)[0] if step.cleared else list(convo)
 
 
-def restore_plan(results: Sequence[ToolResult], *, covered_end: int, room: int) -> list[ToolResult]:
+def restore_plan(
+    results: Sequence[ToolResult], *, covered_end: int, room: int, max_count: int | None = None
+) -> list[ToolResult]:
     """The file outputs to re-attach after a note covering ``convo[:covered_end]``.
 
     The latest read of each in-use file (edited before only read, then recency, then
-    frequency), within ``room`` tokens, skipping every file touched again in the
-    verbatim tail (its newer state is there).
+    frequency), within ``room`` tokens and at most ``max_count`` of them, skipping every
+    file touched again in the verbatim tail (its newer state is there). The count matters
+    as much as the tokens: each file is a message of the view, and 40 small reads
+    re-attached under a 40-message window refold on every turn.
     """
     in_tail = {r.target for r in results if r.index >= covered_end and r.target is not None}
     folded = [r for r in results if r.index < covered_end]
     chosen = working_set([r for r in folded if r.target not in in_tail], room)
-    return sorted(chosen, key=lambda r: r.index)
+    return sorted(chosen[:max_count], key=lambda r: r.index)
 
 
 def restored_message(message: BaseMessage, result: ToolResult) -> HumanMessage:

@@ -199,7 +199,8 @@ def test_the_clear_tier_makes_room_without_a_summarizer_call_and_names_what_it_c
     first = cleared[0]
     assert isinstance(first, ToolMessage)
     assert "read_file" in first.text
-    assert "still in the conversation record" in first.text
+    # The model cannot read the record: it is told how to get the output back.
+    assert "make the same call again" in first.text
     # Paired with its call, same call id; the newest results untouched.
     assert out.messages[-1] is record[-1]
     assert record[2].content.startswith("0:")  # the record is never changed

@@ -5,7 +5,8 @@ has already read and acted on: a file read three edits ago, a grep whose hits it
 test run re-run since. Summarizing all that costs a model call and rewrites the front of
 the request (every provider prefix cache misses); dropping it loses the thread. Clearing
 replaces each such result's CONTENT in the view with a stamped one-line placeholder that
-names the tool and its arguments and says the full output is still in the record. The
+names the tool and its arguments and tells the model to make the same call again to see
+the output (the record keeps it, but the model cannot read the record). The
 call and its (cleared) result stay paired, so the request stays valid, and the record is
 never touched.
 
@@ -485,7 +486,7 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
     args = result.args if len(result.args) <= _ARGS_CHARS else result.args[:_ARGS_CHARS] + "…"
     text = (
         f"[cleared from this view: {result.name}({args}) returned {result.size} tokens; "
-        "the full output is still in the conversation record]"
+        "to see its output again, make the same call again]"
     )
     copy = message.model_copy(update={"content": text})
     placeholder = stamp(

@@ -31,11 +31,12 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
-from langchain_builderforce_memory.incremental import Recent, prefix_sums
+from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index, prefix_sums
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
     is_generated,
@@ -44,7 +45,6 @@ from langchain_builderforce_memory.messages import (
     message_id,
     role_of,
     stamp,
-    tool_call_units,
 )
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -54,7 +54,6 @@ from langchain_builderforce_memory.tokens import (
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     fit_to_budget,
-    opening_tokens,
 )
 from langchain_builderforce_memory.validity import log_repairs, repair_request, system_as_user
 
@@ -200,15 +199,19 @@ def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
         >>> latest_directive_index([HumanMessage("task"), AIMessage("a"), run_state])
         0
     """
-    generated = -1
-    for i in range(len(convo) - 1, -1, -1):
-        m = convo[i]
-        if role_of(m) == "user":
-            if not is_generated(m):
-                return i
-            if generated < 0:
-                generated = i
-    return generated
+    found = last_index(_LATEST_DIRECTIVE, convo, _written_by_user)
+    if found >= 0:
+        return found
+    # No turn the user wrote (rare): the latest generated one.
+    return next((i for i in range(len(convo) - 1, -1, -1) if role_of(convo[i]) == "user"), -1)
+
+
+def _written_by_user(message: BaseMessage) -> bool:
+    return role_of(message) == "user" and not is_generated(message)
+
+
+_LATEST_DIRECTIVE: Final[PrefixCache[int]] = PrefixCache()
+"""Incremental: a single-directive tool loop scanned its whole turn on every call."""
 
 
 def window_start(
@@ -279,12 +282,13 @@ def windowed(
     system = list(messages[:lead])
     convo = messages[lead:]
     system_tokens = sum(counter.count_message(m) for m in system)
+    directive = latest_directive_index(convo)
     check_budget_floor(
         system_tokens,
         max_tokens,
         counter,
         where="windowed",
-        opening_tokens=opening_tokens(convo, counter),
+        opening_tokens=counter.count_message(convo[directive]) if directive >= 0 else None,
     )
     cut = window_cut(
         convo,
@@ -407,13 +411,22 @@ def window_cut(
         message_window_start(len(convo), max_messages=max(1, max_messages - 1 - pinned)),
         token_window_start_from_sums(sums, budget=max(1, max_tokens - (sums[front] - sums[start]))),
     )
-    units = [start + u.start for u in tool_call_units(convo[start:]) if start + u.start >= front]
-    later = [u for u in units if u >= raw]
-    if later:
-        return WindowCut(later[0], directive=start, pinned=pinned)
-    if units:  # even the newest unit alone is over: keep it, and let elision cut it
-        return WindowCut(units[-1], directive=start, pinned=pinned)
+    # A unit starts at every message that is no tool result: found by walking from the
+    # cut, not by splitting the whole turn (a long single-directive loop is all one turn).
+    later = _unit_start(convo, raw, step=1, stop=len(convo))
+    if later >= 0:
+        return WindowCut(later, directive=start, pinned=pinned)
+    newest = _unit_start(convo, len(convo) - 1, step=-1, stop=front - 1)
+    if newest >= 0:  # even the newest unit alone is over: keep it, and let elision cut it
+        return WindowCut(newest, directive=start, pinned=pinned)
     return WindowCut(start)
+
+
+def _unit_start(convo: Sequence[BaseMessage], i: int, *, step: int, stop: int) -> int:
+    """The first index from ``i`` (walking by ``step``, before ``stop``) that starts a unit."""
+    while i != stop and role_of(convo[i]) == "tool":
+        i += step
+    return i if i != stop else -1
 
 
 def _repairs_within_budget(

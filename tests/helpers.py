@@ -695,3 +695,20 @@ def pdf_with_object_streams(pages: int) -> bytes:
         + b"\nendstream\nendobj\n"
     )
     return out + f"startxref\n{xref_at}\n%%EOF\n".encode()
+
+
+def floor_tokens(record: Sequence[BaseMessage], counter: Any, *, extra: int = 0) -> int:
+    """What a view of ``record`` must hold at the least: its leading system messages
+    (plus ``extra``) and one human turn, the latest directive as it is when that is
+    smaller than the elision stub (the view policy's floor)."""
+    from langchain_builderforce_memory.messages import leading_system_count, role_of
+    from langchain_builderforce_memory.tokens import count_tokens
+    from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
+
+    lead = leading_system_count(record)
+    system = count_tokens(list(record[:lead]), counter) + extra
+    users = [m for m in record[lead:] if role_of(m) == "user"]
+    floor = minimal_human_tokens(counter)
+    if users:
+        floor = min(floor, counter.count_message(users[-1]))
+    return system + floor

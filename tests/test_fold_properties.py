@@ -24,7 +24,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import leading_system_count, stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
     FoldPolicy,
@@ -36,6 +35,7 @@ from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     ScriptedSummarizer,
+    floor_tokens,
     fold_coverage_gaps,
     keeps_front,
     model_turns,
@@ -98,13 +98,14 @@ def replay(
     memo: CompactMemo | None = None
     turns = []
     counter = ApproximateTokenCounter()
-    system = count_tokens([SystemMessage("SYS"), *record[: leading_system_count(record)]], counter)
-    if system + minimal_human_tokens(counter) > policy.max_tokens:
-        # The one error the view policy raises: the budget cannot hold the system prompt.
-        with pytest.raises(ValueError, match=f"max_tokens={policy.max_tokens}"):
-            build_working_transcript(record, system_prompt="SYS", max_tokens=policy.max_tokens)
-        return []
+    sys_tokens = counter.count_message(SystemMessage("SYS"))
     for prefix in model_turns(record):
+        if floor_tokens(prefix, counter, extra=sys_tokens) > policy.max_tokens:
+            # The one error the view policy raises: the budget cannot hold the system
+            # prompt plus the smallest human turn the view could open on.
+            with pytest.raises(ValueError, match=f"max_tokens={policy.max_tokens}"):
+                build_working_transcript(prefix, system_prompt="SYS", max_tokens=policy.max_tokens)
+            continue
         before = len(summarizer.calls)
         out = build_working_transcript(
             prefix,

@@ -20,7 +20,6 @@ from langchain_builderforce_memory.messages import (
     tool_call_units,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.window import (
     message_window_start,
     token_window_start,
@@ -29,7 +28,7 @@ from langchain_builderforce_memory.transcript.window import (
 )
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import load_transcript, model_turns, transcript_files
+from .helpers import floor_tokens, load_transcript, model_turns, transcript_files
 from .strategies import any_records, units, valid_records
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -48,8 +47,7 @@ def _view_or_none(
     """``windowed``'s view, or ``None`` when the budget cannot hold system + one turn (it
     must then raise, naming the budget)."""
     counter = ApproximateTokenCounter()
-    system_tokens = count_tokens(record[: leading_system_count(record)], counter)
-    if system_tokens + minimal_human_tokens(counter) > max_tokens:
+    if floor_tokens(record, counter) > max_tokens:
         with pytest.raises(ValueError, match=f"max_tokens={max_tokens}"):
             windowed(record, max_messages=max_messages, max_tokens=max_tokens)
         return None

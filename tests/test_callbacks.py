@@ -169,7 +169,9 @@ def observed(handler: WorkingMemoryCallbackHandler, thread: str | None) -> dict[
             "langgraph store",
             [S('tavily_search_results_json "langgraph store"')],
         ),
-        ("bash", {"command": "rm -rf /"}, []),
+        ("bash", {"command": "rm -rf build/"}, [Observation.deleted("build")]),
+            ("bash", {"command": "cat a.py"}, [R("a.py")]),
+            ("apply_patch", {"input": "*** Update File: a.py"}, [E("a.py")]),
         ("read_file", {"file_path": ["a.py", "b.py", 3]}, [R("a.py"), R("b.py")]),
         ("read_file", {"file_path": "  "}, []),
         ("read_file", "a.py", [R("a.py")]),
@@ -525,7 +527,8 @@ def test_a_recorded_openhands_run_keeps_only_the_edits_that_happened() -> None:
     memory, kinds = _replay("openhands_llama4-maverick_ponyc-4588.json")
     assert kinds["str_replace"] == 13
     snap = memory.snapshot
-    assert len(snap["edited"]) == 1 + kinds["insert"]
+    # ... and one `sed -i` through execute_bash.
+    assert len(snap["edited"]) == 1 + kinds["insert"] + 1
     assert len(snap["read"]) == kinds["view"]
     c = consolidate(memory, root="/workspace/ponylang__ponyc__0.1", min_files=1)
     assert c is not None
@@ -537,7 +540,9 @@ def test_a_recorded_claude_code_run_maps_reads_edits_and_globs() -> None:
     snap = memory.snapshot
     assert "/tmp/tmpw6sk2trg/src/math_utils.py" in snap["read"]
     assert "/tmp/tmpw6sk2trg/src/math_utils.py" in snap["edited"]
-    assert snap["searched"] == ['Glob "**/*.py"', 'Glob ".gitignore"']
+    globs = [s for s in snap["searched"] if s.startswith("Glob")]
+    assert globs == ['Glob "**/*.py"', 'Glob ".gitignore"']
+    assert "git status" in snap["searched"]  # through Bash
 
 
 def test_docstring_examples_run() -> None:

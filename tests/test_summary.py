@@ -70,7 +70,10 @@ def test_names_the_tools_an_assistant_turn_called() -> None:
             ToolMessage(content=[{"ok": True}], tool_call_id="c1"),
         ]
     )
-    assert text == 'user: fix it\n\nassistant [called: read_file, edit]: \n\ntool: {"ok":true}'
+    assert text == (
+        "user: fix it\n\nassistant [called: read_file({}), edit({})]:"
+        '\n\ntool read_file({}) -> {"ok":true}'
+    )
 
 
 # --- summarize_transcript ----------------------------------------------------------------

@@ -108,7 +108,7 @@ def _classify(
 ) -> tuple[ResultKind, str | None]:
     if message.status == "error" or _MAPPER.failed(message):
         return "failed", None
-    found = _MAPPER.map(name, args)
+    found = _MAPPER.map(name, args, message)
     for o in found:
         if o.kind == "read":
             return "read", o.target

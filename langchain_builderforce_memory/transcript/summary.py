@@ -16,11 +16,17 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
@@ -29,6 +35,7 @@ from langchain_builderforce_memory.models import chat_model_from_string
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
 __all__ = [
+    "ARG_VALUE_CHARS",
     "DEFAULT_SUMMARIZER_TIMEOUT",
     "SUMMARIZER_TAGS",
     "TRANSCRIPT_SUMMARY_MAX_TOKENS",
@@ -36,6 +43,7 @@ __all__ = [
     "Summarizer",
     "SummarizerLike",
     "asummarize_transcript",
+    "call_text",
     "cap_note",
     "focused_prompt",
     "render_for_summary",
@@ -54,10 +62,14 @@ TRANSCRIPT_SUMMARY_PROMPT = (
     "- the concrete facts and answers found so far;\n"
     "- the tool results that still matter, with their ids, file paths and values;\n"
     "- the decisions made and why;\n"
-    "- what remains to be done.\n"
-    "Keep every file path, symbol name and line number the remaining work depends on, "
-    "together with what was learned in each file: whatever you leave out, the agent must "
-    "read again. Be dense and factual. No preamble, no pleasantries, no closing remarks."
+    "- what remains to be done;\n"
+    "- a section headed 'Files and resources' that names each file, command or resource "
+    "the remaining work depends on, one a line, with what it holds or showed.\n"
+    "Each tool result follows the call it answers (`tool read_file({...}) -> output`): take "
+    "the path from the call when the output does not repeat it. Keep every file path, "
+    "symbol name and line number the remaining work depends on, together with what was "
+    "learned in each file: whatever you leave out, the agent must read again. Be dense and "
+    "factual. No preamble, no pleasantries, no closing remarks."
 )
 """The summarizer's instructions (our words, the seed's intent)."""
 
@@ -159,6 +171,13 @@ def _compact_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
+_THINKING_BLOCKS: Final = frozenset(("thinking", "redacted_thinking", "reasoning"))
+"""Content blocks the summarizer is not shown: the model's reasoning is not the work."""
+ARG_VALUE_CHARS: Final = 200
+"""Each argument value of a call is cut to this many characters in the summarizer's text,
+so one huge argument (a file's new content) cannot crowd out the rest (its path)."""
+
+
 def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -169,32 +188,67 @@ def _content_text(content: object) -> str:
                 parts.append(block)
             elif isinstance(block, dict) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
-            else:
+            elif not (isinstance(block, dict) and block.get("type") in _THINKING_BLOCKS):
                 parts.append(_compact_json(block))
         return "".join(parts)
     return _compact_json(content)
 
 
+def _capped(value: object) -> object:
+    text = value if isinstance(value, str) else None
+    if text is None and isinstance(value, (dict, list, tuple)):
+        text = _compact_json(value)
+    if text is None or len(text) <= ARG_VALUE_CHARS:
+        return value
+    return f"{text[: ARG_VALUE_CHARS - 1]}…"
+
+
+def call_text(call: Mapping[str, object]) -> str:
+    """A tool call as the summarizer reads it: ``name({"arg":"value",...})``, compact.
+
+    Example:
+        >>> call_text({"name": "read_file", "args": {"path": "src/app.py"}, "id": "1"})
+        'read_file({"path":"src/app.py"})'
+    """
+    args = call.get("args")
+    shown = {str(k): _capped(v) for k, v in args.items()} if isinstance(args, Mapping) else {}
+    return f"{call.get('name') or 'tool'}({_compact_json(shown)})"
+
+
 def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     r"""Render messages to the compact text the summarizer compresses.
 
-    One paragraph a message, ``role: content``; an assistant turn that called tools names
-    them (``assistant [called: read_file, edit]: ...``); non-string content is rendered
-    block by block (text as text, other blocks as JSON).
+    One paragraph a message, ``role: content``. An assistant turn that called tools names
+    each call with its arguments (``assistant [called: read_file({"path":"a.py"})]: ...``),
+    each argument value cut to :data:`ARG_VALUE_CHARS`; a tool result is rendered after
+    the call it answers (``tool read_file({"path":"a.py"}) -> ...``), so a note can say
+    which file held what even when the output does not repeat its path. Thinking blocks
+    are left out; other non-text blocks are rendered as JSON.
 
     Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> call = AIMessage("", tool_calls=[{"name": "read_file", "args": {}, "id": "1"}])
-        >>> render_for_summary([HumanMessage("fix it"), call])
-        'user: fix it\n\nassistant [called: read_file]: '
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> call = {"name": "read_file", "args": {"path": "a.py"}, "id": "1"}
+        >>> print(render_for_summary([HumanMessage("fix it"), AIMessage("", tool_calls=[call]),
+        ...                           ToolMessage("x = 1", tool_call_id="1")]))
+        user: fix it
+        <BLANKLINE>
+        assistant [called: read_file({"path":"a.py"})]:
+        <BLANKLINE>
+        tool read_file({"path":"a.py"}) -> x = 1
     """
     out: list[str] = []
+    calls: dict[str, str] = {}
     for m in messages:
-        calls = ""
+        text = _content_text(m.content)
         if isinstance(m, AIMessage) and m.tool_calls:
-            names = [c["name"] for c in m.tool_calls if c.get("name")]
-            calls = f" [called: {', '.join(names)}]"
-        out.append(f"{role_of(m)}{calls}: {_content_text(m.content)}")
+            shown = [call_text(c) for c in m.tool_calls]
+            calls.update({str(c.get("id")): t for c, t in zip(m.tool_calls, shown, strict=True)})
+            out.append(f"assistant [called: {', '.join(shown)}]: {text}".rstrip())
+        elif isinstance(m, ToolMessage):
+            call = calls.get(m.tool_call_id)
+            out.append(f"tool {call} -> {text}" if call else f"tool: {text}")
+        else:
+            out.append(f"{role_of(m)}: {text}")
     return "\n\n".join(out)
 
 

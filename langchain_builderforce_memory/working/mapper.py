@@ -24,12 +24,19 @@ from typing import Final, Protocol, TypeAlias
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from langchain_builderforce_memory.working.agent_tools import (
+    IPythonCode,
+    OutputPath,
+    PatchArg,
+    ShellCommand,
+)
 from langchain_builderforce_memory.working.memory import (
     FILE_KINDS,
     FileKind,
     Observation,
     ObservationKind,
 )
+from langchain_builderforce_memory.working.outcome import output_text
 
 __all__ = [
     "DEFAULT_TOOL_RULES",
@@ -95,10 +102,35 @@ class ByCommand:
     """Sub-command -> the rule parts it stands for; other sub-commands record nothing."""
 
 
-RulePart: TypeAlias = "PathArg | QueryArg | ByCommand"
-ToolRule: TypeAlias = "tuple[PathArg | QueryArg | ByCommand, ...]"
+RulePart: TypeAlias = (
+    "PathArg | QueryArg | ByCommand | ShellCommand | PatchArg | OutputPath | IPythonCode"
+)
+ToolRule: TypeAlias = "tuple[RulePart, ...]"
+_PART_TYPES: Final = (PathArg, QueryArg, ByCommand, ShellCommand, PatchArg, OutputPath, IPythonCode)
+_OUTPUT_PARTS: Final = (ShellCommand, PatchArg, OutputPath, IPythonCode)
+"""Parts that read the call's output and judge its failure themselves."""
 """How one tool's call becomes observations: each part contributes, in order."""
 Override: TypeAlias = "ToolRule | RulePart | ObservationKind | ObservationFn | None"
+
+
+_UPDATED: Final = re.compile(r"^The file (\S+) has been (?:updated|edited)")
+_WRITTEN: Final = re.compile(
+    r"^(?:File created successfully at: (\S+)|The file (\S+) has been (?:updated|edited))"
+)
+
+
+_SHELL_TOOLS: Final = (
+    "bash",
+    "Bash",
+    "exec_command",
+    "shell",
+    "execute_bash",
+    "run",
+    "terminal",
+    "execute",
+    "run_shell_command",
+    "local_shell",
+)
 
 
 def _path(kind: FileKind, *keys: str) -> tuple[PathArg]:
@@ -139,21 +171,29 @@ DEFAULT_TOOL_RULES: Final[Mapping[str, ToolRule]] = MappingProxyType(
         "grep": (QueryArg(("pattern",), scope_keys=("path",)),),
         # Claude Code's tools, as they appear in recorded runs.
         "Read": _path("read", "file_path"),
-        "Write": _path("created", "file_path"),
-        "Edit": _path("edited", "file_path"),
-        "MultiEdit": _path("edited", "file_path"),
+        # SpecStory's renderings keep no path in Edit / Write arguments: the answer has it.
+        "Write": (PathArg("created", ("file_path",)), OutputPath("created", _WRITTEN)),
+        "Edit": (PathArg("edited", ("file_path",)), OutputPath("edited", _UPDATED)),
+        "MultiEdit": (PathArg("edited", ("file_path",)), OutputPath("edited", _UPDATED)),
         "NotebookEdit": _path("edited", "notebook_path"),
         "Grep": (QueryArg(("pattern",), scope_keys=("path",)),),
         "Glob": (QueryArg(("pattern",), scope_keys=("path",)),),
         "LS": (QueryArg(("path",)),),
         # OpenHands / SWE-agent editor: one tool, the sub-command says what it did.
         "str_replace_editor": (_EDITOR,),
+        # Shells: mini-swe-agent and SWE-agent (`bash`), Claude Code (`Bash`), Codex
+        # (`exec_command`, `shell`), OpenHands (`execute_bash`, legacy `run`), LangChain's
+        # ShellTool (`terminal`), deepagents' sandboxes (`execute`), Gemini CLI.
+        **dict.fromkeys(_SHELL_TOOLS, (ShellCommand(),)),
+        "apply_patch": (PatchArg(),),
+        "run_ipython": (IPythonCode(),),
+        "execute_ipython_cell": (IPythonCode(),),
     }
 )
 """The default rules, by exact tool name."""
 
 _SEARCH_HINTS: Final = ("search", "grep")
-_ERROR_TEXT: Final = re.compile(r"\s*error\s*:", re.IGNORECASE)
+_ERROR_TEXT: Final = re.compile(r"\s*(?:error\s*:|<tool_use_error>)", re.IGNORECASE)
 _REPR_PAIR = re.compile(r"""(['"])(\w+)\1\s*:\s*(['"])(.*?)(?<!\\)\3""")
 _REPR_ESCAPE = re.compile(r"\\(.)")
 
@@ -206,14 +246,23 @@ def _values(args: Mapping[str, object] | str, keys: tuple[str, ...], first: bool
 
 
 def _apply_rule(
-    name: str, rule: tuple[RulePart, ...], args: Mapping[str, object] | str
+    name: str,
+    rule: tuple[RulePart, ...],
+    args: Mapping[str, object] | str,
+    output: str = "",
+    errored: bool = False,
 ) -> list[Observation]:
     out: list[Observation] = []
     for i, part in enumerate(rule):
-        if isinstance(part, ByCommand):
+        if isinstance(part, _OUTPUT_PARTS):
+            if not (isinstance(part, OutputPath) and out):
+                out += part.observe(args, output, errored)
+        elif errored:
+            continue
+        elif isinstance(part, ByCommand):
             command = args.get(part.arg) if isinstance(args, Mapping) else None
             case = part.cases.get(command) if isinstance(command, str) else None
-            out += _apply_rule(name, case, args) if case else []
+            out += _apply_rule(name, case, args, output) if case else []
         elif isinstance(part, PathArg):
             out += [Observation(part.kind, p) for p in _values(args, part.keys, i == 0)]
         else:
@@ -228,13 +277,14 @@ def _normalize_override(name: str, value: Override) -> tuple[RulePart, ...] | Ob
     if value is None:
         return None
     if isinstance(value, tuple):
-        if not value or not all(isinstance(p, (PathArg, QueryArg, ByCommand)) for p in value):
+        if not value or not all(isinstance(p, _PART_TYPES) for p in value):
             raise ValueError(
                 f"overrides[{name!r}]: a rule is a non-empty tuple of PathArg / QueryArg / "
-                f"ByCommand; got {value!r:.120}."
+                f"ByCommand / ShellCommand / PatchArg / OutputPath / IPythonCode; "
+                f"got {value!r:.120}."
             )
         return value
-    if isinstance(value, (PathArg, QueryArg, ByCommand)):
+    if isinstance(value, _PART_TYPES):
         return (value,)
     if isinstance(value, str):
         if value == "searched":
@@ -267,6 +317,16 @@ def _messages_in(update: object) -> list[object]:
         if key == "messages":
             out += list(value) if isinstance(value, (list, tuple)) else [value]
     return out
+
+
+def _output_text(output: object) -> str:
+    """The text of what a tool returned: a string, a message's content, a Command's."""
+    if isinstance(output, Command):
+        found = [m for m in _messages_in(output.update) if isinstance(m, ToolMessage)]
+        output = found[0] if found else None
+    if isinstance(output, ToolMessage):
+        output = output.content
+    return output_text(output)
 
 
 class ObservationMapper(Protocol):
@@ -362,10 +422,14 @@ class ToolObservationMapper:
         Raises:
             TypeError: An override callable returned something other than observations.
         """
-        if output is not None and self.failed(output):
-            return []
         rule = self.rule_for(name)
         if rule is None:
+            return []
+        failed = output is not None and self.failed(output)
+        if isinstance(rule, tuple) and any(isinstance(p, _OUTPUT_PARTS) for p in rule):
+            parsed = parse_tool_input(args)
+            return _apply_rule(name, rule, parsed, _output_text(output), failed)
+        if failed:
             return []
         parsed = parse_tool_input(args)
         if isinstance(rule, tuple):

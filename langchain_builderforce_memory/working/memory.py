@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypedDict, get_args
 
 __all__ = [
+    "BRIEF_MAX_COMMANDS",
     "BRIEF_MAX_FILES",
     "BRIEF_MAX_SEARCHES",
     "BRIEF_MIN_OBSERVATIONS",
+    "COMMAND_KINDS",
     "FILE_KINDS",
     "OBSERVATION_KINDS",
     "FileKind",
@@ -42,14 +44,22 @@ __all__ = [
     "rank_by_count",
 ]
 
-ObservationKind = Literal["read", "created", "edited", "deleted", "searched"]
-"""What a run did: four things to a path, or a search."""
+ObservationKind = Literal[
+    "read", "created", "edited", "deleted", "searched", "ran", "passed", "failed"
+]
+"""What a run did: four things to a path, a search, a command whose effect on files is not
+known (``ran``), or a test or build run that ``passed`` or ``failed`` (the target is the
+command, as run)."""
 
 FileKind = Literal["read", "created", "edited", "deleted"]
 """The observation kinds whose target is a file path."""
 
 OBSERVATION_KINDS: Final[tuple[ObservationKind, ...]] = get_args(ObservationKind)
 FILE_KINDS: Final[tuple[FileKind, ...]] = get_args(FileKind)
+COMMAND_KINDS: Final[tuple[ObservationKind, ...]] = ("ran", "passed", "failed")
+"""The kinds whose target is a command line; a snapshot lists them only when it has any."""
+BRIEF_MAX_COMMANDS: Final = 10
+"""Commands listed per section of the brief."""
 
 BRIEF_MIN_OBSERVATIONS: Final = 10
 """Below this many observations the run's own results are still in its window, so a
@@ -123,10 +133,15 @@ class Observation:
         """The run searched for `query` (a grep, a glob, a directory listing...)."""
         return cls("searched", query)
 
+    @classmethod
+    def ran(cls, command: str) -> Observation:
+        """The run ran `command`, whose effect on files is not known."""
+        return cls("ran", command)
+
     @property
     def is_file(self) -> bool:
-        """True when `target` is a path (every kind but `searched`)."""
-        return self.kind != "searched"
+        """True when `target` is a path (read, created, edited, deleted)."""
+        return self.kind in FILE_KINDS
 
 
 class _SnapshotLists(TypedDict):
@@ -146,11 +161,19 @@ class WorkingMemorySnapshot(_SnapshotLists, total=False):
 
     task: str
     """What the run was asked."""
+    ran: list[str]
+    """Commands whose effect on files is not known, in order."""
+    passed: list[str]
+    """Test and build runs that passed, in order."""
+    failed: list[str]
+    """Test and build runs that failed, in order."""
+    failing: list[str]
+    """The runs whose latest outcome is a failure (what is failing now)."""
     observations: int
     """Observations recorded so far."""
 
 
-_SNAPSHOT_KEYS: Final = frozenset((*OBSERVATION_KINDS, "task", "observations"))
+_SNAPSHOT_KEYS: Final = frozenset((*OBSERVATION_KINDS, "failing", "task", "observations"))
 
 
 def rank_by_count(items: Iterable[str]) -> list[tuple[str, int]]:
@@ -202,7 +225,11 @@ class WorkingMemory:
         "_created",
         "_deleted",
         "_edited",
+        "_failed",
+        "_failing",
         "_observations",
+        "_passed",
+        "_ran",
         "_read",
         "_searched",
         "_task",
@@ -215,6 +242,11 @@ class WorkingMemory:
         self._deleted: list[str] = []
         self._read: list[str] = []
         self._searched: list[str] = []
+        self._ran: list[str] = []
+        self._passed: list[str] = []
+        self._failed: list[str] = []
+        # Runs whose latest outcome is a failure, in the order they first failed.
+        self._failing: dict[str, None] = {}
         self._observations = 0
         # brief() ranks every observation; kept until the memory changes (a turn asks
         # for it again with nothing new observed).
@@ -229,6 +261,10 @@ class WorkingMemory:
         out._deleted = list(self._deleted)
         out._read = list(self._read)
         out._searched = list(self._searched)
+        out._ran = list(self._ran)
+        out._passed = list(self._passed)
+        out._failed = list(self._failed)
+        out._failing = dict(self._failing)
         out._observations = self._observations
         out._brief = self._brief
         return out
@@ -256,6 +292,10 @@ class WorkingMemory:
         if not target:
             return
         self._list(observation.kind).append(target)
+        if observation.kind == "failed":
+            self._failing[target] = None
+        elif observation.kind == "passed":
+            self._failing.pop(target, None)
 
     def observe_all(self, observations: Iterable[Observation]) -> None:
         """Record several observations, in order."""
@@ -269,6 +309,9 @@ class WorkingMemory:
             "deleted": self._deleted,
             "read": self._read,
             "searched": self._searched,
+            "ran": self._ran,
+            "passed": self._passed,
+            "failed": self._failed,
         }
         return lists[kind]
 
@@ -288,6 +331,11 @@ class WorkingMemory:
             searched=list(self._searched),
             observations=self._observations,
         )
+        for kind in COMMAND_KINDS:
+            if self._list(kind):
+                snap[kind] = list(self._list(kind))
+        if self._failing:
+            snap["failing"] = list(self._failing)
         if self._task:
             snap["task"] = self._task
         return snap
@@ -317,6 +365,10 @@ class WorkingMemory:
         memory = cls()
         for kind in OBSERVATION_KINDS:
             memory._list(kind).extend(_string_list(snapshot, kind))
+        failing = _string_list(snapshot, "failing") if "failing" in snapshot else [
+            c for c in memory._failed if c not in set(memory._passed)
+        ]
+        memory._failing = dict.fromkeys(failing)
         kept = sum(len(memory._list(k)) for k in OBSERVATION_KINDS)
         memory._observations = _observation_count(snapshot, kept)
         task = snapshot.get("task")
@@ -360,9 +412,14 @@ class WorkingMemory:
         deleted = list(dict.fromkeys(self._deleted))
         reads = [(p, n) for p, n in rank_by_count(self._read) if p not in changed_set]
         searches = rank_by_count(self._searched)
-        if not (changed or deleted or reads or searches):
+        ran = rank_by_count(self._ran)
+        failing = list(self._failing)
+        passing = [c for c in dict.fromkeys(reversed(self._passed)) if c not in self._failing]
+        if not (changed or deleted or reads or searches or ran or failing or passing):
             return None
         lines = [_BRIEF_HEADER, _BRIEF_GUIDANCE]
+        if failing:
+            lines += ["", "Failing now:", *(f"- {c}" for c in failing[-BRIEF_MAX_COMMANDS:])]
         if changed:
             lines += ["", "Changed:", *(f"- {p}" for p in changed[:BRIEF_MAX_FILES])]
         if deleted:
@@ -373,6 +430,10 @@ class WorkingMemory:
                 lines.append(f"- … {len(reads) - BRIEF_MAX_FILES} more")
         if searches:
             lines += ["", "Searched:", *_counted(searches[:BRIEF_MAX_SEARCHES])]
+        if passing:
+            lines += ["", "Passed (latest run):", *(f"- {c}" for c in passing[:BRIEF_MAX_COMMANDS])]
+        if ran:
+            lines += ["", "Ran:", *_counted(ran[:BRIEF_MAX_COMMANDS])]
         return "\n".join(lines)
 
     def __repr__(self) -> str:

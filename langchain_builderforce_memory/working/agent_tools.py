@@ -104,7 +104,18 @@ class ShellCommand:
     ) -> list[Observation]:
         """The command's observations (see :func:`shell_observations`)."""
         command = _text_arg(args, self.keys)
+        if not command.strip("` \n") and isinstance(args, Mapping):
+            command = _fenced(args.get("input"))
         return shell_observations(command, output, errored) if command.strip() else []
+
+
+_FENCE: Final = re.compile(r"```(?:bash|sh|shell|zsh|console)?\n(.*?)\n```|`([^`\n]+)`", re.S)
+
+
+def _fenced(text: object) -> str:
+    """The command a SpecStory rendering keeps only in its ``input`` (fenced, or in ticks)."""
+    m = _FENCE.search(text) if isinstance(text, str) else None
+    return (m.group(1) or m.group(2)) if m else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +161,7 @@ class OutputPath:
         return [Observation(self.kind, path)] if path else []
 
 
+_IPYTHON_FAILED: Final = ("[Your proposed edit", "[No exact match found", "[Error")
 _IPYTHON_CALLS: Final[dict[str, FileKind | None]] = {
     "open_file": "read",
     "goto_line": None,
@@ -179,7 +191,7 @@ class IPythonCode:
         self, args: Mapping[str, object] | str, output: str, errored: bool
     ) -> list[Observation]:
         """The helpers' observations, unless the cell failed."""
-        if errored or failed_output(output) or output.lstrip().startswith("[Your proposed"):
+        if errored or failed_output(output) or output.lstrip().startswith(_IPYTHON_FAILED):
             return []
         try:
             tree = ast.parse(_text_arg(args, self.keys))
@@ -204,4 +216,3 @@ class IPythonCode:
                 else Observation.searched(f'{name} "{value}"' + (f" in {where}" if where else ""))
             )
         return out
-

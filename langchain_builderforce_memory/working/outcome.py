@@ -60,7 +60,8 @@ _FAILED_RUN: Final = re.compile(
     r"|^\s*\d+ failing\b"  # mocha
     r"|^make(?:\[\d+\])?: \*\*\* "  # make
     r"|^npm ERR! |^ERR_PNPM_|^error Command failed"  # npm, pnpm, yarn
-    r"|^BUILD FAILED|^\[ERROR\] BUILD FAILURE",  # gradle, maven
+    r"|^BUILD FAILED|^\[ERROR\] BUILD FAILURE"  # gradle, maven
+    r"|^[1-9]\d* issues?\.|^Found [1-9]\d* errors?",  # golangci-lint, ruff / mypy
     re.MULTILINE,
 )
 _PASSED_RUN: Final = re.compile(
@@ -71,7 +72,8 @@ _PASSED_RUN: Final = re.compile(
     r"|^Tests?:.*\b\d+ passed"  # jest / vitest
     r"|^\s*\d+ passing\b"  # mocha
     r"|^BUILD SUCCESS|^BUILD SUCCESSFUL"  # maven, gradle
-    r"|^\s*Finished .* target\(s\)",  # cargo build
+    r"|^\s*Finished .* target\(s\)"  # cargo build
+    r"|^0 issues\.|^All checks passed!|^Success: no issues found",  # golangci-lint, ruff, mypy
     re.MULTILINE,
 )
 
@@ -148,7 +150,8 @@ def test_outcome(output: str, code: int | None) -> Outcome | None:
 
 _TEST_TOOLS: Final = frozenset(
     ("pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "rspec", "ctest", "phpunit",
-     "make", "ninja", "tsc", "gradle", "gradlew", "mvn", "runtests.py")
+     "make", "ninja", "tsc", "gradle", "gradlew", "mvn", "runtests.py", "just",
+     "golangci-lint", "eslint", "ruff", "mypy", "flake8", "pylint", "pyright")
 )  # fmt: skip
 _TEST_SUBCOMMANDS: Final[dict[str, frozenset[str]]] = {
     "cargo": frozenset(("test", "build", "check", "nextest", "clippy", "llvm-cov")),
@@ -160,6 +163,7 @@ _TEST_SUBCOMMANDS: Final[dict[str, frozenset[str]]] = {
     "npx": frozenset(("jest", "vitest", "mocha", "tsc", "playwright")),
 }
 _RUN_SCRIPTS: Final = ("test", "build", "lint", "check", "typecheck")
+_SETUP_BUILDS: Final = frozenset(("build", "build_ext", "test", "bdist_wheel", "sdist"))
 _PYTHON_TEST_MODULES: Final = frozenset(("pytest", "unittest", "py_compile", "compileall", "tox"))
 
 
@@ -181,11 +185,17 @@ def is_test_run(words: list[str]) -> bool:
     if name in _TEST_SUBCOMMANDS and rest:
         if rest[0] in _TEST_SUBCOMMANDS[name]:
             return True
-        return name in ("npm", "yarn", "pnpm", "bun") and rest[0] == "run" and (
-            len(rest) > 1 and rest[1].startswith(_RUN_SCRIPTS)
+        return (
+            name in ("npm", "yarn", "pnpm", "bun")
+            and rest[0] == "run"
+            and (len(rest) > 1 and rest[1].startswith(_RUN_SCRIPTS))
         )
     if _is_python(name) and rest:
         if rest[0] == "-m" and len(rest) > 1:
             return rest[1] in _PYTHON_TEST_MODULES
-        return rest[0].endswith("runtests.py") or rest[:2] == ["manage.py", "test"]
+        return (
+            rest[0].endswith("runtests.py")
+            or rest[:2] == ["manage.py", "test"]
+            or (rest[0] == "setup.py" and len(rest) > 1 and rest[1] in _SETUP_BUILDS)
+        )
     return name == "cmake" and "--build" in rest

@@ -18,18 +18,28 @@ path from a misread command is worse than no path.
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import posixpath
 import re
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
-from langchain_builderforce_memory.working.memory import FileKind, Observation
+from langchain_builderforce_memory.working.memory import FileKind
 from langchain_builderforce_memory.working.outcome import is_test_run
-from langchain_builderforce_memory.working.patch import patch_observations
+from langchain_builderforce_memory.working.shell_commands import (
+    _ASSIGNMENT,
+    _UNKNOWN_DIR,
+    COMMANDS,
+    Context,
+    ShellReading,
+    git,
+    patch,
+    split_options,
+)
 
-__all__ = ["ShellReading", "read_shell_command"]
+__all__ = ["ShellReading", "python_writes", "ran_target", "read_shell_command"]
 
 _OPERATORS: Final = "();<>|&\n"
 _SEPARATORS: Final = frozenset(("&&", "||", ";", "|", "&", "\n", "(", ")", ";;", "|&", ";&"))
@@ -45,9 +55,6 @@ _REDIRECTS: Final[dict[str, FileKind | None]] = {
     "<<<": None,
 }
 _HEREDOC: Final = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
-_UNSAFE: Final = re.compile(r"[$`*?\[\]{}~<>|;&]|://")
-_ASSIGNMENT: Final = re.compile(r"^[A-Za-z_]\w*=")
-_UNKNOWN_DIR: Final = "\0"
 _WRAPPERS: Final = frozenset(("sudo", "time", "nohup", "nice", "command", "exec", "builtin"))
 _KEYWORDS: Final = frozenset(("do", "then", "else", "elif", "if", "while", "until", "!", "{", "}"))
 _QUIET: Final = frozenset(
@@ -63,56 +70,10 @@ _CMD_CHARS: Final = 160
 
 
 @dataclass(slots=True)
-class ShellReading:
-    """What one shell command line did, as far as it can be read from the line."""
-
-    observations: list[Observation] = field(default_factory=list)
-    """Reads, searches and file changes, in the order the commands ran."""
-    runs: list[str] = field(default_factory=list)
-    """Test and build runs, each as its command (pipes and redirects left out)."""
-    unread: list[str] = field(default_factory=list)
-    """Commands whose effect on files is not known (``python x.py``, ``pip install``)."""
-
-
-@dataclass(slots=True)
 class _Simple:
     words: list[str]
     redirects: list[tuple[str, str]]
     stdin: str | None = None
-
-
-@dataclass(slots=True)
-class _Context:
-    cwd: str | None
-    output: str
-    reading: ShellReading
-    from_stdin: bool = False
-
-    def path(self, word: str) -> str | None:
-        """``word`` as a path resolved against the current directory, or ``None``."""
-        if not word or word == "-" or word.startswith("-") or _UNSAFE.search(word):
-            return None
-        if word.startswith("/"):
-            return posixpath.normpath(word)
-        if self.cwd == _UNKNOWN_DIR:
-            return None
-        return posixpath.normpath(posixpath.join(self.cwd, word) if self.cwd else word)
-
-    def add(self, kind: FileKind, word: str) -> None:
-        """Record ``word`` as a path ``kind``; a word that is no literal path is unread."""
-        path = self.path(word)
-        if path is None:
-            if _UNSAFE.search(word) or self.cwd == _UNKNOWN_DIR:
-                self.reading.unread.append(word)
-        elif path not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
-            self.reading.observations.append(Observation(kind, path))
-
-    def search(self, tool: str, query: str, scopes: list[str]) -> None:
-        where = [p for p in (self.path(s) for s in scopes) if p]
-        text = f'{tool} "{query}"' if query else tool
-        self.reading.observations.append(
-            Observation.searched(f"{text} in {' '.join(where)}" if where else text)
-        )
 
 
 def _split_heredocs(command: str) -> tuple[str, list[str]]:
@@ -125,13 +86,18 @@ def _split_heredocs(command: str) -> tuple[str, list[str]]:
         line = lines[i]
         kept.append(line)
         i += 1
+        if _SWE_EDIT.match(line):  # SWE-agent's `edit N:M` takes lines up to end_of_edit
+            while i < len(lines) and lines[i].strip() != "end_of_edit":
+                i += 1
+            i += 1
+            continue
         for m in _HEREDOC.finditer(line):
             if line[max(0, m.start() - 1) : m.start()] == "<":  # "<<<" is a here-string
                 continue
             body: list[str] = []
-            while i < len(lines) and (
-                lines[i].lstrip("\t") if m.group(1) else lines[i]
-            ) != m.group(3):
+            while i < len(lines) and (lines[i].lstrip("\t") if m.group(1) else lines[i]) != m.group(
+                3
+            ):
                 body.append(lines[i])
                 i += 1
             i += 1  # the terminator
@@ -139,15 +105,49 @@ def _split_heredocs(command: str) -> tuple[str, list[str]]:
     return "\n".join(kept), bodies
 
 
-def _tokens(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=_OPERATORS)
+_SWE_EDIT: Final = re.compile(r"^\s*edit \d+:\d+\s*$")
+_QUOTED_OPERATOR: Final = re.compile(r"""(['"])([;&|<>()]+)\1""")
+_HIDDEN: Final = "\x00op{}\x00"
+
+
+def _tokens(command: str) -> list[_Token]:
+    # shlex returns a quoted ";;" as the bare word ";;", which reads as an operator: quoted
+    # operator characters are hidden from it and put back in the words.
+    hidden: list[str] = []
+
+    def hide(m: re.Match[str]) -> str:
+        hidden.append(m.group(2))
+        return _HIDDEN.format(len(hidden) - 1)
+
+    lexer = shlex.shlex(
+        _QUOTED_OPERATOR.sub(hide, command), posix=True, punctuation_chars=_OPERATORS
+    )
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     lexer.commenters = ""
-    return list(lexer)
+    return [_Token(w, hidden) for w in lexer]
 
 
-def _simple_commands(tokens: list[str], bodies: list[str]) -> list[_Simple]:
+class _Token(str):
+    """A word as shlex read it; ``text`` puts back the quoted operators hidden from it."""
+
+    __slots__ = ("hidden",)
+    hidden: list[str]
+
+    def __new__(cls, word: str, hidden: list[str]) -> _Token:
+        token = super().__new__(cls, word)
+        token.hidden = hidden
+        return token
+
+    @property
+    def text(self) -> str:
+        out = str(self)
+        for i, value in enumerate(self.hidden):
+            out = out.replace(_HIDDEN.format(i), value)
+        return out
+
+
+def _simple_commands(tokens: list[_Token], bodies: list[str]) -> list[_Simple]:
     out: list[_Simple] = []
     current = _Simple([], [])
     it = iter(range(len(tokens)))
@@ -164,262 +164,15 @@ def _simple_commands(tokens: list[str], bodies: list[str]) -> list[_Simple]:
             next(it, None)  # the delimiter word
             current.stdin = bodies.pop(0) if bodies else ""
         elif tok in _REDIRECTS and i + 1 < len(tokens):
-            current.redirects.append((tok, tokens[next(it)]))
+            current.redirects.append((tok, tokens[next(it)].text))
         elif tok.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in _REDIRECTS:
             continue  # the file descriptor of "2>" / "2>&1"
         else:
-            current.words.append(tok)
+            current.words.append(tok.text)
     if current.words or current.redirects:
         out.append(current)
     return out
 
-
-def _operands(args: list[str], valued: frozenset[str]) -> tuple[list[str], list[str]]:
-    """``args`` split into options and operands; an option in ``valued`` takes the next."""
-    flags: list[str] = []
-    operands: list[str] = []
-    it = iter(args)
-    for arg in it:
-        if arg == "--":
-            operands += list(it)
-        elif arg.startswith("-") and len(arg) > 1:
-            flags.append(arg)
-            if arg in valued:
-                flags.append(next(it, ""))
-        else:
-            operands.append(arg)
-    return flags, operands
-
-
-def _read_files(args: list[str], ctx: _Context, valued: frozenset[str] = frozenset()) -> None:
-    for word in _operands(args, valued)[1]:
-        ctx.add("read", word)
-
-
-def _head_tail(args: list[str], ctx: _Context) -> None:
-    _read_files(args, ctx, frozenset(("-n", "-c", "--lines", "--bytes")))
-
-
-def _sed(args: list[str], ctx: _Context) -> None:
-    flags, operands = _operands(args, frozenset(("-e", "-f", "--expression", "--file", "-l")))
-    scripted = any(f in ("-e", "-f", "--expression", "--file") for f in flags)
-    files = operands if scripted else operands[1:]
-    kind: FileKind = (
-        "edited" if any(f.startswith(("-i", "--in-place")) for f in flags) else "read"
-    )
-    for word in files:
-        ctx.add(kind, word)
-
-
-def _awk(args: list[str], ctx: _Context) -> None:
-    flags, operands = _operands(args, frozenset(("-F", "-v", "-f")))
-    files = operands if "-f" in flags else operands[1:]
-    inplace = "-i" in flags and "inplace" in flags
-    for word in files:
-        if not _ASSIGNMENT.match(word):
-            ctx.add("edited" if inplace else "read", word)
-
-
-_GREP_VALUED: Final = frozenset(
-    ("-e", "-f", "-m", "-A", "-B", "-C", "-g", "-t", "-T", "-M", "-j", "--glob", "--type",
-     "--max-count", "--context", "--include", "--exclude", "--max-depth", "-d", "-D")
-)  # fmt: skip
-
-
-def _grep(tool: str, recursive_default: bool) -> Callable[[list[str], _Context], None]:
-    def read(args: list[str], ctx: _Context) -> None:
-        flags, operands = _operands(args, _GREP_VALUED)
-        patterns = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-e"]
-        if not patterns:
-            if not operands:
-                return
-            patterns, operands = [operands[0]], operands[1:]
-        recursive = recursive_default or any(
-            f in ("-r", "-R", "--recursive") or (f[1:2] != "-" and "r" in f.lower()[1:])
-            for f in flags
-        )
-        if operands or recursive or ctx.from_stdin:
-            ctx.search(tool, patterns[0], operands)
-
-    return read
-
-
-def _find(args: list[str], ctx: _Context) -> None:
-    paths: list[str] = []
-    i = 0
-    while i < len(args) and not args[i].startswith(("-", "(", "!")):
-        paths.append(args[i])
-        i += 1
-    expr = args[i:]
-    if "-delete" in expr or ("-exec" in expr and "rm" in expr):
-        ctx.reading.unread.append("find")
-        return
-    names = [
-        expr[j + 1]
-        for j, a in enumerate(expr[:-1])
-        if a in ("-name", "-iname", "-path", "-ipath", "-regex", "-wholename")
-    ]
-    ctx.search("find", " ".join(names), paths or ["."])
-
-
-def _ls(args: list[str], ctx: _Context) -> None:
-    operands = _operands(args, frozenset(("-I", "--ignore", "-L")))[1] or ["."]
-    for word in operands:
-        path = ctx.path(word)
-        if path is not None:
-            ctx.reading.observations.append(Observation.searched(f'ls "{path}"'))
-
-
-def _tee(args: list[str], ctx: _Context) -> None:
-    flags, operands = _operands(args, frozenset())
-    kind: FileKind = "edited" if any(f in ("-a", "--append") for f in flags) else "created"
-    for word in operands:
-        ctx.add(kind, word)
-
-
-def _into(target: str, source: str) -> str:
-    if target.endswith("/") or target in (".", ".."):
-        return posixpath.join(target, posixpath.basename(source))
-    return target
-
-
-def _copy_move(source_kind: FileKind) -> Callable[[list[str], _Context], None]:
-    def read(args: list[str], ctx: _Context) -> None:
-        flags, operands = _operands(args, frozenset(("-t", "--target-directory", "-S")))
-        if len(operands) < 2 or any(f.startswith("-t") for f in flags):
-            ctx.reading.unread.append("cp" if source_kind == "read" else "mv")
-            return
-        *sources, target = operands
-        for source in sources:
-            ctx.add(source_kind, source)
-            ctx.add("created", _into(target, source))
-
-    return read
-
-
-def _each(
-    kind: FileKind, valued: frozenset[str] = frozenset()
-) -> Callable[[list[str], _Context], None]:
-    def read(args: list[str], ctx: _Context) -> None:
-        for word in _operands(args, valued)[1]:
-            ctx.add(kind, word)
-
-    return read
-
-
-def _perl(args: list[str], ctx: _Context) -> None:
-    flags, operands = _operands(args, frozenset(("-e", "-E", "-M", "-I")))
-    if any(f.startswith("-") and "i" in f[1:].split("e")[0] for f in flags if f[:2] != "--"):
-        for word in operands if any(f in ("-e", "-E") for f in flags) else operands[1:]:
-            ctx.add("edited", word)
-    else:
-        ctx.reading.unread.append("perl")
-
-
-def _patch(args: list[str], ctx: _Context, stdin: str | None) -> None:
-    flags, _ = _operands(args, frozenset(("-p", "-i", "-d", "-o")))
-    strip = next((int(f[2:]) for f in flags if f[:2] == "-p" and f[2:].isdigit()), 1)
-    found = patch_observations(stdin, strip=strip) if stdin else []
-    if found:
-        ctx.reading.observations += [
-            Observation(o.kind, p) for o in found if (p := ctx.path(o.target))
-        ]
-    else:
-        ctx.reading.unread.append("patch")
-
-
-_GIT_QUERIES: Final = frozenset(("diff", "show", "log", "blame", "status"))
-
-
-def _git(args: list[str], ctx: _Context, stdin: str | None) -> None:
-    while len(args) > 1 and args[0] in ("-C", "-c", "--no-pager"):
-        if args[0] == "-C":
-            ctx.cwd = ctx.path(args[1]) or _UNKNOWN_DIR
-        args = args[2:] if args[0] != "--no-pager" else args[1:]
-    sub, rest = (args[0], args[1:]) if args else ("", [])
-    if sub in _GIT_QUERIES:
-        words = [w for w in rest if not _UNSAFE.search(w)]
-        ctx.reading.observations.append(Observation.searched(" ".join(["git", sub, *words])))
-    elif sub == "grep":
-        _grep("git grep", True)(rest, ctx)
-    elif sub in ("apply", "am") and stdin:
-        _patch(["-p1"], ctx, stdin)
-    elif sub == "restore" or (sub == "checkout" and "--" in rest):
-        for word in _operands(rest, frozenset(("-s", "--source")))[1]:
-            ctx.add("edited", word)
-    elif sub == "rm":
-        _each("deleted")(rest, ctx)
-    elif sub == "mv":
-        _copy_move("deleted")(rest, ctx)
-    else:
-        ctx.reading.unread.append(f"git {sub}".strip())
-
-
-_OUTPUT_FILE: Final = re.compile(r"^\[File: (.+?) \(\d+ lines total|^\(Open file: (.+?)\)", re.M)
-
-
-def _swe_agent(kind: FileKind, from_output: bool) -> Callable[[list[str], _Context], None]:
-    """SWE-agent's file commands: ``open path``, ``create path``, ``edit N:M``, ``goto N``."""
-
-    def read(args: list[str], ctx: _Context) -> None:
-        m = _OUTPUT_FILE.search(ctx.output) if from_output or not args else None
-        if m is not None:
-            ctx.add(kind, m.group(1) or m.group(2))
-        elif args and not from_output:
-            ctx.add(kind, args[0])
-
-    return read
-
-
-def _swe_search(tool: str) -> Callable[[list[str], _Context], None]:
-    def read(args: list[str], ctx: _Context) -> None:
-        if args:
-            ctx.search(tool, args[0], args[1:2])
-
-    return read
-
-
-_Handler = Callable[[list[str], _Context], None]
-_COMMANDS: Final[dict[str, _Handler]] = {
-    "cat": _read_files,
-    "nl": lambda a, c: _read_files(a, c, frozenset(("-b", "-s", "-w", "-v", "-i"))),
-    "less": _read_files,
-    "more": _read_files,
-    "bat": _read_files,
-    "tac": _read_files,
-    "head": _head_tail,
-    "tail": _head_tail,
-    "sed": _sed,
-    "awk": _awk,
-    "gawk": _awk,
-    "grep": _grep("grep", False),
-    "egrep": _grep("grep", False),
-    "fgrep": _grep("grep", False),
-    "rg": _grep("rg", True),
-    "ag": _grep("ag", True),
-    "ack": _grep("ack", True),
-    "find": _find,
-    "ls": _ls,
-    "tree": _ls,
-    "tee": _tee,
-    "cp": _copy_move("read"),
-    "mv": _copy_move("deleted"),
-    "rm": _each("deleted"),
-    "touch": _each("created", frozenset(("-t", "-d", "-r"))),
-    "truncate": _each("edited", frozenset(("-s", "--size", "-r"))),
-    "perl": _perl,
-    "open": _swe_agent("read", False),
-    "create": _swe_agent("created", False),
-    "edit": _swe_agent("edited", True),
-    "goto": _swe_agent("read", True),
-    "scroll_down": _swe_agent("read", True),
-    "scroll_up": _swe_agent("read", True),
-    "search_dir": _swe_search("search_dir"),
-    "search_file": _swe_search("search_file"),
-    "find_file": _swe_search("find_file"),
-    "submit": lambda a, c: None,
-}
-"""Commands by name (the word's basename); each records what it did into the context."""
 
 def _unwrap(words: list[str]) -> tuple[list[str], bool]:
     """The command under ``sudo`` / ``timeout 30`` / ``env A=1`` / ``xargs -0`` wrappers."""
@@ -434,18 +187,83 @@ def _unwrap(words: list[str]) -> tuple[list[str], bool]:
             words = words[1:]
         elif head == "xargs":
             from_stdin = True
-            words = _operands(words[1:], frozenset(("-I", "-n", "-P", "-d", "-L", "-s")))[1]
+            words = split_options(words[1:], frozenset(("-I", "-n", "-P", "-d", "-L", "-s")))[1]
         else:
             break
     return words, from_stdin
 
 
-def _read_simple(command: _Simple, ctx: _Context) -> None:
+def _loop(words: list[str], ctx: Context) -> tuple[str, list[str]] | None:
+    """``for f in a.py src/*.md``: the variable, and the paths it takes.
+
+    A glob takes the paths in the output that match it (the loop's body printed them), so
+    a file is named only when the run showed it.
+    """
+    if len(words) < 3 or words[1] != "in":
+        return None
+    shown = _PATH_WORD.findall(ctx.output)
+    values: list[str] = []
+    for word in words[2:]:
+        if not _GLOB.search(word):
+            values.append(word)
+        else:
+            values += [p for p in dict.fromkeys(shown) if fnmatch.fnmatchcase(p, word)]
+    return words[0], values
+
+
+_GLOB: Final = re.compile(r"[*?]")
+_PATH_WORD: Final = re.compile(r"[\w./-]+")
+
+
+_PYTHON: Final = re.compile(r"python(?:\d(?:\.\d+)?)?")
+_WRITE_MODES: Final = re.compile(r"[wax+]")
+
+
+def python_writes(source: str) -> list[str]:
+    r"""The files a Python script opens for writing: ``open('p', 'w')``, ``Path('p').write_text``.
+
+    Parsed with :mod:`ast`, never run; only literal paths count, and a script that does
+    not parse writes nothing known.
+
+    Example:
+        >>> python_writes("with open('src/a.py', 'w') as f:\n    f.write(x)")
+        ['src/a.py']
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func, args = node.func, node.args
+        if isinstance(func, ast.Name) and func.id == "open" and len(args) >= 2:
+            path, mode = args[0], args[1]
+            if (
+                isinstance(path, ast.Constant) and isinstance(path.value, str)
+                and isinstance(mode, ast.Constant) and isinstance(mode.value, str)
+                and _WRITE_MODES.search(mode.value)
+            ):  # fmt: skip
+                out.append(path.value)
+        elif (
+            isinstance(func, ast.Attribute) and func.attr in ("write_text", "write_bytes")
+            and isinstance(func.value, ast.Call) and func.value.args
+            and isinstance(func.value.args[0], ast.Constant)
+            and isinstance(func.value.args[0].value, str)
+        ):  # fmt: skip
+            out.append(func.value.args[0].value)
+    return out
+
+
+def _read_simple(command: _Simple, ctx: Context) -> None:
     words, ctx.from_stdin = _unwrap(command.words)
     for op, target in command.redirects:
         kind = _REDIRECTS.get(op)
         if kind is not None:
             ctx.add(kind, target)
+        if kind == "created" and command.stdin and target.endswith(".py"):
+            ctx.scripts[ctx.path(target) or ""] = command.stdin
     if not words:
         return
     name = posixpath.basename(words[0])
@@ -455,20 +273,25 @@ def _read_simple(command: _Simple, ctx: _Context) -> None:
     elif name in ("bash", "sh", "zsh") and len(words) > 2 and words[1] in ("-c", "-lc"):
         _read_line(words[2], ctx)
     elif name == "for":
-        return
+        ctx.loop = _loop(words[1:], ctx)
+    elif name == "done":
+        ctx.loop = None
     elif is_test_run(words):
         ctx.reading.runs.append(" ".join(words))
     elif name == "git":
-        _git(words[1:], ctx, command.stdin)
+        git(words[1:], ctx, command.stdin)
     elif name == "patch":
-        _patch(words[1:], ctx, command.stdin)
-    elif name in _COMMANDS:
-        _COMMANDS[name](words[1:], ctx)
+        patch(words[1:], ctx, command.stdin)
+    elif name in COMMANDS:
+        COMMANDS[name](words[1:], ctx)
+    elif _PYTHON.fullmatch(name) and len(words) > 1 and ctx.path(words[1]) in ctx.scripts:
+        for path in python_writes(ctx.scripts[ctx.path(words[1]) or ""]):
+            ctx.add("edited", path)
     elif name not in _QUIET:
         ctx.reading.unread.append(name)
 
 
-def _read_line(command: str, ctx: _Context) -> None:
+def _read_line(command: str, ctx: Context) -> None:
     text, bodies = _split_heredocs(command)
     try:
         tokens = _tokens(text)
@@ -502,7 +325,7 @@ def read_shell_command(command: str, *, output: str = "", cwd: str | None = None
     """
     if cwd is None and (m := _CURRENT_DIR.search(output[-400:])):
         cwd = m.group(1)
-    ctx = _Context(cwd, output, ShellReading())
+    ctx = Context(cwd, output, ShellReading())
     _read_line(command.strip(), ctx)
     return ctx.reading
 

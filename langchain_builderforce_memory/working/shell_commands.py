@@ -1,0 +1,346 @@
+"""The commands the shell reader knows, each recording what it did into a context.
+
+:mod:`langchain_builderforce_memory.working.shell` splits a command line into simple
+commands; each is looked up here by name (``cat``, ``sed``, ``grep``, ``git``, SWE-agent's
+``open`` / ``edit``...) and records its reads, searches and changes into a
+:class:`ShellReading`, resolving paths against the directory the line has ``cd``-ed to.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from langchain_builderforce_memory.working.memory import FileKind, Observation
+from langchain_builderforce_memory.working.patch import patch_observations
+
+__all__ = ["COMMANDS", "Context", "ShellReading", "git", "patch", "split_options"]
+
+_UNSAFE: Final = re.compile(r"[$`*?\[\]{}~<>|;&]|://")
+_ASSIGNMENT: Final = re.compile(r"^[A-Za-z_]\w*=")
+_UNKNOWN_DIR: Final = "\0"
+
+
+@dataclass(slots=True)
+class ShellReading:
+    """What one shell command line did, as far as it can be read from the line."""
+
+    observations: list[Observation] = field(default_factory=list)
+    """Reads, searches and file changes, in the order the commands ran."""
+    runs: list[str] = field(default_factory=list)
+    """Test and build runs, each as its command (pipes and redirects left out)."""
+    unread: list[str] = field(default_factory=list)
+    """Commands whose effect on files is not known (``python x.py``, ``pip install``)."""
+
+
+@dataclass(slots=True)
+class Context:
+    """What the reader knows while it reads one command line: where it is, what it found."""
+
+    cwd: str | None
+    output: str
+    reading: ShellReading
+    from_stdin: bool = False
+    loop: tuple[str, list[str]] | None = None
+    """A ``for`` loop's variable and the paths it takes, while its body is read."""
+    scripts: dict[str, str] = field(default_factory=dict)
+    """Python scripts this command line wrote from a heredoc, by path, for a later run."""
+
+    def path(self, word: str) -> str | None:
+        """``word`` as a path resolved against the current directory, or ``None``."""
+        if not word or word == "-" or word.startswith("-") or _UNSAFE.search(word):
+            return None
+        if word.startswith("/"):
+            return posixpath.normpath(word)
+        if self.cwd == _UNKNOWN_DIR:
+            return None
+        return posixpath.normpath(posixpath.join(self.cwd, word) if self.cwd else word)
+
+    def add(self, kind: FileKind, word: str) -> None:
+        """Record ``word`` as a path ``kind``; a word that is no literal path is unread."""
+        if self.loop is not None and word in (f"${self.loop[0]}", f"${{{self.loop[0]}}}"):
+            for value in self.loop[1]:
+                self.add(kind, value)
+            return
+        path = self.path(word)
+        if path is None:
+            if _UNSAFE.search(word) or self.cwd == _UNKNOWN_DIR:
+                self.reading.unread.append(word)
+        elif path not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+            self.reading.observations.append(Observation(kind, path))
+
+    def search(self, tool: str, query: str, scopes: list[str]) -> None:
+        """Record a search for ``query`` by ``tool`` in ``scopes`` (resolved paths)."""
+        where = [p for p in (self.path(s) for s in scopes) if p]
+        text = f'{tool} "{query}"' if query else tool
+        self.reading.observations.append(
+            Observation.searched(f"{text} in {' '.join(where)}" if where else text)
+        )
+
+
+def split_options(args: list[str], valued: frozenset[str]) -> tuple[list[str], list[str]]:
+    """``args`` split into options and operands; an option in ``valued`` takes the next."""
+    flags: list[str] = []
+    operands: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg == "--":
+            operands += list(it)
+        elif arg.startswith("-") and len(arg) > 1:
+            flags.append(arg)
+            if arg in valued:
+                flags.append(next(it, ""))
+        else:
+            operands.append(arg)
+    return flags, operands
+
+
+def _read_files(args: list[str], ctx: Context, valued: frozenset[str] = frozenset()) -> None:
+    for word in split_options(args, valued)[1]:
+        ctx.add("read", word)
+
+
+def _head_tail(args: list[str], ctx: Context) -> None:
+    _read_files(args, ctx, frozenset(("-n", "-c", "--lines", "--bytes")))
+
+
+def _sed(args: list[str], ctx: Context) -> None:
+    flags, operands = split_options(args, frozenset(("-e", "-f", "--expression", "--file", "-l")))
+    scripted = any(f in ("-e", "-f", "--expression", "--file") for f in flags)
+    files = operands if scripted else operands[1:]
+    kind: FileKind = "edited" if any(f.startswith(("-i", "--in-place")) for f in flags) else "read"
+    for word in files:
+        ctx.add(kind, word)
+
+
+def _awk(args: list[str], ctx: Context) -> None:
+    flags, operands = split_options(args, frozenset(("-F", "-v", "-f")))
+    files = operands if "-f" in flags else operands[1:]
+    inplace = "-i" in flags and "inplace" in flags
+    for word in files:
+        if not _ASSIGNMENT.match(word):
+            ctx.add("edited" if inplace else "read", word)
+
+
+_GREP_VALUED: Final = frozenset(
+    ("-e", "-f", "-m", "-A", "-B", "-C", "-g", "-t", "-T", "-M", "-j", "--glob", "--type",
+     "--max-count", "--context", "--include", "--exclude", "--max-depth", "-d", "-D")
+)  # fmt: skip
+
+
+def _grep(tool: str, recursive_default: bool) -> Callable[[list[str], Context], None]:
+    def read(args: list[str], ctx: Context) -> None:
+        flags, operands = split_options(args, _GREP_VALUED)
+        patterns = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-e"]
+        if not patterns:
+            if not operands:
+                return
+            patterns, operands = [operands[0]], operands[1:]
+        recursive = recursive_default or any(
+            f in ("-r", "-R", "--recursive") or (f[1:2] != "-" and "r" in f.lower()[1:])
+            for f in flags
+        )
+        if operands or recursive or ctx.from_stdin:
+            ctx.search(tool, patterns[0], operands)
+
+    return read
+
+
+def _find(args: list[str], ctx: Context) -> None:
+    paths: list[str] = []
+    i = 0
+    while i < len(args) and not args[i].startswith(("-", "(", "!")):
+        paths.append(args[i])
+        i += 1
+    expr = args[i:]
+    if "-delete" in expr or ("-exec" in expr and "rm" in expr):
+        ctx.reading.unread.append("find")
+        return
+    names = [
+        expr[j + 1]
+        for j, a in enumerate(expr[:-1])
+        if a in ("-name", "-iname", "-path", "-ipath", "-regex", "-wholename")
+    ]
+    ctx.search("find", " ".join(names), paths or ["."])
+
+
+def _ls(args: list[str], ctx: Context) -> None:
+    operands = split_options(args, frozenset(("-I", "--ignore", "-L")))[1] or ["."]
+    for word in operands:
+        path = ctx.path(word)
+        if path is not None:
+            ctx.reading.observations.append(Observation.searched(f'ls "{path}"'))
+
+
+def _tee(args: list[str], ctx: Context) -> None:
+    flags, operands = split_options(args, frozenset())
+    kind: FileKind = "edited" if any(f in ("-a", "--append") for f in flags) else "created"
+    for word in operands:
+        ctx.add(kind, word)
+
+
+def _into(target: str, source: str) -> str:
+    if target.endswith("/") or target in (".", ".."):
+        return posixpath.join(target, posixpath.basename(source))
+    return target
+
+
+def _copy_move(source_kind: FileKind) -> Callable[[list[str], Context], None]:
+    def read(args: list[str], ctx: Context) -> None:
+        flags, operands = split_options(args, frozenset(("-t", "--target-directory", "-S")))
+        if len(operands) < 2 or any(f.startswith("-t") for f in flags):
+            ctx.reading.unread.append("cp" if source_kind == "read" else "mv")
+            return
+        *sources, target = operands
+        for source in sources:
+            ctx.add(source_kind, source)
+            ctx.add("created", _into(target, source))
+
+    return read
+
+
+def _each(
+    kind: FileKind, valued: frozenset[str] = frozenset()
+) -> Callable[[list[str], Context], None]:
+    def read(args: list[str], ctx: Context) -> None:
+        for word in split_options(args, valued)[1]:
+            ctx.add(kind, word)
+
+    return read
+
+
+def _formatter(args: list[str], ctx: Context, writes: tuple[str, ...]) -> None:
+    """``gofmt -w f``, ``black f``, ``prettier --write f``: the files are rewritten."""
+    flags, operands = split_options(args, frozenset(("--config", "-l", "--line-length")))
+    if writes and not any(f in writes for f in flags):
+        return  # a check (``gofmt -l``): reads only, reported as nothing
+    for word in operands:
+        ctx.add("edited", word)
+
+
+def _perl(args: list[str], ctx: Context) -> None:
+    flags, operands = split_options(args, frozenset(("-e", "-E", "-M", "-I")))
+    if any(f.startswith("-") and "i" in f[1:].split("e")[0] for f in flags if f[:2] != "--"):
+        for word in operands if any(f in ("-e", "-E") for f in flags) else operands[1:]:
+            ctx.add("edited", word)
+    else:
+        ctx.reading.unread.append("perl")
+
+
+def patch(args: list[str], ctx: Context, stdin: str | None) -> None:
+    """``patch -p1`` / ``git apply`` fed a diff on stdin: the files the diff touches."""
+    flags, _ = split_options(args, frozenset(("-p", "-i", "-d", "-o")))
+    strip = next((int(f[2:]) for f in flags if f[:2] == "-p" and f[2:].isdigit()), 1)
+    found = patch_observations(stdin, strip=strip) if stdin else []
+    if found:
+        ctx.reading.observations += [
+            Observation(o.kind, p) for o in found if (p := ctx.path(o.target))
+        ]
+    else:
+        ctx.reading.unread.append("patch")
+
+
+_GIT_QUERIES: Final = frozenset(("diff", "show", "log", "blame", "status"))
+_PATHS_UPDATED: Final = re.compile(r"^Updated \d+ paths? from", re.M)
+"""What ``git checkout <path>`` prints: the operands were paths, not a branch."""
+
+
+def git(args: list[str], ctx: Context, stdin: str | None) -> None:
+    """``git``: queries are searches, ``restore`` / ``checkout -- p`` edits, ``rm`` / ``mv``."""
+    while len(args) > 1 and args[0] in ("-C", "-c", "--no-pager"):
+        if args[0] == "-C":
+            ctx.cwd = ctx.path(args[1]) or _UNKNOWN_DIR
+        args = args[2:] if args[0] != "--no-pager" else args[1:]
+    sub, rest = (args[0], args[1:]) if args else ("", [])
+    if sub in _GIT_QUERIES:
+        words = [w for w in rest if not _UNSAFE.search(w)]
+        ctx.reading.observations.append(Observation.searched(" ".join(["git", sub, *words])))
+    elif sub == "grep":
+        _grep("git grep", True)(rest, ctx)
+    elif sub in ("apply", "am") and stdin:
+        patch(["-p1"], ctx, stdin)
+    elif sub == "restore" or (
+        sub == "checkout" and ("--" in rest or _PATHS_UPDATED.search(ctx.output[:400]))
+    ):
+        for word in split_options(rest, frozenset(("-s", "--source")))[1]:
+            ctx.add("edited", word)
+    elif sub == "rm":
+        _each("deleted")(rest, ctx)
+    elif sub == "mv":
+        _copy_move("deleted")(rest, ctx)
+    else:
+        ctx.reading.unread.append(f"git {sub}".strip())
+
+
+_OUTPUT_FILE: Final = re.compile(r"^\[File: (.+?) \(\d+ lines total|^\(Open file: (.+?)\)", re.M)
+
+
+def _swe_agent(kind: FileKind, from_output: bool) -> Callable[[list[str], Context], None]:
+    """SWE-agent's file commands: ``open path``, ``create path``, ``edit N:M``, ``goto N``."""
+
+    def read(args: list[str], ctx: Context) -> None:
+        m = _OUTPUT_FILE.search(ctx.output) if from_output or not args else None
+        if m is not None:
+            ctx.add(kind, m.group(1) or m.group(2))
+        elif args and not from_output:
+            ctx.add(kind, args[0])
+
+    return read
+
+
+def _swe_search(tool: str) -> Callable[[list[str], Context], None]:
+    def read(args: list[str], ctx: Context) -> None:
+        if args:
+            ctx.search(tool, args[0], args[1:2])
+
+    return read
+
+
+_Handler = Callable[[list[str], Context], None]
+COMMANDS: Final[dict[str, _Handler]] = {
+    "cat": _read_files,
+    "nl": lambda a, c: _read_files(a, c, frozenset(("-b", "-s", "-w", "-v", "-i"))),
+    "less": _read_files,
+    "more": _read_files,
+    "bat": _read_files,
+    "tac": _read_files,
+    "head": _head_tail,
+    "tail": _head_tail,
+    "sed": _sed,
+    "awk": _awk,
+    "gawk": _awk,
+    "grep": _grep("grep", False),
+    "egrep": _grep("grep", False),
+    "fgrep": _grep("grep", False),
+    "rg": _grep("rg", True),
+    "ag": _grep("ag", True),
+    "ack": _grep("ack", True),
+    "find": _find,
+    "ls": _ls,
+    "tree": _ls,
+    "tee": _tee,
+    "cp": _copy_move("read"),
+    "mv": _copy_move("deleted"),
+    "rm": _each("deleted"),
+    "touch": _each("created", frozenset(("-t", "-d", "-r"))),
+    "truncate": _each("edited", frozenset(("-s", "--size", "-r"))),
+    "perl": _perl,
+    "gofmt": lambda a, c: _formatter(a, c, ("-w",)),
+    "rustfmt": lambda a, c: _formatter(a, c, ()),
+    "black": lambda a, c: _formatter(a, c, ()),
+    "prettier": lambda a, c: _formatter(a, c, ("--write", "-w")),
+    "open": _swe_agent("read", False),
+    "create": _swe_agent("created", False),
+    "edit": _swe_agent("edited", True),
+    "goto": _swe_agent("read", True),
+    "scroll_down": _swe_agent("read", True),
+    "scroll_up": _swe_agent("read", True),
+    "search_dir": _swe_search("search_dir"),
+    "search_file": _swe_search("search_file"),
+    "find_file": _swe_search("find_file"),
+    "submit": lambda a, c: None,
+}
+"""Commands by name (the word's basename); each records what it did into the context."""

@@ -9,27 +9,25 @@ Run: python benchmarks/mapper_coverage.py
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, ToolMessage, messages_from_dict
+from langchain_core.messages import AIMessage, ToolMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_builderforce_memory.working.mapper import observations_from_tool_call
-from tests.labels import HARNESS, TRANSCRIPTS, score
+from tests.helpers import load_transcript, transcript_files
+from tests.labels import HARNESS, score
 
 
 def observed_share() -> tuple[Counter[str], Counter[str]]:
     seen: Counter[str] = Counter()
     total: Counter[str] = Counter()
-    for path in sorted(TRANSCRIPTS.glob("*.json")):
-        if path.name == "manifest.json":
-            continue
+    for path in transcript_files():
         harness = HARNESS[path.name.split("_")[0]]
-        msgs = messages_from_dict(json.loads(path.read_text(encoding="utf-8")))
+        msgs = load_transcript(path)
         results = {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
         for m in msgs:
             if isinstance(m, AIMessage):

@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, ToolMessage, messages_from_dict
+from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_builderforce_memory.working.mapper import observations_from_tool_call
+from tests.helpers import TRANSCRIPTS_DIR, load_transcript
 
 LABELS = Path(__file__).parent / "data" / "tool_call_labels.jsonl"
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+TRANSCRIPTS = TRANSCRIPTS_DIR
 HARNESS = {
     "claudecode": "Claude Code",
     "specstory-claudecode": "Claude Code",
@@ -68,7 +69,7 @@ class Score:
 
 
 def _calls(run: str) -> dict[str, tuple[dict[str, object], ToolMessage | None]]:
-    msgs = messages_from_dict(json.loads((TRANSCRIPTS / run).read_text(encoding="utf-8")))
+    msgs = load_transcript(TRANSCRIPTS / run)
     results = {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
     return {
         str(c["id"]): (dict(c), results.get(str(c["id"])))

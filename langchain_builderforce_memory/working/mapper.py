@@ -426,12 +426,12 @@ class ToolObservationMapper:
         if rule is None:
             return []
         failed = output is not None and self.failed(output)
+        parsed = parse_tool_input(args)
         if isinstance(rule, tuple) and any(isinstance(p, _OUTPUT_PARTS) for p in rule):
-            parsed = parse_tool_input(args)
+            # These parts judge failure themselves: a failed test run is still recorded.
             return _apply_rule(name, rule, parsed, _output_text(output), failed)
         if failed:
             return []
-        parsed = parse_tool_input(args)
         if isinstance(rule, tuple):
             return _apply_rule(name, rule, parsed)
         result = rule(name, parsed, output)

@@ -365,9 +365,11 @@ class WorkingMemory:
         memory = cls()
         for kind in OBSERVATION_KINDS:
             memory._list(kind).extend(_string_list(snapshot, kind))
-        failing = _string_list(snapshot, "failing") if "failing" in snapshot else [
-            c for c in memory._failed if c not in set(memory._passed)
-        ]
+        failing = (
+            _string_list(snapshot, "failing")
+            if "failing" in snapshot
+            else [c for c in memory._failed if c not in set(memory._passed)]
+        )
         memory._failing = dict.fromkeys(failing)
         kept = sum(len(memory._list(k)) for k in OBSERVATION_KINDS)
         memory._observations = _observation_count(snapshot, kept)

@@ -19,6 +19,7 @@ __all__ = [
     "Outcome",
     "exit_code",
     "failed_output",
+    "is_python",
     "is_test_run",
     "output_text",
     "test_outcome",
@@ -167,8 +168,12 @@ _SETUP_BUILDS: Final = frozenset(("build", "build_ext", "test", "bdist_wheel", "
 _PYTHON_TEST_MODULES: Final = frozenset(("pytest", "unittest", "py_compile", "compileall", "tox"))
 
 
-def _is_python(word: str) -> bool:
-    return re.fullmatch(r"python(?:\d(?:\.\d+)?)?", word) is not None
+def is_python(word: str) -> bool:
+    """True for a Python interpreter's name: ``python``, ``python3``, ``python3.11``."""
+    return _PYTHON.fullmatch(word) is not None
+
+
+_PYTHON: Final = re.compile(r"python(?:\d(?:\.\d+)?)?")
 
 
 def is_test_run(words: list[str]) -> bool:
@@ -190,7 +195,7 @@ def is_test_run(words: list[str]) -> bool:
             and rest[0] == "run"
             and (len(rest) > 1 and rest[1].startswith(_RUN_SCRIPTS))
         )
-    if _is_python(name) and rest:
+    if is_python(name) and rest:
         if rest[0] == "-m" and len(rest) > 1:
             return rest[1] in _PYTHON_TEST_MODULES
         return (

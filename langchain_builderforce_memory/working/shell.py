@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from langchain_builderforce_memory.working.memory import FileKind
-from langchain_builderforce_memory.working.outcome import is_test_run
+from langchain_builderforce_memory.working.outcome import is_python, is_test_run
 from langchain_builderforce_memory.working.shell_commands import (
     _ASSIGNMENT,
     _UNKNOWN_DIR,
@@ -61,7 +61,7 @@ _QUIET: Final = frozenset(
     (
         "echo", "printf", "true", "false", "pwd", "export", "set", "unset", "source", ".",
         "which", "type", "sleep", "clear", "exit", "wait", "read", "alias", "mkdir", "chmod",
-        "done", "fi", "esac", "shopt", "hash", "history", "date", "whoami", "env",
+        "done", "fi", "esac", "submit", "shopt", "hash", "history", "date", "whoami", "env",
     )
 )  # fmt: skip
 """Commands that touch no file of the work by themselves (their redirects still count)."""
@@ -215,7 +215,6 @@ _GLOB: Final = re.compile(r"[*?]")
 _PATH_WORD: Final = re.compile(r"[\w./-]+")
 
 
-_PYTHON: Final = re.compile(r"python(?:\d(?:\.\d+)?)?")
 _WRITE_MODES: Final = re.compile(r"[wax+]")
 
 
@@ -284,7 +283,7 @@ def _read_simple(command: _Simple, ctx: Context) -> None:
         patch(words[1:], ctx, command.stdin)
     elif name in COMMANDS:
         COMMANDS[name](words[1:], ctx)
-    elif _PYTHON.fullmatch(name) and len(words) > 1 and ctx.path(words[1]) in ctx.scripts:
+    elif is_python(name) and len(words) > 1 and ctx.path(words[1]) in ctx.scripts:
         for path in python_writes(ctx.scripts[ctx.path(words[1]) or ""]):
             ctx.add("edited", path)
     elif name not in _QUIET:

@@ -98,13 +98,18 @@ def split_options(args: list[str], valued: frozenset[str]) -> tuple[list[str], l
     return flags, operands
 
 
-def _read_files(args: list[str], ctx: Context, valued: frozenset[str] = frozenset()) -> None:
-    for word in split_options(args, valued)[1]:
-        ctx.add("read", word)
+@dataclass(frozen=True, slots=True)
+class _Each:
+    """``cat a b``, ``rm -rf a``, ``touch a``: every operand is ``kind``."""
 
+    kind: FileKind
+    """What the command does to each operand."""
+    valued: frozenset[str] = frozenset()
+    """Options that take the next word as their value (``head -n 5``)."""
 
-def _head_tail(args: list[str], ctx: Context) -> None:
-    _read_files(args, ctx, frozenset(("-n", "-c", "--lines", "--bytes")))
+    def __call__(self, args: list[str], ctx: Context) -> None:
+        for word in split_options(args, self.valued)[1]:
+            ctx.add(self.kind, word)
 
 
 def _sed(args: list[str], ctx: Context) -> None:
@@ -131,22 +136,28 @@ _GREP_VALUED: Final = frozenset(
 )  # fmt: skip
 
 
-def _grep(tool: str, recursive_default: bool) -> Callable[[list[str], Context], None]:
-    def read(args: list[str], ctx: Context) -> None:
+@dataclass(frozen=True, slots=True)
+class _Grep:
+    """``grep -n pat a.py``, ``rg pat``: a search, unless it only filters a pipe."""
+
+    tool: str
+    """The name the search is recorded under."""
+    recursive: bool
+    """Searches the directory when given no path (``rg``), where ``grep`` reads stdin."""
+
+    def __call__(self, args: list[str], ctx: Context) -> None:
         flags, operands = split_options(args, _GREP_VALUED)
         patterns = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-e"]
         if not patterns:
             if not operands:
                 return
             patterns, operands = [operands[0]], operands[1:]
-        recursive = recursive_default or any(
+        recursive = self.recursive or any(
             f in ("-r", "-R", "--recursive") or (f[1:2] != "-" and "r" in f.lower()[1:])
             for f in flags
         )
         if operands or recursive or ctx.from_stdin:
-            ctx.search(tool, patterns[0], operands)
-
-    return read
+            ctx.search(self.tool, patterns[0], operands)
 
 
 def _find(args: list[str], ctx: Context) -> None:
@@ -188,37 +199,37 @@ def _into(target: str, source: str) -> str:
     return target
 
 
-def _copy_move(source_kind: FileKind) -> Callable[[list[str], Context], None]:
-    def read(args: list[str], ctx: Context) -> None:
+@dataclass(frozen=True, slots=True)
+class _CopyMove:
+    """``cp a b`` (a read, b created) and ``mv a b`` (a gone, b created)."""
+
+    source_kind: FileKind
+    """What happens to each source."""
+
+    def __call__(self, args: list[str], ctx: Context) -> None:
         flags, operands = split_options(args, frozenset(("-t", "--target-directory", "-S")))
         if len(operands) < 2 or any(f.startswith("-t") for f in flags):
-            ctx.reading.unread.append("cp" if source_kind == "read" else "mv")
+            ctx.reading.unread.append("cp" if self.source_kind == "read" else "mv")
             return
         *sources, target = operands
         for source in sources:
-            ctx.add(source_kind, source)
+            ctx.add(self.source_kind, source)
             ctx.add("created", _into(target, source))
 
-    return read
 
-
-def _each(
-    kind: FileKind, valued: frozenset[str] = frozenset()
-) -> Callable[[list[str], Context], None]:
-    def read(args: list[str], ctx: Context) -> None:
-        for word in split_options(args, valued)[1]:
-            ctx.add(kind, word)
-
-    return read
-
-
-def _formatter(args: list[str], ctx: Context, writes: tuple[str, ...]) -> None:
+@dataclass(frozen=True, slots=True)
+class _Formatter:
     """``gofmt -w f``, ``black f``, ``prettier --write f``: the files are rewritten."""
-    flags, operands = split_options(args, frozenset(("--config", "-l", "--line-length")))
-    if writes and not any(f in writes for f in flags):
-        return  # a check (``gofmt -l``): reads only, reported as nothing
-    for word in operands:
-        ctx.add("edited", word)
+
+    writes: tuple[str, ...] = ()
+    """The flags that make it write; none: it always writes. Without them it only checks."""
+
+    def __call__(self, args: list[str], ctx: Context) -> None:
+        flags, operands = split_options(args, frozenset(("--config", "-l", "--line-length")))
+        if self.writes and not any(f in self.writes for f in flags):
+            return  # a check (``gofmt -l``) changes nothing
+        for word in operands:
+            ctx.add("edited", word)
 
 
 def _perl(args: list[str], ctx: Context) -> None:
@@ -259,7 +270,7 @@ def git(args: list[str], ctx: Context, stdin: str | None) -> None:
         words = [w for w in rest if not _UNSAFE.search(w)]
         ctx.reading.observations.append(Observation.searched(" ".join(["git", sub, *words])))
     elif sub == "grep":
-        _grep("git grep", True)(rest, ctx)
+        _Grep("git grep", recursive=True)(rest, ctx)
     elif sub in ("apply", "am") and stdin:
         patch(["-p1"], ctx, stdin)
     elif sub == "restore" or (
@@ -268,9 +279,9 @@ def git(args: list[str], ctx: Context, stdin: str | None) -> None:
         for word in split_options(rest, frozenset(("-s", "--source")))[1]:
             ctx.add("edited", word)
     elif sub == "rm":
-        _each("deleted")(rest, ctx)
+        _Each("deleted")(rest, ctx)
     elif sub == "mv":
-        _copy_move("deleted")(rest, ctx)
+        _CopyMove("deleted")(rest, ctx)
     else:
         ctx.reading.unread.append(f"git {sub}".strip())
 
@@ -278,69 +289,78 @@ def git(args: list[str], ctx: Context, stdin: str | None) -> None:
 _OUTPUT_FILE: Final = re.compile(r"^\[File: (.+?) \(\d+ lines total|^\(Open file: (.+?)\)", re.M)
 
 
-def _swe_agent(kind: FileKind, from_output: bool) -> Callable[[list[str], Context], None]:
+@dataclass(frozen=True, slots=True)
+class _SweAgentFile:
     """SWE-agent's file commands: ``open path``, ``create path``, ``edit N:M``, ``goto N``."""
 
-    def read(args: list[str], ctx: Context) -> None:
-        m = _OUTPUT_FILE.search(ctx.output) if from_output or not args else None
+    kind: FileKind
+    """What the command does to the file."""
+    from_output: bool
+    """The file is the one the output names (``[File: ...]``), not an argument."""
+
+    def __call__(self, args: list[str], ctx: Context) -> None:
+        m = _OUTPUT_FILE.search(ctx.output) if self.from_output or not args else None
         if m is not None:
-            ctx.add(kind, m.group(1) or m.group(2))
-        elif args and not from_output:
-            ctx.add(kind, args[0])
-
-    return read
+            ctx.add(self.kind, m.group(1) or m.group(2))
+        elif args and not self.from_output:
+            ctx.add(self.kind, args[0])
 
 
-def _swe_search(tool: str) -> Callable[[list[str], Context], None]:
-    def read(args: list[str], ctx: Context) -> None:
+@dataclass(frozen=True, slots=True)
+class _SweSearch:
+    """SWE-agent's ``search_dir term [dir]``, ``search_file term [file]``, ``find_file``."""
+
+    tool: str
+    """The command, recorded as the search's name."""
+
+    def __call__(self, args: list[str], ctx: Context) -> None:
         if args:
-            ctx.search(tool, args[0], args[1:2])
-
-    return read
+            ctx.search(self.tool, args[0], args[1:2])
 
 
 _Handler = Callable[[list[str], Context], None]
+_READS: Final = _Each("read")
+_HEAD_TAIL: Final = _Each("read", frozenset(("-n", "-c", "--lines", "--bytes")))
 COMMANDS: Final[dict[str, _Handler]] = {
-    "cat": _read_files,
-    "nl": lambda a, c: _read_files(a, c, frozenset(("-b", "-s", "-w", "-v", "-i"))),
-    "less": _read_files,
-    "more": _read_files,
-    "bat": _read_files,
-    "tac": _read_files,
-    "head": _head_tail,
-    "tail": _head_tail,
+    "cat": _READS,
+    "nl": _Each("read", frozenset(("-b", "-s", "-w", "-v", "-i"))),
+    "less": _READS,
+    "more": _READS,
+    "bat": _READS,
+    "tac": _READS,
+    "head": _HEAD_TAIL,
+    "tail": _HEAD_TAIL,
     "sed": _sed,
     "awk": _awk,
     "gawk": _awk,
-    "grep": _grep("grep", False),
-    "egrep": _grep("grep", False),
-    "fgrep": _grep("grep", False),
-    "rg": _grep("rg", True),
-    "ag": _grep("ag", True),
-    "ack": _grep("ack", True),
+    "grep": _Grep("grep", recursive=False),
+    "egrep": _Grep("grep", recursive=False),
+    "fgrep": _Grep("grep", recursive=False),
+    "rg": _Grep("rg", recursive=True),
+    "ag": _Grep("ag", recursive=True),
+    "ack": _Grep("ack", recursive=True),
     "find": _find,
     "ls": _ls,
     "tree": _ls,
     "tee": _tee,
-    "cp": _copy_move("read"),
-    "mv": _copy_move("deleted"),
-    "rm": _each("deleted"),
-    "touch": _each("created", frozenset(("-t", "-d", "-r"))),
-    "truncate": _each("edited", frozenset(("-s", "--size", "-r"))),
+    "cp": _CopyMove("read"),
+    "mv": _CopyMove("deleted"),
+    "rm": _Each("deleted"),
+    "touch": _Each("created", frozenset(("-t", "-d", "-r"))),
+    "truncate": _Each("edited", frozenset(("-s", "--size", "-r"))),
     "perl": _perl,
-    "gofmt": lambda a, c: _formatter(a, c, ("-w",)),
-    "rustfmt": lambda a, c: _formatter(a, c, ()),
-    "black": lambda a, c: _formatter(a, c, ()),
-    "prettier": lambda a, c: _formatter(a, c, ("--write", "-w")),
-    "open": _swe_agent("read", False),
-    "create": _swe_agent("created", False),
-    "edit": _swe_agent("edited", True),
-    "goto": _swe_agent("read", True),
-    "scroll_down": _swe_agent("read", True),
-    "scroll_up": _swe_agent("read", True),
-    "search_dir": _swe_search("search_dir"),
-    "search_file": _swe_search("search_file"),
-    "find_file": _swe_search("find_file"),
-    "submit": lambda a, c: None,
+    "gofmt": _Formatter(("-w",)),
+    "rustfmt": _Formatter(),
+    "black": _Formatter(),
+    "prettier": _Formatter(("--write", "-w")),
+    "open": _SweAgentFile("read", from_output=False),
+    "create": _SweAgentFile("created", from_output=False),
+    "edit": _SweAgentFile("edited", from_output=True),
+    "goto": _SweAgentFile("read", from_output=True),
+    "scroll_down": _SweAgentFile("read", from_output=True),
+    "scroll_up": _SweAgentFile("read", from_output=True),
+    "search_dir": _SweSearch("search_dir"),
+    "search_file": _SweSearch("search_file"),
+    "find_file": _SweSearch("find_file"),
 }
 """Commands by name (the word's basename); each records what it did into the context."""

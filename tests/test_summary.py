@@ -71,7 +71,7 @@ def test_names_the_tools_an_assistant_turn_called() -> None:
         ]
     )
     assert text == (
-        "user: fix it\n\nassistant [called: read_file({}), edit({})]:"
+        "user: fix it\n\nassistant [called: read_file, edit({})]:"
         '\n\ntool read_file({}) -> {"ok":true}'
     )
 

@@ -218,12 +218,12 @@ def call_text(call: Mapping[str, object]) -> str:
 def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     r"""Render messages to the compact text the summarizer compresses.
 
-    One paragraph a message, ``role: content``. An assistant turn that called tools names
-    each call with its arguments (``assistant [called: read_file({"path":"a.py"})]: ...``),
-    each argument value cut to :data:`ARG_VALUE_CHARS`; a tool result is rendered after
-    the call it answers (``tool read_file({"path":"a.py"}) -> ...``), so a note can say
-    which file held what even when the output does not repeat its path. Thinking blocks
-    are left out; other non-text blocks are rendered as JSON.
+    One paragraph a message, ``role: content``. A tool result is rendered after the call
+    it answers, arguments included (``tool read_file({"path":"a.py"}) -> ...``), so a note
+    can say which file held what even when the output does not repeat its path; each
+    argument value is cut to :data:`ARG_VALUE_CHARS`. The assistant turn names its calls
+    (``assistant [called: read_file]: ...``), with their arguments only when no result of
+    theirs is rendered. Thinking blocks are left out; other non-text blocks are JSON.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -232,17 +232,23 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
         ...                           ToolMessage("x = 1", tool_call_id="1")]))
         user: fix it
         <BLANKLINE>
-        assistant [called: read_file({"path":"a.py"})]:
+        assistant [called: read_file]:
         <BLANKLINE>
         tool read_file({"path":"a.py"}) -> x = 1
     """
     out: list[str] = []
     calls: dict[str, str] = {}
+    # A call's arguments are shown once: with its result when the result is rendered too,
+    # else (a call still unanswered) in the turn that made it.
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     for m in messages:
         text = _content_text(m.content)
         if isinstance(m, AIMessage) and m.tool_calls:
-            shown = [call_text(c) for c in m.tool_calls]
-            calls.update({str(c.get("id")): t for c, t in zip(m.tool_calls, shown, strict=True)})
+            shown = []
+            for c in m.tool_calls:
+                calls[str(c.get("id"))] = call_text(c)
+                answer = str(c.get("id")) in answered
+                shown.append(str(c.get("name") or "tool") if answer else calls[str(c.get("id"))])
             out.append(f"assistant [called: {', '.join(shown)}]: {text}".rstrip())
         elif isinstance(m, ToolMessage):
             call = calls.get(m.tool_call_id)

@@ -212,6 +212,17 @@ def contenders(budget: int, tallies: dict[str, Tally]) -> list[tuple[Step, Tally
     ]
 
 
+def with_ids(record: list[BaseMessage], run: str) -> list[BaseMessage]:
+    """``record`` with an id on every message, as a LangGraph state's reducer gives them.
+
+    ``SummarizationMiddleware`` writes ids into the messages it is handed; given records
+    without them it would change what every contender after it is replayed on.
+    """
+    for i, m in enumerate(record):
+        m.id = m.id or f"{run}-{i}"
+    return record
+
+
 def model_turns(record: list[BaseMessage]) -> Iterator[list[BaseMessage]]:
     """The record before each assistant message, then the whole record."""
     for i, message in enumerate(record):
@@ -305,7 +316,7 @@ def main() -> None:
     files = transcript_files()
     if not files:
         sys.exit("no recorded runs beside the repository (../shared/transcripts)")
-    records = [load_transcript(p) for p in files]
+    records = [with_ids(load_transcript(p), p.stem) for p in files]
     reads = labelled_reads()
     requests = sum(1 for r in records for _ in model_turns(r))
     started = time.perf_counter()

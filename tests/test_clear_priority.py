@@ -22,6 +22,7 @@ from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_
 from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.clear import (
     CLEARED_KIND,
+    cleared_result,
     priority_clearing,
     tool_results,
 )
@@ -105,8 +106,11 @@ def test_a_superseded_re_read_is_cleared_at_the_move_and_stays_cleared_while_it_
 def test_search_and_failed_results_are_cleared_first_and_the_latest_read_last() -> None:
     calls = [_read("a.py"), ("grep", {"q": "x"}), _read("b.py"), _read("a.py")]
     record = _record(calls)
+    # A failed call with a traceback worth clearing (a result smaller than its
+    # placeholder is never cleared: that would grow the view).
+    trace = "Error: no such file\n" + '  File "src/app.py", line 12, in main\n' * 40
     record[_result_index(record, 2)] = ToolMessage(
-        "Error: no such file", tool_call_id="c2", id="t2", status="error"
+        trace, tool_call_id="c2", id="t2", status="error"
     )
     results = tool_results(record, ApproximateTokenCounter())
     chosen = priority_clearing(results, 0, len(record))
@@ -218,3 +222,38 @@ def test_after_a_fold_the_tails_search_outputs_are_cleared_and_the_prefix_then_h
             assert nxt.messages[: len(view) - 1] == view[:-1]
             checked += 1
     assert checked
+
+
+def test_a_result_smaller_than_its_placeholder_is_never_cleared() -> None:
+    # A shell call whose command is long and whose output is short: its placeholder
+    # (which quotes the command) costs more than the output it would replace.
+    command = " && ".join(
+        ["cd /testbed", *[f"grep -n 'def save{i}' django/db/models/base.py" for i in range(3)]]
+    )
+    calls: list[Call] = [("bash", {"command": command}) for _ in range(6)]
+    record = _record(calls, size=5)
+    counter = ApproximateTokenCounter()
+    results = tool_results(record, counter)
+    placeholders = [counter.count_message(cleared_result(record[r.index], r)) for r in results]
+    assert all(r.size < p for r, p in zip(results, placeholders, strict=True))
+    assert priority_clearing(results, 0, len(record)) == ()
+    assert clear_range(results, start=0, length=len(record), need=1, keep_tokens=0) is None
+
+
+def test_a_cleared_view_lands_where_the_clear_tier_planned() -> None:
+    # Large and small results mixed: the plan's saving is what the view saves, so the
+    # view is not elided a little more on every turn (each a prefix-cache miss).
+    calls: list[Call] = []
+    for i in range(30):
+        calls += [_read(f"f{i}.py"), ("bash", {"command": f"grep -n 'x{i}' src/module_{i}.py"})]
+    record = _record(calls, size=400)
+    for i in range(30):  # the greps found one short line each
+        record[_result_index(record, 2 * i + 1)] = ToolMessage(
+            f"{i}: x", tool_call_id=f"c{2 * i + 1}", id=f"t{2 * i + 1}"
+        )
+    counter = ApproximateTokenCounter()
+    results = tool_results(record, counter)
+    total = count_tokens(record, counter)
+    step = clear_range(results, start=0, length=len(record), need=total - 8_000, keep_tokens=0)
+    assert step is not None
+    assert count_tokens(with_clear(record, step), counter) <= 8_000

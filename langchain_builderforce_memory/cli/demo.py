@@ -242,7 +242,7 @@ def _run(path: Path, options: _RunOptions) -> DemoResult:
     script = list(run.script)
     if options.agent_tools:
         first_read = next(
-            c["args"]["path"] for m in script for c in m.tool_calls if "path" in c["args"]
+            c["args"]["path"] for m in script for c in m.tool_calls if c["name"] == "read_file"
         )
         at = turns * 3 // 5
         script = with_memory_tool_calls(

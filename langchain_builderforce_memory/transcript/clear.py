@@ -33,7 +33,7 @@ import operator
 import re
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -92,6 +92,9 @@ class ToolResult:
     """The file it read or changed (``None`` for the rest)."""
     message_id: str = ""
     """:func:`~langchain_builderforce_memory.messages.message_id` of the result."""
+    placeholder_size: int = 60
+    """Its placeholder's tokens when cleared (:func:`cleared_result`, counted): the
+    placeholder quotes the call's arguments, so a shell command's costs more than a path."""
 
 
 def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
@@ -223,7 +226,9 @@ def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[To
         if not isinstance(m, ToolMessage):
             continue
         name, text, kind, target, mid = _info(m, calls.get(m.tool_call_id))
-        out.append(ToolResult(i, name, text, counter.count_message(m), kind, target, mid))
+        result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
+        placeholder = counter.count_message(cleared_result(m, result))
+        out.append(replace(result, placeholder_size=placeholder))
         new_answered.append(m.tool_call_id)
     _RESULTS.save(convo, counter, _ResultsSoFar(calls, answered.union(new_answered), tuple(out)))
     return out
@@ -382,7 +387,9 @@ def clearing(
     # every result a note covers (most of a long run's).
     indices, ordered = order if order is not None else result_order(results)
     first = bisect.bisect_left(indices, start, 0, len(before)) if ordered else 0
-    cleared = tuple(r for r in before[first:] if r.index >= start and r.index not in kept)
+    cleared = tuple(
+        r for r in before[first:] if r.index >= start and r.index not in kept and _worth_clearing(r)
+    )
     value = (cleared, _saving(cleared))
     remember_over(before, key, value)
     return value
@@ -423,7 +430,7 @@ def priority_clearing(
         if r.index < start:
             continue
         call = (r.name, r.args)
-        if r.kind in _PRIORITY_KINDS or call in seen:
+        if (r.kind in _PRIORITY_KINDS or call in seen) and _worth_clearing(r):
             chosen.append(r)
         seen.add(call)
     value = tuple(sorted(chosen, key=_INDEX))
@@ -496,13 +503,13 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
     return placeholder
 
 
-_PLACEHOLDER_TOKENS: Final = 60
-"""What a placeholder is reckoned to cost while choosing the horizon (its header, the
-call's arguments up to :data:`_ARGS_CHARS`, framing); the view is counted exactly after."""
+def _worth_clearing(result: ToolResult) -> bool:
+    """A result smaller than its placeholder stays: clearing it would grow the view."""
+    return result.size > result.placeholder_size
 
 
 def _saving(cleared: Sequence[ToolResult]) -> int:
-    return sum(max(0, r.size - _PLACEHOLDER_TOKENS) for r in cleared)
+    return sum(r.size - r.placeholder_size for r in cleared)
 
 
 def apply_clear(

@@ -14,6 +14,9 @@ Contenders, each given the same budget (the peers that count only the state's me
 get the budget less the system prompt):
 
 * ``build_working_transcript`` (ours, default policy: window, clear tier, fold, elision);
+* the same with the message ceiling derived from the budget (``max(80, budget // 200)``:
+  it binds only when messages average under 200 tokens) and with none
+  (``max_messages=None``): the candidates for the default ceiling;
 * the same with ``clear_tool_results=False`` (the fold alone, the seed's behaviour);
 * ``windowed`` (no summarizer: the drop-oldest window);
 * ``SummarizationMiddleware(trigger=("tokens", budget), keep=("tokens", budget // 2),
@@ -103,8 +106,11 @@ class Ours:
     """``build_working_transcript``, its state carried between turns as the middleware
     carries it in graph state."""
 
-    def __init__(self, budget: int, tally: Tally, *, clear: bool) -> None:
+    def __init__(
+        self, budget: int, tally: Tally, *, clear: bool, max_messages: int | None = 80
+    ) -> None:
         self.budget, self.tally, self.clear = budget, tally, clear
+        self.max_messages = max_messages
         self.state: dict[str, object] | None = None
         tally.summarizer_calls = tally.summarizer_calls or 0
 
@@ -119,6 +125,7 @@ class Ours:
             memo=self.state,
             summarizer=self.summarize,
             max_tokens=self.budget,
+            max_messages=self.max_messages,
             clear_tool_results=self.clear,
         )
         self.state = memo_state(out.memo, out.backoff, out.horizon)
@@ -189,8 +196,12 @@ def trimmed(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
 
 OURS = "build_working_transcript (ours)"
 FOLD_ONLY = "ours, clear_tool_results=False"
+DERIVED = "ours, max_messages=max(80, budget // 200)"
+UNBOUNDED = "ours, max_messages=None"
 NAMES = (
     OURS,
+    DERIVED,
+    UNBOUNDED,
     FOLD_ONLY,
     "windowed",
     "SummarizationMiddleware (trim=None)",
@@ -202,12 +213,15 @@ NAMES = (
 def contenders(budget: int, tallies: dict[str, Tally]) -> list[tuple[Step, Tally]]:
     """Fresh steps for one run (each keeps its own state), with the tally each feeds."""
     t = {name: tallies.setdefault(name, Tally()) for name in NAMES}
+    summarization, editing = NAMES[5], NAMES[6]
     return [
         (Ours(budget, t[OURS], clear=True), t[OURS]),
+        (Ours(budget, t[DERIVED], clear=True, max_messages=max(80, budget // 200)), t[DERIVED]),
+        (Ours(budget, t[UNBOUNDED], clear=True, max_messages=None), t[UNBOUNDED]),
         (Ours(budget, t[FOLD_ONLY], clear=False), t[FOLD_ONLY]),
         (lambda r: windowed(r, max_tokens=budget), t["windowed"]),
-        (Summarization(budget, t[NAMES[3]]), t[NAMES[3]]),
-        (lambda r: context_editing(r, budget), t[NAMES[4]]),
+        (Summarization(budget, t[summarization]), t[summarization]),
+        (lambda r: context_editing(r, budget), t[editing]),
         (lambda r: trimmed(r, budget), t["trim_messages"]),
     ]
 

@@ -145,7 +145,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         *,
         summarizer: SummarizerLike | None = None,
         max_tokens: int = HISTORY_TOKEN_BUDGET,
-        max_messages: int = HISTORY_WINDOW,
+        max_messages: int | None = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         token_counter: TokenCounterLike = None,
         timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,

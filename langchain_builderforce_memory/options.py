@@ -48,7 +48,10 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "and the thread keeps the ratio (clamped, smoothed, reset when the model "
             "changes; a 25% margin until the first response). ``False``: our count only."
         ),
-        "max_messages": "Conversation messages the view may hold (system messages excluded).",
+        "max_messages": (
+            "Conversation messages the view may hold (system messages excluded); ``None``: "
+            "no message ceiling, the token budget decides."
+        ),
         "tail_tokens": (
             "Tokens a fold keeps verbatim after its note (the fold also caps it by its share "
             "of the room left, so a small ``max_tokens`` still leaves headroom)."

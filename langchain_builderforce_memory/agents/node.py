@@ -196,7 +196,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         view_key: str = DEFAULT_VIEW_KEY,
         overwrite_messages: bool = False,
         max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
-        max_messages: int = HISTORY_WINDOW,
+        max_messages: int | None = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         min_tail_messages: int = COMPACT_TAIL_TURNS,
         max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,

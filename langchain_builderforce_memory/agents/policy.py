@@ -120,7 +120,7 @@ class MemoryPolicy:
 
     # Each field's paragraph is in options.OPTION_DOCS, shared with the adapters' docs.
     max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET
-    max_messages: int = HISTORY_WINDOW
+    max_messages: int | None = HISTORY_WINDOW
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     min_tail_messages: int = COMPACT_TAIL_TURNS
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES

@@ -367,7 +367,7 @@ def build_working_transcript(
     summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
-    max_messages: int = HISTORY_WINDOW,
+    max_messages: int | None = HISTORY_WINDOW,
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
@@ -396,7 +396,7 @@ def build_working_transcript(
             (held note, else the window).
         system_prompt: Put in front of the record's own system messages.
         max_tokens: Tokens the view may hold.
-        max_messages: Conversation messages the view may hold.
+        max_messages: Conversation messages the view may hold (``None``: no ceiling).
         tail_tokens: Tokens the verbatim tail may keep after a fold.
         min_tail_messages: The fewest messages the tail keeps, however large.
         max_tail_messages: The most messages the tail keeps.
@@ -452,7 +452,7 @@ async def abuild_working_transcript(
     summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
-    max_messages: int = HISTORY_WINDOW,
+    max_messages: int | None = HISTORY_WINDOW,
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,

@@ -240,7 +240,7 @@ def plan_working_transcript(
         asked = _requested_fold(plan, _held_memo(memo, convo), focus)
         if asked is not None:
             return asked
-    fits = len(convo) <= policy.max_messages and system_tokens + sums[-1] <= budget
+    fits = len(convo) <= policy.message_cap and system_tokens + sums[-1] <= budget
     if fits and not keep_memo:
         return plan
     held = _held_memo(memo, convo)
@@ -248,7 +248,7 @@ def plan_working_transcript(
         return plan
     results = tuple(tool_results(convo, counter))
     plan = replace(plan, results=results)
-    if held is None and len(convo) <= policy.max_messages:
+    if held is None and len(convo) <= policy.message_cap:
         step = _clear(plan, results, 0, system_tokens + sums[-1] - budget)
         if step is not None:
             return replace(plan, clear=step)
@@ -279,7 +279,7 @@ def plan_working_transcript(
         # passed it: it counts against the message cap like the rest of the view.
         pinned = opening_thinking[1] - opening_thinking[0] if opening_thinking else 0
         count = 1 + len(restored) + int(directive) + pinned + len(convo) - tail_start
-        if count > policy.max_messages and directive and opening != last_user:
+        if count > policy.message_cap and directive and opening != last_user:
             # An earlier instruction restated only keeps the front in place: when the
             # message window has no room for it, it goes (the front moves once) before
             # anything is folded. Not for tokens: dropping it when the clear tier could
@@ -289,7 +289,7 @@ def plan_working_transcript(
             restate_held = False
             count -= 1 + pinned
             tokens -= _restated_tokens(sums, opening, opening_thinking, last_user, 0)
-        counts_fit = count <= policy.max_messages
+        counts_fit = count <= policy.message_cap
         if counts_fit:
             step = _clear(plan, results, tail_start, tokens - budget)
             if step is not None:

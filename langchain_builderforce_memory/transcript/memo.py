@@ -17,6 +17,7 @@ from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
     HISTORY_WINDOW,
+    message_ceiling,
     validate_budget,
 )
 
@@ -175,8 +176,9 @@ class FoldPolicy:
 
     max_tokens: int = HISTORY_TOKEN_BUDGET
     """Tokens a view may hold, leading system messages (and ``system_prompt``) included."""
-    max_messages: int = HISTORY_WINDOW
-    """Conversation messages a view may hold (system messages excluded)."""
+    max_messages: int | None = HISTORY_WINDOW
+    """Conversation messages a view may hold (system messages excluded); ``None``: no
+    message ceiling, the token budget decides."""
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     """Tokens the verbatim tail may keep after a fold (also capped by :data:`TAIL_SHARE`)."""
     min_tail_messages: int = COMPACT_TAIL_TURNS
@@ -285,9 +287,14 @@ class FoldPolicy:
         With the note, the directive and the tail (at most half the window), this leaves
         over a quarter of the window for new work before the next fold.
         """
-        return max(1, self.max_messages // 8)
+        return max(1, self.message_cap // 8)
 
     @property
     def tail_message_cap(self) -> int:
         """The tail's message ceiling: ``max_tail_messages``, at most half the window."""
-        return max(self.min_tail_messages, min(self.max_tail_messages, self.max_messages // 2))
+        return max(self.min_tail_messages, min(self.max_tail_messages, self.message_cap // 2))
+
+    @property
+    def message_cap(self) -> int:
+        """``max_messages`` as a number (``None``, no ceiling, is an unreachable one)."""
+        return message_ceiling(self.max_messages)

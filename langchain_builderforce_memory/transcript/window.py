@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -62,8 +63,10 @@ __all__ = [
     "HISTORY_TOKEN_DROP_CHUNK",
     "HISTORY_WINDOW",
     "HISTORY_WINDOW_DROP_CHUNK",
+    "NO_MESSAGE_CEILING",
     "WindowCut",
     "latest_directive_index",
+    "message_ceiling",
     "message_window_start",
     "restated_directive",
     "still_in_working_context",
@@ -97,11 +100,18 @@ HISTORY_TOKEN_DROP_CHUNK = HISTORY_TOKEN_BUDGET // 4
 budget, so a drop leaves the window at ~75% and the next waits for ~16k tokens of work."""
 
 
-def validate_budget(*, max_messages: int, max_tokens: int) -> None:
+NO_MESSAGE_CEILING: Final = sys.maxsize
+"""What ``max_messages=None`` (no message ceiling) is worked with: the token budget decides."""
+
+
+def validate_budget(*, max_messages: int | None, max_tokens: int) -> None:
     """Raise a ``ValueError`` naming the bad policy number and the fix."""
-    if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+    if max_messages is not None and (
+        isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1
+    ):
         msg = (
-            f"max_messages must be a positive int (default {HISTORY_WINDOW}); got {max_messages!r}."
+            f"max_messages must be a positive int, or None for no message ceiling (default "
+            f"{HISTORY_WINDOW}); got {max_messages!r}."
         )
         raise ValueError(msg)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
@@ -110,6 +120,16 @@ def validate_budget(*, max_messages: int, max_tokens: int) -> None:
             f"got {max_tokens!r}."
         )
         raise ValueError(msg)
+
+
+def message_ceiling(max_messages: int | None) -> int:
+    """``max_messages`` as the number the window works with: ``None`` is no ceiling.
+
+    Example:
+        >>> message_ceiling(80), message_ceiling(None) > 10**15
+        (80, True)
+    """
+    return NO_MESSAGE_CEILING if max_messages is None else max_messages
 
 
 def message_window_start(length: int, *, max_messages: int = HISTORY_WINDOW) -> int:
@@ -244,7 +264,7 @@ def window_start(
 def windowed(
     messages: Sequence[BaseMessage],
     *,
-    max_messages: int = HISTORY_WINDOW,
+    max_messages: int | None = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     token_counter: TokenCounterLike = None,
 ) -> list[BaseMessage]:
@@ -262,7 +282,8 @@ def windowed(
 
     Args:
         messages: The full record, oldest first.
-        max_messages: Conversation messages the view may hold (system messages excluded).
+        max_messages: Conversation messages the view may hold (system messages excluded);
+            ``None``: no message ceiling, the token budget decides.
         max_tokens: Tokens the view may hold, leading system messages included.
         token_counter: How to count (default: the seed's approximate estimate).
 
@@ -292,13 +313,13 @@ def windowed(
     )
     cut = window_cut(
         convo,
-        max_messages=max_messages,
+        max_messages=message_ceiling(max_messages),
         max_tokens=max(1, max_tokens - system_tokens),
         token_counter=counter,
     )
     shown = window_view(convo, cut)
     restart = thinking_restart(shown)
-    if restart > 0 and len(shown) >= max_messages:
+    if restart > 0 and len(shown) >= message_ceiling(max_messages):
         # The current turn opens without thinking and a later step has it (thinking
         # turned on mid-turn): the repair would start a new turn there, one message more
         # than the window holds. Open the turn on that step instead; the steps before it
@@ -473,7 +494,7 @@ def still_in_working_context(
     anchor: BaseMessage,
     *,
     covered_end: int | None = None,
-    max_messages: int = HISTORY_WINDOW,
+    max_messages: int | None = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     token_counter: TokenCounterLike = None,
 ) -> bool:
@@ -507,7 +528,7 @@ def still_in_working_context(
     system_tokens = sum(counter.count_message(m) for m in messages[:lead])
     start = window_start(
         convo,
-        max_messages=max_messages,
+        max_messages=message_ceiling(max_messages),
         max_tokens=max(1, max_tokens - system_tokens),
         token_counter=counter,
     )

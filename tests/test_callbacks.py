@@ -130,7 +130,11 @@ MAPPER = ToolObservationMapper(
 def observed(handler: WorkingMemoryCallbackHandler, thread: str | None) -> dict[str, list[str]]:
     """The thread's non-empty lists, sorted: a ToolNode runs parallel calls in any order."""
     snap = handler.memory_for(thread).snapshot
-    return {k: sorted(v) for k, v in snap.items() if isinstance(v, list) and v}
+    return {
+        k: sorted(v)
+        for k, v in snap.items()
+        if isinstance(v, list) and v and k not in ("changed", "failing")  # orderings, derived
+    }
 
 
 # ------------------------------------------------------------------------ the mapper

@@ -197,3 +197,13 @@ def test_one_huge_argument_cannot_crowd_out_the_path() -> None:
     prompt = str(request[1].content)
     assert '"path":"a.py"' in prompt
     assert len(prompt) < 1_000
+
+
+def test_the_brief_lists_the_latest_change_first_and_keeps_the_order_across_a_snapshot() -> None:
+    memory = WorkingMemory()
+    memory.observe_all([R(f"f{i}.py") for i in range(10)])
+    memory.observe_all([E("a.py"), C("b.py"), E("c.py"), E("a.py")])
+    brief = memory.brief()
+    assert brief is not None
+    assert "Changed:\n- a.py\n- c.py\n- b.py\n" in brief
+    assert WorkingMemory.from_snapshot(memory.snapshot).brief() == brief

@@ -169,11 +169,15 @@ class WorkingMemorySnapshot(_SnapshotLists, total=False):
     """Test and build runs that failed, in order."""
     failing: list[str]
     """The runs whose latest outcome is a failure (what is failing now)."""
+    changed: list[str]
+    """The files created or edited, each once, least recent change first."""
     observations: int
     """Observations recorded so far."""
 
 
-_SNAPSHOT_KEYS: Final = frozenset((*OBSERVATION_KINDS, "failing", "task", "observations"))
+_SNAPSHOT_KEYS: Final = frozenset(
+    (*OBSERVATION_KINDS, "changed", "failing", "task", "observations")
+)
 
 
 def rank_by_count(items: Iterable[str]) -> list[tuple[str, int]]:
@@ -222,6 +226,7 @@ class WorkingMemory:
 
     __slots__ = (
         "_brief",
+        "_changed",
         "_created",
         "_deleted",
         "_edited",
@@ -247,6 +252,8 @@ class WorkingMemory:
         self._failed: list[str] = []
         # Runs whose latest outcome is a failure, in the order they first failed.
         self._failing: dict[str, None] = {}
+        # Files created or edited, least recent change first (a re-edit moves to the end).
+        self._changed: dict[str, None] = {}
         self._observations = 0
         # brief() ranks every observation; kept until the memory changes (a turn asks
         # for it again with nothing new observed).
@@ -265,6 +272,7 @@ class WorkingMemory:
         out._passed = list(self._passed)
         out._failed = list(self._failed)
         out._failing = dict(self._failing)
+        out._changed = dict(self._changed)
         out._observations = self._observations
         out._brief = self._brief
         return out
@@ -292,7 +300,10 @@ class WorkingMemory:
         if not target:
             return
         self._list(observation.kind).append(target)
-        if observation.kind == "failed":
+        if observation.kind in ("created", "edited"):
+            self._changed.pop(target, None)
+            self._changed[target] = None
+        elif observation.kind == "failed":
             self._failing[target] = None
         elif observation.kind == "passed":
             self._failing.pop(target, None)
@@ -336,6 +347,8 @@ class WorkingMemory:
                 snap[kind] = list(self._list(kind))
         if self._failing:
             snap["failing"] = list(self._failing)
+        if self._changed:
+            snap["changed"] = list(self._changed)
         if self._task:
             snap["task"] = self._task
         return snap
@@ -371,6 +384,12 @@ class WorkingMemory:
             else [c for c in memory._failed if c not in set(memory._passed)]
         )
         memory._failing = dict.fromkeys(failing)
+        changed = (
+            _string_list(snapshot, "changed")
+            if "changed" in snapshot
+            else [*memory._created, *memory._edited]
+        )
+        memory._changed = dict.fromkeys(changed)
         kept = sum(len(memory._list(k)) for k in OBSERVATION_KINDS)
         memory._observations = _observation_count(snapshot, kept)
         task = snapshot.get("task")
@@ -409,7 +428,7 @@ class WorkingMemory:
     def _render_brief(self, observations: int) -> str | None:
         if observations < BRIEF_MIN_OBSERVATIONS:
             return None
-        changed = list(dict.fromkeys([*self._created, *self._edited]))
+        changed = list(reversed(self._changed))  # the latest change first
         changed_set = set(changed)
         deleted = list(dict.fromkeys(self._deleted))
         reads = [(p, n) for p, n in rank_by_count(self._read) if p not in changed_set]
@@ -424,6 +443,8 @@ class WorkingMemory:
             lines += ["", "Failing now:", *(f"- {c}" for c in failing[-BRIEF_MAX_COMMANDS:])]
         if changed:
             lines += ["", "Changed:", *(f"- {p}" for p in changed[:BRIEF_MAX_FILES])]
+            if len(changed) > BRIEF_MAX_FILES:
+                lines.append(f"- … {len(changed) - BRIEF_MAX_FILES} more")
         if deleted:
             lines += ["", "Deleted:", *(f"- {p}" for p in deleted[:BRIEF_MAX_FILES])]
         if reads:

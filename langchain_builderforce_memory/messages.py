@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeVar
+from typing import Final, Literal, TypeVar, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -23,9 +23,11 @@ from langchain_core.messages import (
     ChatMessage,
     FunctionMessage,
     HumanMessage,
+    MessageLikeRepresentation,
     RemoveMessage,
     SystemMessage,
     ToolMessage,
+    convert_to_messages,
 )
 
 from langchain_builderforce_memory.blocks import (
@@ -39,6 +41,7 @@ __all__ = [
     "STAMP_KEY",
     "Role",
     "ToolCallUnit",
+    "as_messages",
     "clean_text",
     "is_generated",
     "is_stamped",
@@ -77,6 +80,53 @@ _CHAT_ROLES: Mapping[str, Role] = {
 }
 
 M = TypeVar("M", bound=BaseMessage)
+
+
+def as_messages(
+    messages: Sequence[MessageLikeRepresentation], *, where: str, every: bool = False
+) -> Sequence[BaseMessage]:
+    """``messages`` as LangChain messages: what ``convert_to_messages`` accepts is accepted.
+
+    Tuples (``("user", "hi")``), strings, dicts (``{"role": "user", "content": "hi"}``) and
+    message objects may be mixed, as everywhere in LangChain. A list of messages is
+    returned as it is (never copied or changed). The entry points that run every turn on a
+    whole record look at its two ends only (``every=False``): a record in graph state is
+    already made of messages, and looking at each one would make a turn O(record); a stray
+    tuple inside it still gets :func:`role_of`'s error naming the fix. The chat history
+    checks every new message (``every=True``): they are few, and they are stored.
+
+    Args:
+        messages: The messages, or anything ``convert_to_messages`` takes for them.
+        where: The entry point, for the error message.
+        every: Check every element, not only the two ends.
+
+    Raises:
+        TypeError: a bare string or a non-sequence where a list of messages belongs.
+        ValueError: an element ``convert_to_messages`` cannot read, naming it.
+
+    Example:
+        >>> [m.type for m in as_messages([("user", "hi"), ("ai", "hello")], where="demo")]
+        ['human', 'ai']
+    """
+    if isinstance(messages, str) or not isinstance(messages, Sequence):
+        msg = (
+            f"{where}: messages must be a list of messages (or tuples / dicts that "
+            f"convert_to_messages takes); got {type(messages).__name__}."
+        )
+        raise TypeError(msg)
+    if not messages:
+        return []
+    ends = (messages[0], messages[-1])
+    if all(isinstance(m, BaseMessage) for m in (messages if every else ends)):
+        return cast("Sequence[BaseMessage]", messages)
+    try:
+        return convert_to_messages(messages)
+    except (ValueError, NotImplementedError, TypeError) as exc:
+        msg = (
+            f"{where}: a message could not be read ({exc}). Pass LangChain messages, "
+            "(role, content) tuples or {'role': ..., 'content': ...} dicts."
+        )
+        raise ValueError(msg) from exc
 
 
 def role_of(message: BaseMessage) -> Role:

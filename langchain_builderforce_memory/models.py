@@ -21,6 +21,36 @@ M = TypeVar("M")
 
 _EXAMPLE = "e.g. 'openai:gpt-4o-mini' or 'anthropic:claude-haiku-4-5'"
 
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "azure_openai": "AZURE_OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+    "mistralai": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+}
+"""The environment variable each common provider's client reads its key from."""
+
+
+def _construction_error(spec: str, what: str, provider: str | None, exc: Exception) -> str:
+    """The message for a provider client that refused to be built (most often: no key)."""
+    variable = _KEY_VARIABLES.get(provider or "")
+    fix = (
+        f"Set {variable} in the environment, or pass {what}= a chat model object built "
+        "with its api_key"
+        if variable
+        else f"Give the provider its credentials, or pass {what}= a chat model object"
+    )
+    return (
+        f"{what}={spec!r}: the provider's client could not be built "
+        f"({type(exc).__name__}: {exc}). {fix}."
+    )
+
 
 def chat_model_from_string(spec: str, *, what: str) -> BaseChatModel:
     """The chat model named ``spec`` (``"provider:model"``), made by ``init_chat_model``.
@@ -33,7 +63,9 @@ def chat_model_from_string(spec: str, *, what: str) -> BaseChatModel:
     Raises:
         ImportError: ``langchain`` (for ``init_chat_model``) or the provider's package is
             not installed; the message names the package to install.
-        ValueError: an unknown provider, or a name whose provider cannot be inferred.
+        ValueError: an unknown provider, a name whose provider cannot be inferred, or a
+            provider client that cannot be built (a missing API key: the message names
+            the option and the environment variable to set).
 
     Example:
         >>> chat_model_from_string("nosuch:model", what="summarizer")  # doctest: +ELLIPSIS
@@ -69,6 +101,10 @@ def chat_model_from_string(spec: str, *, what: str) -> BaseChatModel:
             f"init_chat_model supports, or a chat model object. (init_chat_model: {exc})"
         )
         raise ValueError(msg) from exc
+    except Exception as exc:
+        # Provider clients raise their own types at construction, most often for a missing
+        # key (openai.OpenAIError); re-raised with the option named and the fix, not hidden.
+        raise ValueError(_construction_error(spec, what, provider, exc)) from exc
 
 
 def resolve_model(model: M | str, *, what: str) -> M | BaseChatModel:

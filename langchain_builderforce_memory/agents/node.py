@@ -28,6 +28,7 @@ and langgraph (no ``langchain``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, SystemMessage
@@ -64,7 +65,7 @@ from langchain_builderforce_memory.agents.tools import memory_tools
 from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
-from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.messages import as_messages, message_id, role_of
 from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.store import CodeMapStore
@@ -131,6 +132,32 @@ class WorkingTranscriptState(WorkingTranscriptKeys):
     """The record: every message of the run, never shrunk by the node."""
     remaining_steps: NotRequired[RemainingSteps]
     """Managed by LangGraph: steps left before the recursion limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """The last view this node returned for one thread: where and on what record."""
+
+    step: int
+    """LangGraph's ``langgraph_step`` of that call."""
+    length: int
+    """The record's length then."""
+    last_id: str
+    """``message_id`` of the record's last message then."""
+
+
+_SERVED_THREADS = 256
+"""Threads whose last view a node remembers for the schema check (oldest forgotten first)."""
+
+
+def _graph_position(config: RunnableConfig | None) -> tuple[object, int] | None:
+    """``(thread_id, step)`` of a call inside a LangGraph run; ``None`` outside one."""
+    metadata = (config or {}).get("metadata") or {}
+    step = metadata.get("langgraph_step")
+    if not isinstance(step, int):
+        return None
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    return thread, step
 
 
 def _stream_writer() -> StreamWriter | None:
@@ -281,6 +308,10 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         self.view_key = view_key
         self.overwrite_messages = overwrite_messages
         self.name = type(self).__name__
+        self._served: dict[object, _Served] = {}
+        """Per thread, the last view returned (:meth:`_check_view_kept`); a diagnostic only."""
+        self._view_key_seen = False
+        """The graph has handed back :attr:`view_key` once: its schema keeps the view."""
         self.memory_tools = (
             memory_tools(self.core, messages_key=messages_key) if self.policy.agent_tools else []
         )
@@ -294,7 +325,50 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
                 f"(got {type(raw).__name__}); pass messages_key=<your messages key>."
             )
             raise ValueError(msg)
-        return raw if isinstance(raw, list) else list(raw)
+        record = as_messages(raw, where=f"{self.name} state[{self.messages_key!r}]")
+        return record if isinstance(record, list) else list(record)
+
+    def _check_view_kept(
+        self, state: object, record: list[BaseMessage], config: RunnableConfig | None
+    ) -> None:
+        """Fail when the graph dropped the view this node wrote on its last step.
+
+        LangGraph silently drops a node's writes to keys its state schema lacks
+        (``MessagesState`` has no ``llm_input_messages``): the model node then fails with a
+        ``KeyError`` or, falling back to ``state["messages"]``, sends the whole record over
+        any budget. A node cannot see the graph's schema, so it notices on its next step in
+        the same run: the same thread, a later step, the record it served grown, and no
+        view handed back.
+        """
+        if self._view_key_seen:
+            return
+        if state_get(state, self.view_key) is not None:
+            self._view_key_seen = True
+            return
+        where = _graph_position(config)
+        if where is None or not record:
+            return
+        thread, step = where
+        last = self._served.get(thread)
+        self._served.pop(thread, None)
+        self._served[thread] = _Served(step, len(record), message_id(record[-1]))
+        if len(self._served) > _SERVED_THREADS:
+            del self._served[next(iter(self._served))]
+        if (
+            last is not None
+            and step > last.step
+            and len(record) > last.length
+            and message_id(record[last.length - 1]) == last.last_id
+        ):
+            msg = (
+                f"{self.name}: the graph dropped the view this node wrote to "
+                f"{self.view_key!r} on its last step, because the graph's state schema has "
+                "no such key (MessagesState has none), so the model would be sent the whole "
+                "record. Build the graph on the node's state: "
+                "StateGraph(WorkingTranscriptState), or add the node's keys to your own: "
+                "class State(MessagesState, WorkingTranscriptKeys): pass."
+            )
+            raise ValueError(msg)
 
     def _update(self, turn: TurnView) -> dict[str, Any]:
         out: dict[str, Any] = {**turn.update, self.view_key: turn.messages}
@@ -318,6 +392,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         The view under ``view_key``; the memo and the working memory when they changed.
         """
         record = self._record(input)
+        self._check_view_kept(input, record, config)
         turn = run_turn(
             self.core,
             record,
@@ -334,6 +409,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
     ) -> dict[str, Any]:
         """Async :meth:`invoke` (the summarizer and the store are awaited)."""
         record = self._record(input)
+        self._check_view_kept(input, record, config)
         turn = await arun_turn(
             self.core,
             record,

@@ -38,7 +38,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import MessageLikeRepresentation
 
 from langchain_builderforce_memory.handoff.budget import handoff_budget
 from langchain_builderforce_memory.handoff.note import (
@@ -54,6 +54,7 @@ from langchain_builderforce_memory.handoff.plan import (
     latest_directive_index,
     plan_handoff,
 )
+from langchain_builderforce_memory.messages import as_messages
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -116,7 +117,7 @@ def _summarizer_argument(
 
 
 def _prepare(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     target_context_tokens: int,
     reserve_output_tokens: int,
@@ -135,7 +136,7 @@ def _prepare(
     counter = resolve_token_counter(token_counter)
     # Recorded transcripts can be invalid (a run that ended on an unanswered call, an
     # orphaned result): the packed view must not be, so repair first and say what changed.
-    valid, repairs = repair_request(messages)
+    valid, repairs = repair_request(as_messages(messages, where=where))
     log_repairs(repairs, where)
     plan = plan_handoff(
         valid,
@@ -153,7 +154,7 @@ def _prepare(
 
 
 def pack_handoff(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     target_context_tokens: int,
     reserve_output_tokens: int,
@@ -170,7 +171,8 @@ def pack_handoff(
     """Fit ``messages`` into the next model's window (see the module docstring).
 
     Args:
-        messages: The transcript (never mutated; kept messages are the same objects).
+        messages: The transcript (never mutated; kept messages are the same objects);
+            tuples and dicts are taken as ``convert_to_messages`` takes them.
         target_context_tokens: The next model's context window, in tokens.
         reserve_output_tokens: Tokens held back for its reply.
         tools_tokens: Tokens its tool schemas cost (see :func:`~.budget.tools_tokens`).
@@ -234,7 +236,7 @@ def pack_handoff(
 
 
 async def apack_handoff(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     target_context_tokens: int,
     reserve_output_tokens: int,

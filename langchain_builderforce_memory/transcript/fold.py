@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, MessageLikeRepresentation, SystemMessage
 
-from langchain_builderforce_memory.messages import message_id
+from langchain_builderforce_memory.messages import as_messages, message_id
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
@@ -342,7 +342,7 @@ async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTr
 
 
 def _plan_turn(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     memo: CompactMemo | Mapping[str, object] | None,
     system_prompt: str | SystemMessage | None,
     summarizer: Summarizer | None,
@@ -351,7 +351,7 @@ def _plan_turn(
 ) -> FoldPlan:
     """The twins' shared first step (their only difference is how the summarizer is called)."""
     return plan_working_transcript(
-        messages,
+        as_messages(messages, where="build_working_transcript"),
         memo=memo,
         system_prompt=system_prompt,
         policy=policy,
@@ -361,7 +361,7 @@ def _plan_turn(
 
 
 def build_working_transcript(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     memo: CompactMemo | Mapping[str, object] | None = None,
     summarizer: SummarizerLike | None = None,
@@ -383,7 +383,8 @@ def build_working_transcript(
     next turn and the fold event (see the module docstring for the algorithm and why).
 
     Args:
-        messages: The full record, oldest first; leading system messages are kept in
+        messages: The full record, oldest first (messages, or the tuples and dicts
+            ``convert_to_messages`` takes); leading system messages are kept in
             front and counted in ``max_tokens``. A leading consolidation marker (what
             ``scope_to_consolidation`` returns first) is shown as a human-role note.
         memo: Last turn's ``memo_state(result.memo, result.backoff, result.horizon)``
@@ -446,7 +447,7 @@ def build_working_transcript(
 
 
 async def abuild_working_transcript(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     memo: CompactMemo | Mapping[str, object] | None = None,
     summarizer: SummarizerLike | None = None,

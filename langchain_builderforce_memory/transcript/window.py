@@ -34,12 +34,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
 from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
 from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index, prefix_sums
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
+    as_messages,
     is_generated,
     is_stamped,
     leading_system_count,
@@ -262,7 +263,7 @@ def window_start(
 
 
 def windowed(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     max_messages: int | None = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
@@ -281,7 +282,8 @@ def windowed(
     The caller's list and messages are never changed.
 
     Args:
-        messages: The full record, oldest first.
+        messages: The full record, oldest first (messages, or the tuples and dicts
+            ``convert_to_messages`` takes).
         max_messages: Conversation messages the view may hold (system messages excluded);
             ``None``: no message ceiling, the token budget decides.
         max_tokens: Tokens the view may hold, leading system messages included.
@@ -298,6 +300,7 @@ def windowed(
         (61, 'u20')
     """
     validate_budget(max_messages=max_messages, max_tokens=max_tokens)
+    messages = as_messages(messages, where="windowed")
     counter = resolve_token_counter(token_counter)
     lead = leading_system_count(messages)
     system = list(messages[:lead])

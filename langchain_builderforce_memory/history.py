@@ -38,8 +38,9 @@ from langchain_builderforce_memory.calibration import (
     input_tokens_of,
     scaled_tokens,
 )
+from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
-from langchain_builderforce_memory.messages import leading_system_count, message_id
+from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.search import search_outside_view
 from langchain_builderforce_memory.search_index import RecordIndex, SearchResult
@@ -63,9 +64,9 @@ from langchain_builderforce_memory.transcript.markers import (
 )
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.stored import (
+    RecordScan,
     consolidation_input,
     manual_marker,
-    record_memo,
     with_ids,
 )
 from langchain_builderforce_memory.transcript.summary import (
@@ -191,9 +192,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             raise TypeError(msg)
         self.fold_guard: FoldGuard | None = fold_guard
         # Bound to no thread and no event loop (see the module docstring): _lock serialises
-        # writers, _io serialises each call into the backing store (reads included).
+        # writers, the store each call into the backing store (reads included).
         self._lock = aiologic.Lock()
-        self._io = aiologic.Lock()
+        self._store = ChatStore(self.backing)
+        self._scan = RecordScan()  # the record's markers and memo, read incrementally
         self._index = RecordIndex()  # search(): extended with each new message
         # This process's last fold and summarizer backoff: the backoff is per wrapper (a
         # history has no state to checkpoint it in), the memo a fallback for stores
@@ -337,7 +339,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     def _held(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
         """The record without its markers, and the memo its last marker (or fold) holds."""
-        messages, memo = record_memo(record)
+        messages, memo = self._scan.read(record)
         if memo is None and self._memo is not None:
             # A store that keeps no stamps (role and content only) loses the marker's
             # metadata; this process's own last fold still holds (validated by id).
@@ -352,16 +354,18 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         Ids are assigned to copies where missing. The fold's note is appended as an auto
         consolidation marker; a failed fold is logged and leaves the view windowed.
         """
-        new = with_ids(messages)
+        new = with_ids(as_messages(messages, where="add_messages", every=True))
         with self._lock:
             self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
             self._append(new)
-            if self.summarizer is None or self._fold_plan(self._read()) is None:
+            plan = None if self.summarizer is None else self._fold_plan(self._store.known())
+            if plan is None:
                 return
             with self._guard() as held:
-                # Another process may have folded since: plan on what is stored now.
-                plan = self._fold_plan(self._read()) if held else None
-                if plan is None:
+                if held and self.fold_guard is not None:
+                    # Another process may have folded since: plan on what is stored now.
+                    plan = self._fold_plan(self._read())
+                if not held or plan is None or self.summarizer is None:
                     return
                 summary = summarize_transcript(
                     self.summarizer,
@@ -381,15 +385,18 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         The summarizer never blocks the event loop: an async one is awaited, a sync one
         runs in a worker thread.
         """
-        new = with_ids(messages)
+        new = with_ids(as_messages(messages, where="add_messages", every=True))
         async with self._lock:
             self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
             await self._aappend(new)
-            if self.summarizer is None or self._fold_plan(await self._aread()) is None:
+            known = await self._store.aknown()
+            plan = None if self.summarizer is None else self._fold_plan(known)
+            if plan is None:
                 return
             async with self._aguard() as held:
-                plan = self._fold_plan(await self._aread()) if held else None
-                if plan is None:
+                if held and self.fold_guard is not None:
+                    plan = self._fold_plan(await self._aread())
+                if not held or plan is None or self.summarizer is None:
                     return
                 summary = await asummarize_transcript(
                     self.summarizer,
@@ -439,31 +446,27 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         """Empty the backing store (passes through, after a write in progress)."""
-        with self._lock, self._io:
-            self.backing.clear()
+        with self._lock:
+            self._store.clear()
 
     async def aclear(self) -> None:
         """Async twin of :meth:`clear`."""
-        async with self._lock, self._io:
-            await self.backing.aclear()
+        async with self._lock:
+            await self._store.aclear()
 
     # ------------------------------------------------------------------ the backing store
 
     def _read(self) -> list[BaseMessage]:
-        with self._io:
-            return list(self.backing.messages)
+        return self._store.read()
 
     async def _aread(self) -> list[BaseMessage]:
-        async with self._io:
-            return list(await self.backing.aget_messages())
+        return await self._store.aread()
 
     def _append(self, messages: Sequence[BaseMessage]) -> None:
-        with self._io:
-            self.backing.add_messages(messages)
+        self._store.append(messages)
 
     async def _aappend(self, messages: Sequence[BaseMessage]) -> None:
-        async with self._io:
-            await self.backing.aadd_messages(messages)
+        await self._store.aappend(messages)
 
     def _guard(self) -> contextlib.AbstractContextManager[bool]:
         return held_or_skipped(self.fold_guard, logger)
@@ -530,6 +533,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             is_consolidation_marker(m) and m.content == marker.content for m in reversed(stored)
         )
         if not self._markers_kept:
+            self._store.distrust()
             logger.warning(
                 "the backing history does not keep message metadata (additional_kwargs): "
                 "consolidation markers cannot be stored, so folds are kept in this wrapper "

@@ -9,6 +9,7 @@ writes its backing store through these.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import TypeVar
@@ -26,6 +27,7 @@ from langchain_builderforce_memory.transcript.markers import (
 from langchain_builderforce_memory.transcript.memo import CompactMemo
 
 __all__ = [
+    "RecordScan",
     "consolidation_input",
     "manual_marker",
     "record_memo",
@@ -75,7 +77,8 @@ def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Compa
 
     The last consolidation marker becomes the memo: its note covers the stored messages
     before its ``keep_from_id`` (an auto marker) or before itself (a manual one). Markers
-    are left out of the messages: the memo stands for them.
+    are left out of the messages: the memo stands for them. (:class:`RecordScan` gives the
+    same answer as the record grows, reading only its new messages.)
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -85,33 +88,78 @@ def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Compa
         >>> [m.id for m in messages], memo.covered_end, memo.last_covered_id
         (['a', 'b', 'c'], 2, 'b')
     """
-    messages: list[BaseMessage] = []
-    marker: BaseMessage | None = None
-    marker_at = 0
-    for m in record:
-        if is_consolidation_marker(m):
-            marker, marker_at = m, len(messages)
-        else:
-            messages.append(m)
+    return RecordScan().read(record)
+
+
+def _memo_of(
+    messages: Sequence[BaseMessage], marker: BaseMessage | None, marker_at: int
+) -> CompactMemo | None:
+    """The memo the last marker holds; it stood before ``messages[marker_at]``."""
     if marker is None:
-        return messages, None
+        return None
     meta = consolidation_marker_of(marker)
     covered_end = marker_at
     keep = meta.keep_from_id if meta is not None else None
+    lead = leading_system_count(messages)
     if keep is not None:
-        lead = leading_system_count(messages)
         found = last_with_id(messages, keep, lead, marker_at)
         covered_end = found if found >= 0 else marker_at
-    lead = leading_system_count(messages)
     covered = covered_end - lead  # the memo indexes the conversation after the system
     note = clean_text(
         marker.text if isinstance(marker.content, str | list) else str(marker.content)
     )
     if covered < 1 or not note.strip():
-        return messages, None
-    return messages, CompactMemo(
+        return None
+    return CompactMemo(
         note=note, covered_end=covered, last_covered_id=message_id(messages[covered_end - 1])
     )
+
+
+class RecordScan:
+    """:func:`record_memo` for a stored record that grows: each read scans only what is new.
+
+    A chat history's record only grows (appends, and markers appended after a fold), so
+    the scan resumes where the last read stopped, after checking that the message it
+    stopped at is still there at that place. Anything else (a cleared store, another
+    conversation) starts over. One per history; reads from several threads are
+    serialised by its lock.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> scan = RecordScan()
+        >>> record = [HumanMessage("a", id="a")]
+        >>> [m.id for m in scan.read(record)[0]]
+        ['a']
+        >>> [m.id for m in scan.read([*record, HumanMessage("b", id="b")])[0]]
+        ['a', 'b']
+    """
+
+    __slots__ = ("_lock", "_marker", "_marker_at", "_messages", "_seen", "_seen_id")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._messages: list[BaseMessage] = []
+        self._seen = 0
+        self._seen_id: str | None = None
+        self._marker: BaseMessage | None = None
+        self._marker_at = 0
+
+    def read(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
+        """``record``'s messages without markers (a new list), and the memo it holds."""
+        with self._lock:
+            seen = self._seen
+            if seen > len(record) or (seen and message_id(record[seen - 1]) != self._seen_id):
+                self._messages, self._marker, self._marker_at, seen = [], None, 0, 0
+            for m in record[seen:]:
+                if is_consolidation_marker(m):
+                    self._marker, self._marker_at = m, len(self._messages)
+                else:
+                    self._messages.append(m)
+            self._seen = len(record)
+            self._seen_id = message_id(record[-1]) if record else None
+            messages = list(self._messages)
+            marker, marker_at = self._marker, self._marker_at
+        return messages, _memo_of(messages, marker, marker_at)
 
 
 def consolidation_input(record: Sequence[BaseMessage]) -> list[BaseMessage] | None:

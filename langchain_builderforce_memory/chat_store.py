@@ -1,0 +1,145 @@
+"""One chat history store, called one call at a time from threads and event loops alike.
+
+:class:`~langchain_builderforce_memory.history.CompactingChatMessageHistory` reads and
+writes its backing ``BaseChatMessageHistory`` only through :class:`ChatStore`:
+
+- Every call into the store is serialised by one ``aiologic.Lock`` (it binds to no event
+  loop, so threads, loops in other threads and tasks mix freely).
+- A store whose async methods refuse to run is driven from the async twins through its sync
+  methods in a worker thread. ``SQLChatMessageHistory`` on a sync engine (or a connection
+  string without ``async_mode=True``) raises a raw ``TypeError`` from its async ones.
+- :meth:`ChatStore.known` is the record as last read plus what this wrapper appended since,
+  so an add plans its fold on it without reading the store again: an add costs one store
+  write, a read one store read, as they do on the raw store. A read still goes to the
+  store every time, because another writer may have appended. The known record is trusted
+  only once a read has shown that the store gives back what this wrapper wrote as it was
+  written: a store that drops ids or metadata is read on every add, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import aiologic
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+__all__ = ["ChatStore", "is_sync_only"]
+
+
+def is_sync_only(store: BaseChatMessageHistory) -> bool:
+    """Whether ``store``'s async methods cannot run (its sync ones must serve them).
+
+    ``SQLChatMessageHistory`` says so in ``async_mode``: ``False`` for an ``Engine``,
+    ``None`` for a connection string given without ``async_mode=True``.
+
+    Example:
+        >>> from langchain_core.chat_history import InMemoryChatMessageHistory
+        >>> is_sync_only(InMemoryChatMessageHistory())
+        False
+    """
+    return hasattr(store, "async_mode") and not getattr(store, "async_mode", False)
+
+
+class ChatStore:
+    """A backing store, its I/O lock, and the record as this wrapper last knew it.
+
+    Example:
+        >>> from langchain_core.chat_history import InMemoryChatMessageHistory
+        >>> from langchain_core.messages import HumanMessage
+        >>> store = ChatStore(InMemoryChatMessageHistory())
+        >>> store.append([HumanMessage("hi", id="m1")])
+        >>> [m.id for m in store.known()], [m.id for m in store.read()]
+        (['m1'], ['m1'])
+    """
+
+    __slots__ = ("_faithful", "_io", "_known", "_sync_only", "_written", "backing")
+
+    def __init__(self, backing: BaseChatMessageHistory) -> None:
+        self.backing = backing
+        self._io = aiologic.Lock()
+        self._sync_only = is_sync_only(backing)
+        self._known: list[BaseMessage] | None = None
+        # The record as last read, extended by this wrapper's own appends (never handed
+        # out: read() returns a copy), None until the first read.
+        self._written: BaseMessage | None = None  # the last message written, to judge by
+        self._faithful: bool | None = None  # whether the store gives it back unchanged
+
+    def read(self) -> list[BaseMessage]:
+        """The whole stored record (a new list), read from the store."""
+        with self._io:
+            record = list(self.backing.messages)
+        return self._keep(record)
+
+    async def aread(self) -> list[BaseMessage]:
+        """Async twin of :meth:`read`."""
+        async with self._io:
+            if self._sync_only:
+                record = list(await asyncio.to_thread(lambda: self.backing.messages))
+            else:
+                record = list(await self.backing.aget_messages())
+        return self._keep(record)
+
+    def known(self) -> Sequence[BaseMessage]:
+        """The record as last read plus this wrapper's appends since (read if never read).
+
+        Read-only: the list is extended in place by the next append. Read from the store
+        until a read has shown that the store keeps what is written unchanged.
+        """
+        return self._known if self._known is not None and self._faithful else self.read()
+
+    async def aknown(self) -> Sequence[BaseMessage]:
+        """Async twin of :meth:`known`."""
+        if self._known is not None and self._faithful:
+            return self._known
+        return await self.aread()
+
+    def distrust(self) -> None:
+        """Read the store on every add from now on (it changed what was written)."""
+        self._faithful = False
+
+    def append(self, messages: Sequence[BaseMessage]) -> None:
+        """Write ``messages`` to the store (one call) and to the known record."""
+        with self._io:
+            self.backing.add_messages(messages)
+        self._extend(messages)
+
+    async def aappend(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of :meth:`append`."""
+        async with self._io:
+            if self._sync_only:
+                await asyncio.to_thread(self.backing.add_messages, messages)
+            else:
+                await self.backing.aadd_messages(messages)
+        self._extend(messages)
+
+    def clear(self) -> None:
+        """Empty the store."""
+        with self._io:
+            self.backing.clear()
+        self._known = []
+
+    async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
+        async with self._io:
+            if self._sync_only:
+                await asyncio.to_thread(self.backing.clear)
+            else:
+                await self.backing.aclear()
+        self._known = []
+
+    def _extend(self, messages: Sequence[BaseMessage]) -> None:
+        if messages:
+            self._written = messages[-1]
+        if self._known is not None:
+            self._known.extend(messages)
+
+    def _keep(self, record: list[BaseMessage]) -> list[BaseMessage]:
+        """Keep ``record`` as the known one (judging the store once), and a copy to hand out."""
+        written = self._written
+        if self._faithful is None and written is not None:
+            # Searched from the end: another writer may have appended after it.
+            self._faithful = any(m == written for m in reversed(record))
+        self._known = record
+        return list(record)

@@ -109,7 +109,8 @@ def memory_middleware():
     return BuilderforceMemoryMiddleware(summarizer, max_tokens=16_000, tail_tokens=10_000)
 
 
-db = Path(tempfile.mkdtemp()) / "agent.sqlite"
+workdir = tempfile.TemporaryDirectory()  # removed when the kernel exits
+db = Path(workdir.name) / "agent.sqlite"
 first_half = sum(run.calls_per_directive[:2])
 model = ScriptedChatModel(script=run.script[:first_half], model_name="scripted-coder")
 agent = create_agent(

@@ -84,7 +84,8 @@ print("\nsent as:", type(tail).__name__, tail.additional_kwargs)
 # user and repository): a scope reads only its own maps.
 
 # %%
-db = Path(tempfile.mkdtemp()) / "code_maps.sqlite"
+workdir = tempfile.TemporaryDirectory()  # removed when the kernel exits
+db = Path(workdir.name) / "code_maps.sqlite"
 store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
 store.setup()
 maps = CodeMapStore(store)

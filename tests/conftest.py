@@ -7,6 +7,11 @@ database, dropped afterwards. Without the variable the tests skip, saying how to
 With ``BFMEM_REQUIRE_POSTGRES=1`` (``.ci/run`` sets it) a run in which any ``postgres``
 test skipped, or none ran, fails; every run that collected one prints how many ran.
 
+A run leaves nothing behind: every temporary file the suite makes (its notebooks' kernels
+and subprocesses included) goes under one fresh directory, and the run fails when that
+directory, or the working tree, holds a new file at the end (pytest's own ``tmp_path``
+directories and the tool caches excepted).
+
 Hypothesis: with ``CI`` set the property tests run the ``ci`` profile, derandomized, so
 main's verdict depends on the commit, not on the draw (a case a random run finds on a
 developer's machine is pinned as a named regression test, as test_window's late-system
@@ -16,8 +21,12 @@ case was). Elsewhere they explore with fresh random draws.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -59,6 +68,72 @@ def postgres_url() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# ------------------------------------------------------------- a run leaves nothing behind
+
+ROOT = Path(__file__).resolve().parents[1]
+_CACHES = (
+    "__pycache__/",
+    ".pytest_cache/",
+    ".hypothesis/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".benchmarks/",
+    ".ipynb_checkpoints/",
+    ".egg-info/",
+)
+"""Tool caches in the working tree that a run may leave (each is git-ignored)."""
+_suite_temp: Path | None = None
+_tree_before: set[str] | None = None
+_left_behind: list[str] = []
+
+
+def _tree_files() -> set[str] | None:
+    """The working tree's untracked and ignored files (``None`` outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    paths = {line[3:] for line in out.splitlines() if line[:2] in ("??", "!!")}
+    return {p for p in paths if not any(cache in f"/{p}" for cache in _CACHES)}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _suite_temp, _tree_before
+    if hasattr(config, "workerinput"):  # pragma: no cover - xdist workers share the parent's
+        return
+    _suite_temp = Path(tempfile.mkdtemp(prefix="bfmem-tests-"))
+    os.environ["TMPDIR"] = str(_suite_temp)
+    tempfile.tempdir = str(_suite_temp)
+    # tiktoken copies every encoding it loads into <temp>/data-gym-cache; no cache here.
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", "")
+    _tree_before = _tree_files()
+
+
+def _leftovers() -> list[str]:
+    found: list[str] = []
+    if _suite_temp is not None and _suite_temp.exists():
+        found += [
+            f"{tempfile.gettempdir()}/{p.name}"
+            for p in sorted(_suite_temp.iterdir())
+            if not p.name.startswith("pytest-of-")
+        ]
+    after = _tree_files()
+    if _tree_before is not None and after is not None:
+        found += sorted(after - _tree_before)
+    return found
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _suite_temp is not None and not _left_behind:
+        shutil.rmtree(_suite_temp, ignore_errors=True)
+
+
 # ------------------------------------------------------------- counting the postgres tests
 
 _outcomes: dict[str, str] = {}
@@ -88,6 +163,10 @@ def _counts() -> dict[str, int]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if session.testscollected and exitstatus == 0:
+        _left_behind.extend(_leftovers())
+        if _left_behind:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if os.environ.get("BFMEM_REQUIRE_POSTGRES") != "1":
         return
     counts = _counts()
@@ -96,6 +175,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _left_behind:
+        terminalreporter.write_line(
+            "FAILED: the run left files behind (a test must remove what it makes): "
+            + ", ".join(_left_behind)
+        )
     if not _outcomes:
         if os.environ.get("BFMEM_REQUIRE_POSTGRES") == "1":
             terminalreporter.write_line("FAILED: no postgres test ran (BFMEM_REQUIRE_POSTGRES=1)")

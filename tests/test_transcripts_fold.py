@@ -39,14 +39,10 @@ from .helpers import (
     fold_coverage_gaps,
     load_transcript,
     model_turns,
-    transcript_files,
+    transcript_params,
 )
 
-TRANSCRIPTS = transcript_files()
 BUDGET = 8_000
-skip_without = pytest.mark.skipif(
-    not TRANSCRIPTS, reason="../shared/transcripts is not laid beside the project"
-)
 
 
 def nothing_to_fold(prefix: list[BaseMessage]) -> bool:
@@ -74,8 +70,7 @@ def check_turn(
         assert fold_coverage_gaps(prefix, view) == [], where
 
 
-@skip_without
-@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", transcript_params())
 def test_every_recorded_run_replayed_through_the_fold_keeps_every_view_valid_and_covered(
     path: Path,
 ) -> None:
@@ -97,8 +92,7 @@ def test_every_recorded_run_replayed_through_the_fold_keeps_every_view_valid_and
     assert folds * 2 <= turns
 
 
-@skip_without
-@pytest.mark.parametrize("path", TRANSCRIPTS[:4], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", transcript_params(4))
 async def test_the_async_twin_replays_a_recorded_run_identically(path: Path) -> None:
     record = load_transcript(path)
     sync_memo: CompactMemo | None = None
@@ -114,8 +108,7 @@ async def test_the_async_twin_replays_a_recorded_run_identically(path: Path) -> 
         sync_memo, async_memo = a.memo, b.memo
 
 
-@skip_without
-@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", transcript_params())
 def test_a_recorded_run_scoped_to_a_persisted_fold_marker_yields_valid_views(path: Path) -> None:
     # Persist a fold halfway as an auto marker (what an adapter writes), scope the record
     # to it, and keep replaying: the marker leads the scoped record as an assistant

@@ -28,7 +28,7 @@ from langchain_builderforce_memory.transcript.window import (
 )
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import floor_tokens, load_transcript, model_turns, transcript_files
+from .helpers import floor_tokens, load_transcript, model_turns, transcript_params
 from .strategies import any_records, units, valid_records
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -173,11 +173,9 @@ def test_cached_running_totals_equal_a_fresh_count(record: list[BaseMessage], cu
     assert grown[: len(first)] == first
 
 
-TRANSCRIPTS = transcript_files()
 
 
-@pytest.mark.skipif(not TRANSCRIPTS, reason="../shared/transcripts is not laid beside the project")
-@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", transcript_params())
 def test_every_recorded_run_replayed_turn_by_turn_yields_valid_views(path: Path) -> None:
     record = load_transcript(path)
     turns = 0

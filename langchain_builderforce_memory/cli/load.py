@@ -365,10 +365,11 @@ def load_transcript_file(path: str | Path) -> LoadedTranscript:
 
     Example:
         >>> import pathlib, tempfile
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
         >>> lines = ['{"role": "user", "content": "hi"}', '{"role": "assistant", "content": "yo"}']
-        >>> _ = p.write_text("\n".join(lines))
-        >>> [m.type for m in load_transcript_file(p).messages]
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     p = pathlib.Path(folder) / "t.jsonl"
+        ...     _ = p.write_text("\n".join(lines))
+        ...     [m.type for m in load_transcript_file(p).messages]
         ['human', 'ai']
     """
     p = Path(path)

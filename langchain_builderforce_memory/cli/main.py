@@ -441,10 +441,11 @@ def main(
 
     Example:
         >>> import io, json, pathlib, tempfile
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.json"
-        >>> _ = p.write_text(json.dumps([{"role": "user", "content": "hi"}]))
         >>> out = io.StringIO()
-        >>> main(["inspect", str(p), "--format", "json"], stdout=out)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     p = pathlib.Path(folder) / "t.json"
+        ...     _ = p.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+        ...     main(["inspect", str(p), "--format", "json"], stdout=out)
         0
         >>> json.loads(out.getvalue())["record_messages"]
         1

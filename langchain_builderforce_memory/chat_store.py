@@ -19,13 +19,18 @@ writes its backing ``BaseChatMessageHistory`` only through :class:`ChatStore`:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.transcript.markers import is_consolidation_marker
+
 __all__ = ["ChatStore", "is_sync_only"]
+
+logger = logging.getLogger("langchain_builderforce_memory.history")
 
 
 def is_sync_only(store: BaseChatMessageHistory) -> bool:
@@ -95,9 +100,34 @@ class ChatStore:
             return self._known
         return await self.aread()
 
-    def distrust(self) -> None:
-        """Read the store on every add from now on (it changed what was written)."""
-        self._faithful = False
+    def keeps_marker(self, marker: BaseMessage) -> bool:
+        """After the first marker is written: did the store keep its stamp?
+
+        A store that keeps only role and content turns a marker into a plain assistant
+        message holding a 2.5k-token note, which would then sit in the verbatim tail and
+        be folded again: the history then writes no more markers and its own memo carries
+        the fold (per process). The marker is looked up by its note from the end, not
+        taken to be the last stored message (another writer may have appended right after
+        it), nor by its id (a store may drop ids and keep the metadata).
+        """
+        return self._judge_marker(self.read(), marker)
+
+    async def akeeps_marker(self, marker: BaseMessage) -> bool:
+        """Async twin of :meth:`keeps_marker`."""
+        return self._judge_marker(await self.aread(), marker)
+
+    def _judge_marker(self, stored: Sequence[BaseMessage], marker: BaseMessage) -> bool:
+        kept = any(
+            is_consolidation_marker(m) and m.content == marker.content for m in reversed(stored)
+        )
+        if not kept:
+            self._faithful = False  # what it gives back is not what was written
+            logger.warning(
+                "the backing history does not keep message metadata (additional_kwargs): "
+                "consolidation markers cannot be stored, so folds are kept in this wrapper "
+                "only and a new process starts from the whole record"
+            )
+        return kept
 
     def append(self, messages: Sequence[BaseMessage]) -> None:
         """Write ``messages`` to the store (one call) and to the known record."""

@@ -28,11 +28,14 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, cast
 
 import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 
+from langchain_builderforce_memory.agents.policy import MaxTokens, budget_fraction
 from langchain_builderforce_memory.calibration import (
     UsageCalibration,
     input_tokens_of,
@@ -40,6 +43,7 @@ from langchain_builderforce_memory.calibration import (
 )
 from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
+from langchain_builderforce_memory.handoff.budget import share_of_model_budget
 from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.search import search_outside_view
@@ -60,7 +64,6 @@ from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_wo
 from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
-    is_consolidation_marker,
 )
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.stored import (
@@ -98,8 +101,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     ``max_tokens`` is the HISTORY's share of a request: leave room for the prompt's system
     message, the new input and the answer. The async twins use the backing's async
-    methods (langchain-community's ``SQLChatMessageHistory`` needs ``async_mode=True``
-    for them). Keep one wrapper per session: its locks serialise that session's writers.
+    methods, or its sync ones in a worker thread where those cannot run
+    (``SQLChatMessageHistory`` without ``async_mode=True``). Keep one wrapper per session:
+    its locks serialise that session's writers.
 
     Args:
         backing: The history that stores the record (default: a new
@@ -107,7 +111,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             Postgres, a file.
         summarizer: A chat model, a ``"provider:model"`` string, a ``Runnable`` or a
             function (sync or async) that writes the notes; ``None`` only windows.
-        max_tokens: Tokens the view may hold.
+        max_tokens: Tokens the view may hold. Or a share of ``model``'s window (``0.8``
+            or ``("fraction", 0.8)``: that share of its ``profile["max_input_tokens"]``,
+            less its reply reserve), as the middleware takes it.
+        model: The chat model the history feeds (or a ``"provider:model"`` string): only
+            read to resolve a fractional ``max_tokens``.
         max_messages: Conversation messages the view may hold.
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
             fold's share of the room left, so a small budget still folds rarely).
@@ -145,7 +153,8 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         backing: BaseChatMessageHistory | None = None,
         *,
         summarizer: SummarizerLike | None = None,
-        max_tokens: int = HISTORY_TOKEN_BUDGET,
+        max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
+        model: Runnable[Any, Any] | str | None = None,
         max_messages: int | None = HISTORY_WINDOW,
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         token_counter: TokenCounterLike = None,
@@ -165,9 +174,21 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 f"SQLChatMessageHistory, ...) or None; got {type(candidate).__name__}."
             )
             raise TypeError(msg)
+        share = budget_fraction(max_tokens)
+        # Not a share: a token count, or a bad value that FoldPolicy names below.
+        budget = cast("int", max_tokens)
+        if share is not None:
+            if model is None:
+                msg = (
+                    f"max_tokens={max_tokens!r} is a share of a model's window: pass the chat "
+                    "model the history feeds as model= (or a 'provider:model' string), or "
+                    "a token count (max_tokens=64_000)."
+                )
+                raise ValueError(msg)
+            budget = share_of_model_budget(share, model, where="CompactingChatMessageHistory")
         # Validates every number, naming the bad value and its default.
         self.policy = FoldPolicy(
-            max_tokens=max_tokens,
+            max_tokens=budget,
             max_messages=max_messages,
             tail_tokens=tail_tokens,
             timeout=timeout,
@@ -377,7 +398,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 if marker is not None:
                     self._append([marker])
                     if self._markers_kept is None:
-                        self._note_marker_kept(self._read(), marker)
+                        self._markers_kept = self._store.keeps_marker(marker)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages`.
@@ -408,7 +429,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 if marker is not None:
                     await self._aappend([marker])
                     if self._markers_kept is None:
-                        self._note_marker_kept(await self._aread(), marker)
+                        self._markers_kept = await self._store.akeeps_marker(marker)
 
     def consolidate(self) -> AIMessage | None:
         """Summarise everything so far into a MANUAL marker and append it.
@@ -518,27 +539,6 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         return with_ids(
             [consolidation_marker(summary, keep_from_id=keep, folded=cut - plan.fold_from)]
         )[0]
-
-    def _note_marker_kept(self, stored: Sequence[BaseMessage], marker: BaseMessage) -> None:
-        """After the first marker: did the store keep its stamp? If not, write no more.
-
-        A store that keeps only role and content turns a marker into a plain assistant
-        message holding a 2.5k-token note, which would then sit in the verbatim tail and
-        be folded again; this wrapper's own memo carries the fold instead (per process).
-        The marker is looked up by its note from the end, not taken to be the last stored
-        message (another writer may have appended right after it), nor by its id (a store
-        may drop ids and keep the metadata).
-        """
-        self._markers_kept = any(
-            is_consolidation_marker(m) and m.content == marker.content for m in reversed(stored)
-        )
-        if not self._markers_kept:
-            self._store.distrust()
-            logger.warning(
-                "the backing history does not keep message metadata (additional_kwargs): "
-                "consolidation markers cannot be stored, so folds are kept in this wrapper "
-                "only and a new process starts from the whole record"
-            )
 
     def _require_summarizer(self, where: str) -> Summarizer:
         if self.summarizer is None:

@@ -31,6 +31,7 @@ __all__ = [
     "ToolLike",
     "handoff_budget",
     "handoff_budget_for_model",
+    "share_of_model_budget",
     "tools_tokens",
 ]
 
@@ -149,6 +150,33 @@ def _profile_int(profile: Mapping[str, object], key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         return None
     return value
+
+
+def share_of_model_budget(share: float, model: Runnable[Any, Any] | str, *, where: str) -> int:
+    """``share`` of ``model``'s window, less its reply reserve and bound tool schemas.
+
+    What a fractional ``max_tokens`` (``0.8``, ``("fraction", 0.8)``) resolves to.
+
+    Raises:
+        ValueError: the model's profile has no ``max_input_tokens``, naming the fix.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> model = FakeListChatModel(responses=["ok"], profile={"max_input_tokens": 8_000})
+        >>> share_of_model_budget(0.5, model, where="demo")
+        4000
+    """
+    try:
+        window = handoff_budget_for_model(model, reserve_output_tokens=0)
+    except ValueError as exc:
+        msg = (
+            f"{where}: max_tokens is a share of the model's profile['max_input_tokens'], and "
+            "the model has none. Fix: give it a profile (ChatModel(..., profile="
+            "{'max_input_tokens': 128_000})), or pass max_tokens as a token count "
+            "(max_tokens=64_000)."
+        )
+        raise ValueError(msg) from exc
+    return max(1, handoff_budget_for_model(model, max_input_tokens=max(1, int(window * share))))
 
 
 def handoff_budget_for_model(

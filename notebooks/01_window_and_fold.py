@@ -139,12 +139,13 @@ assert summarizer_calls == len(folds)
 # ## Tokens per request
 #
 # The full record grows with every tool result. The window keeps the newest
-# messages inside the budget, but it never drops the LATEST user turn (a request
-# must open with one). Here each directive's tool loop (60 calls of multi-kilobyte
-# reads) outgrows the budget by itself, so the window grows past it until the next
-# directive arrives, then drops everything before that directive at once: the model
-# forgets the whole previous task. (With shorter loops the window saws under the
-# budget, a quarter of it dropped at a time.)
+# messages inside the budget (the largest request printed above is under it),
+# dropping the oldest a chunk at a time. Here each directive's tool loop (60 calls
+# of multi-kilobyte reads) outgrows the budget by itself, so the window restates
+# the latest user turn in front and keeps only the newest part of the loop: the
+# loop's earlier reads, and every earlier task, are simply gone from the view.
+# (With shorter loops the window saws under the budget, a quarter of it dropped
+# at a time.)
 #
 # The fold stays under the budget throughout: at each fold it drops to ~40k tokens
 # of verbatim tail plus one note, restates the directive, then grows for ~20k tokens

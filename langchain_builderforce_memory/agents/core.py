@@ -486,10 +486,15 @@ class MemoryCore:
                 }
             )
         elif transcript.steps.acted and plan.cached is None:
-            # No fold, but the view was cleared or elided: report what it stands in for.
-            events.append(
-                {EVENT_KEY: "view", "mode": transcript.mode, **transcript.steps.as_event()}
-            )
+            # No fold, but the view was cleared or elided. News only when the clear tier
+            # moved its horizon (a new batch cleared); a view held as it was, or elided a
+            # little differently, is the usual turn: a DEBUG line.
+            shown = {EVENT_KEY: "view", "mode": transcript.mode, **transcript.steps.as_event()}
+            horizon = transcript.horizon
+            if horizon is not None and horizon != parse_horizon(plan.memo_raw):
+                events.append(shown)
+            else:
+                logger.debug("builderforce_memory view: %s", shown)
         if fit is not None and pack is not None:
             events.append(
                 {

@@ -50,6 +50,7 @@ from langchain_builderforce_memory.cli.report import (
     reused_prefix_tokens,
 )
 from langchain_builderforce_memory.cli.result import DemoRequest, DemoResult
+from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
     coding_agent_script,
@@ -57,6 +58,8 @@ from langchain_builderforce_memory.testing import (
     with_memory_tool_calls,
 )
 from langchain_builderforce_memory.tokens import TokenCounter, count_tokens, resolve_token_counter
+from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
+from langchain_builderforce_memory.transcript.elide import ELIDED_KIND
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
@@ -324,6 +327,21 @@ def _read_back(path: Path, thread_id: str) -> tuple[list[BaseMessage], int | Non
     return record, end if isinstance(end, int) else None
 
 
+def view_stamps(request: list[BaseMessage]) -> dict[str, int]:
+    """What a request carries cleared and elided, read from the stamps on its messages."""
+    out = {"cleared_messages": 0, "cleared_tokens": 0, "elided_tokens": 0}
+    for message in request:
+        meta = stamp_of(message) or {}
+        kind = meta.get("was") if meta.get("kind") == ELIDED_KIND else meta.get("kind")
+        if kind == CLEARED_KIND:
+            out["cleared_messages"] += 1
+            tokens = meta.get("tokens")
+            out["cleared_tokens"] += tokens if isinstance(tokens, int) else 0
+        cut = meta.get("cut_tokens")
+        out["elided_tokens"] += cut if isinstance(cut, int) else 0
+    return out
+
+
 def _result(
     *,
     model: ScriptedChatModel,
@@ -356,6 +374,7 @@ def _result(
                 prefix_tokens=reused_prefix_tokens(previous, request, counter),
                 prefix_reused=prefix_reused(previous, request) if i else False,
                 folded=i in folded,
+                **view_stamps(request),
             )
         )
     return DemoResult(

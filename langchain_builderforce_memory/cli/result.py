@@ -20,10 +20,6 @@ _EVENT_KEY = "builderforce_memory"
 imported, so this module stays free of the agent imports)."""
 
 
-def _ints(events: list[dict[str, object]], key: str) -> list[int]:
-    return [v for e in events if isinstance(v := e.get(key), int)]
-
-
 @dataclass(frozen=True, slots=True)
 class DemoRequest:
     """One model call of the demo run."""
@@ -45,6 +41,12 @@ class DemoRequest:
     aside): a provider prefix cache can serve everything sent before."""
     folded: bool
     """The memory note changed right before this call: a fold."""
+    cleared_messages: int = 0
+    """Tool results this request carried as cleared placeholders."""
+    cleared_tokens: int = 0
+    """The tokens those results hold in the record."""
+    elided_tokens: int = 0
+    """Tokens cut out of this request's messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,18 +108,17 @@ class DemoResult:
 
     @property
     def view_steps(self) -> dict[str, int]:
-        """What the view policy did over the run, from its events.
+        """What the view policy did over the run, read from the requests sent.
 
         Requests cleared, the most tokens cleared at once, files re-attached after folds,
         tokens elided.
         """
-        view_events = [e for e in self.events if e.get(_EVENT_KEY) in ("fold", "view")]
-        restored = [e.get("restored") for e in view_events if e.get(_EVENT_KEY) == "fold"]
+        restored = [e.get("restored") for e in self.events if e.get(_EVENT_KEY) == "fold"]
         return {
-            "cleared_requests": sum(1 for v in _ints(view_events, "cleared_messages") if v),
-            "max_cleared_tokens": max(_ints(view_events, "cleared_tokens"), default=0),
+            "cleared_requests": sum(1 for r in self.requests if r.cleared_messages),
+            "max_cleared_tokens": max((r.cleared_tokens for r in self.requests), default=0),
             "restored_files": sum(len(r) for r in restored if isinstance(r, list)),
-            "elided_tokens": sum(_ints(view_events, "elided_tokens")),
+            "elided_tokens": sum(r.elided_tokens for r in self.requests),
         }
 
     @property

@@ -327,3 +327,29 @@ def test_a_write_behind_the_wrappers_back_is_seen_on_the_next_read() -> None:
     store.add_messages([AIMessage("another writer's")])
     history.add_messages([HumanMessage("mine again")])
     assert [m.text for m in history.messages] == ["mine", "another writer's", "mine again"]
+
+
+# ---------------------------------------------------------------- a share of the window
+
+
+@pytest.mark.parametrize("share", [0.5, ("fraction", 0.5)])
+def test_the_history_takes_a_share_of_its_models_window(share: Any) -> None:
+    from langchain_core.language_models import FakeListChatModel
+
+    model = FakeListChatModel(
+        responses=["ok"], profile={"max_input_tokens": 100_000, "max_output_tokens": 8_000}
+    )
+    history = CompactingChatMessageHistory(max_tokens=share, model=model)
+    assert history.policy.max_tokens == 50_000 - 8_000  # half the window, less the reply
+
+
+@pytest.mark.parametrize(
+    ("model", "match"),
+    [(None, "pass the chat model the history feeds as model="), ("profile-less", "profile")],
+)
+def test_a_share_without_a_model_window_names_the_fix(model: Any, match: str) -> None:
+    from langchain_core.language_models import FakeListChatModel
+
+    given = FakeListChatModel(responses=["ok"]) if model else None
+    with pytest.raises(ValueError, match=match):
+        CompactingChatMessageHistory(max_tokens=0.5, model=given)

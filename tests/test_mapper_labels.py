@@ -6,9 +6,13 @@ import pytest
 
 from tests.labels import LABELS, TRANSCRIPTS, score
 
-pytestmark = pytest.mark.skipif(
-    not TRANSCRIPTS.is_dir(), reason=f"the recorded runs are not beside the repo ({TRANSCRIPTS})"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not TRANSCRIPTS.is_dir(),
+        reason=f"the recorded runs are not beside the repo ({TRANSCRIPTS})",
+    ),
+    pytest.mark.slow,  # ~20 s: every labelled call of the 14 recorded runs
+]
 
 
 def test_the_sample_covers_every_harness_and_at_least_300_calls() -> None:

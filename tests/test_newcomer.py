@@ -231,6 +231,7 @@ def test_a_missing_transcripts_folder_is_a_skip_that_says_what_is_missing(
     assert "empty parameter set" not in mark.kwargs["reason"]
 
 
+@pytest.mark.slow  # two pytest subprocesses
 @pytest.mark.parametrize("leaves", [True, False])
 def test_a_run_that_leaves_a_temp_file_behind_fails(tmp_path: Path, leaves: bool) -> None:
     import shutil

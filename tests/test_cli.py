@@ -17,7 +17,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import langchain_builderforce_memory
@@ -349,7 +349,7 @@ def test_the_demo_brief_is_the_last_volatile_tail(demo: DemoResult) -> None:
 def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_path: Path) -> None:
     plot = tmp_path / "tokens.png"
     args = ["demo", "--turns", "40", "--budget", "12000", "--db", str(tmp_path / "d.sqlite")]
-    code, out, _ = run_cli(*args, "--plot", str(plot), "--no-progress")
+    code, out, _ = run_cli(*args, "--plot", str(plot), "--no-progress", "--brief")
     assert code == 0
     for text in (
         f"{demo.full_tokens:,}",
@@ -617,22 +617,45 @@ def test_a_path_the_demo_cannot_write_is_named(tmp_path: Path, flag: str) -> Non
 
 
 @pytest.mark.parametrize(
-    ("flag", "shown"), [(None, True), ("--brief", True), ("--no-brief", False)]
+    ("flag", "shown"), [(None, False), ("--brief", True), ("--no-brief", False)]
 )
-def test_the_brief_comes_first_or_not_at_all(
+def test_the_summary_comes_first_and_the_brief_only_when_asked(
     demo: DemoResult, flag: str | None, shown: bool
 ) -> None:
+    # Issue 26: the ~60-line brief was printed before the summary table.
     out = io.StringIO()
     args = ["demo", "--turns", "12", "--directives", "2", "--budget", "8000", "--no-progress"]
-    assert main([*args, *([flag] if flag else [])], stdout=out, stderr=io.StringIO()) == 0
+    assert main([*args, "--no-compare", *([flag] if flag else [])], stdout=out) == 0
     text = out.getvalue()
     summary = text.index("bfmem demo: what the model was sent")
+    assert summary < 5
     if shown:
-        # Before the tables: the summary is what stays on screen.
-        assert -1 < text.find("the brief sent with the last request") < summary
+        assert text.find("the brief sent with the last request") > summary
     else:
         assert "the brief sent with the last request" not in text
     assert "a temporary file, deleted after the run" in text
+
+
+def test_the_demo_leads_with_its_cost_against_summarization_middleware() -> None:
+    # Issue 26: the headline compared against sending the whole record every turn, which no
+    # agent could do; it now leads with the same run through SummarizationMiddleware.
+    out = io.StringIO()
+    args = ["demo", "--turns", "40", "--directives", "2", "--budget", "12000", "--no-progress"]
+    assert main(args, stdout=out) == 0
+    rows = [line for line in out.getvalue().splitlines() if line.startswith("│")]
+    assert "cost against SummarizationMiddleware" in rows[0]
+    assert any(r.startswith("│ summarizer calls") for r in rows[:5])
+    result = run_demo(turns=40, directives=2, budget=12_000, compare=True)
+    ours, peer = result.cost, result.peer
+    assert ours is not None
+    assert peer is not None
+    for run in (ours, peer):
+        assert run.total_tokens == (
+            run.billed_tokens + run.summarizer_input_tokens + run.summarizer_output_tokens
+        )
+        assert run.billed_tokens > 0
+    assert ours.billed_tokens < result.sent_tokens  # the shared prefix is billed at a tenth
+    assert ours.summarizer_calls == result.summarizer_calls
 
 
 # --------------------------------------------------------------------------- inspect --limit
@@ -704,3 +727,33 @@ def test_an_error_is_one_whole_line(tmp_path: Path, name: str, text: str, expect
     assert expected in err
     assert err.count("\n") == 1
     assert not err.rstrip().endswith((" at", " at)"))
+
+
+# --------------------------------------------------------------------------- inspect's widths
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_view_table_never_cuts_a_number_and_puts_notes_under_it(width: int) -> None:
+    # Issue 26: at 80 columns the notes column took ~11 characters and numbers were cut
+    # ("15,…").
+    from langchain_builderforce_memory.cli.inspect import inspect_messages
+    from langchain_builderforce_memory.cli.render import render_table
+
+    record: list[BaseMessage] = [SystemMessage("You review code."), HumanMessage("Review it.")]
+    for i in range(40):
+        call = {"name": "read", "args": {"p": f"f{i}.py"}, "id": f"c{i}"}
+        record += [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage("code\n" * 300, tool_call_id=f"c{i}"),
+        ]
+    report = inspect_messages(record, budget=16_000)
+    out = io.StringIO()
+    render_table(report, out, limit=4, width=width)
+    text = out.getvalue()
+    totals = text[text.index("what each view sends") :]
+    assert "…" not in totals
+    for v in report.views:
+        for number in (v.tokens, v.budget, v.cleared):
+            assert f"{number:,}" in totals
+        assert f"  {v.view}: " in totals  # each view's notes on a line of its own
+    assert max(len(line.rstrip()) for line in totals.splitlines()) <= width

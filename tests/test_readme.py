@@ -235,8 +235,27 @@ def test_the_demo_caption_states_what_bfmem_demo_measures(tmp_path: Path) -> Non
     )
     assert caption is not None, "the caption under the figure changed shape: update this test"
     calls, record_k, budget_k, folds, reuse, sent = map(int, caption.groups())
-    result = run_demo(turns=calls, budget=budget_k * 1_000, db=tmp_path / "demo.sqlite")
+    result = run_demo(
+        turns=calls, budget=budget_k * 1_000, db=tmp_path / "demo.sqlite", compare=True
+    )
     regenerate = "run `bfmem demo --turns 300 --plot docs/tokens_per_request.png`"
+    peer_caption = re.search(
+        r"The same run through `SummarizationMiddleware` costs (\d+)% more, billed input and "
+        r"summarizer tokens together \(([\d.]+)M against ([\d.]+)M\), with (\d+) summarizer "
+        r"calls against (\d+)",
+        text,
+    )
+    assert peer_caption is not None, "the comparison under the figure changed shape"
+    more, peer_m, ours_m, peer_calls, ours_calls = peer_caption.groups()
+    assert result.cost is not None
+    assert result.peer is not None
+    assert f"{result.peer.total_tokens / 1e6:.2f}" == peer_m, regenerate
+    assert f"{result.cost.total_tokens / 1e6:.2f}" == ours_m, regenerate
+    assert round((result.peer.total_tokens / result.cost.total_tokens - 1) * 100) == int(more)
+    assert (result.peer.summarizer_calls, result.cost.summarizer_calls) == (
+        int(peer_calls),
+        int(ours_calls),
+    )
     assert len(result.requests) == calls
     assert round(result.record_tokens / 1_000) == record_k, regenerate
     assert result.max_sent_tokens <= budget_k * 1_000

@@ -41,6 +41,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from langchain_builderforce_memory.agents.driver import EVENT_KEY
+from langchain_builderforce_memory.cli.peer import billed_tokens, run_peer, summarizer_tokens
 from langchain_builderforce_memory.cli.report import (
     brief_of,
     fold_turns,
@@ -49,7 +50,7 @@ from langchain_builderforce_memory.cli.report import (
     prefix_reused,
     reused_prefix_tokens,
 )
-from langchain_builderforce_memory.cli.result import DemoRequest, DemoResult
+from langchain_builderforce_memory.cli.result import DemoRequest, DemoResult, PeerRun
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
@@ -160,6 +161,7 @@ def run_demo(
     progress_file: TextIO | None = None,
     seed: int = 0,
     agent_tools: bool = False,
+    compare: bool = False,
 ) -> DemoResult:
     """Run the offline coding agent through the middleware and measure every request.
 
@@ -179,6 +181,9 @@ def run_demo(
         agent_tools: Give the model ``search_history`` and ``compact_context``: the script
             searches once (for the first file it read) and compacts once, at about 60%
             of the run.
+        compare: Also play the same run through LangChain's ``SummarizationMiddleware``
+            (:mod:`~langchain_builderforce_memory.cli.peer`) and keep what it cost as the
+            result's ``peer``.
 
     Returns:
         The :class:`DemoResult`.
@@ -200,6 +205,7 @@ def run_demo(
         progress_file=progress_file or sys.stderr,
         seed=seed,
         agent_tools=agent_tools,
+        compare=compare,
     )
     if db is not None:
         path = Path(db)
@@ -227,6 +233,8 @@ class _RunOptions:
     """The script's and the tools' seed."""
     agent_tools: bool
     """Give the model ``search_history`` and ``compact_context``."""
+    compare: bool
+    """Also play the run through ``SummarizationMiddleware``."""
 
 
 def _run(path: Path, options: _RunOptions) -> DemoResult:
@@ -295,7 +303,20 @@ def _run(path: Path, options: _RunOptions) -> DemoResult:
             spans.append(len(model.requests))
     seconds = time.perf_counter() - started
     record_messages, memo_end = _read_back(path, thread_id)
-    return _result(
+    peer = (
+        run_peer(
+            script=script,
+            tools=coding_tools(min_tokens=max(4, largest // 8), max_tokens=largest, seed=seed),
+            directives=run.directives,
+            budget=budget,
+            system=system,
+            counter=counter,
+            write=_note_writer,
+        )
+        if options.compare
+        else None
+    )
+    result = _result(
         model=model,
         summarizer=summarizer,
         record=record_messages,
@@ -310,6 +331,7 @@ def _run(path: Path, options: _RunOptions) -> DemoResult:
         seconds=seconds,
         counter=counter,
     )
+    return replace(result, peer=peer)
 
 
 def _read_back(path: Path, thread_id: str) -> tuple[list[BaseMessage], int | None]:
@@ -377,6 +399,15 @@ def _result(
                 **view_stamps(request),
             )
         )
+    summarized_in, summarized_out = summarizer_tokens(summarizer, counter, _note_writer)
+    cost = PeerRun(
+        name="BuilderforceMemoryMiddleware",
+        billed_tokens=billed_tokens(sent, counter),
+        summarizer_calls=len(summarizer.requests),
+        summarizer_input_tokens=summarized_in,
+        summarizer_output_tokens=summarized_out,
+        max_sent_tokens=max((r.sent_tokens for r in rows), default=0),
+    )
     return DemoResult(
         turns=len(sent),
         budget=budget,
@@ -394,4 +425,5 @@ def _result(
         seconds=seconds,
         model=model,
         summarizer=summarizer,
+        cost=cost,
     )

@@ -176,11 +176,19 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
     demo.add_argument(
         "--brief",
         action=argparse.BooleanOptionalAction,
+        default=False,
+        help=(
+            "also print the working-memory brief sent with the last request, after the "
+            "tables (default: no; --format json always has it)"
+        ),
+    )
+    demo.add_argument(
+        "--compare",
+        action=argparse.BooleanOptionalAction,
         default=True,
         help=(
-            "print the working-memory brief sent with the last request (default: yes; it is "
-            "printed before the tables, so the summary stays on screen; --format json always "
-            "has it)"
+            "also play the same run through LangChain's SummarizationMiddleware and lead "
+            "with what each cost (default: yes)"
         ),
     )
     demo.add_argument(
@@ -404,6 +412,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=args.progress and args.format == "table",
             progress_file=err,
             agent_tools=args.agent_tools,
+            compare=args.compare,
         )
     except DemoDependencyError as exc:
         _error(err, str(exc))

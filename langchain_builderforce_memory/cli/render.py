@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from langchain_builderforce_memory.cli.inspect import InspectReport
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["render_json", "render_table"]
 
@@ -116,14 +119,62 @@ def _shown_rows(rows: Sequence[list[str]], limit: int | None) -> tuple[list[list
     return [*rows[:head], gap, *rows[head + left_out :]], note
 
 
-def render_table(report: InspectReport, out: TextIO, *, limit: int | None = None) -> None:
+def _totals_table(report: InspectReport, width: int) -> Table | None:
+    """What each view sends, numbers only (the notes go under it).
+
+    ``None`` when even the numbers do not fit ``width`` columns side by side: then they go
+    a view a line.
+    """
+    from rich.table import Table
+
+    rows = [cells[:-1] for cells in _view_rows(report)]
+    headers = [h.replace(" ", "\n") for h in _VIEW_HEADERS[:-1]]
+    widest = [
+        max([len(w) for w in h.split("\n")] + [len(r[i]) for r in rows])
+        for i, h in enumerate(headers)
+    ]
+    if sum(widest) + len(widest) > width:
+        return None
+    totals = Table(
+        title="what each view sends",
+        title_justify="left",
+        box=None,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+        header_style="bold",
+    )
+    for i, header in enumerate(headers):
+        totals.add_column(
+            header, justify="left" if i == 0 else "right", no_wrap=True, min_width=widest[i]
+        )
+    for cells in rows:
+        totals.add_row(*(c.replace("[", r"\[") for c in cells))
+    return totals
+
+
+def _totals_lines(report: InspectReport) -> list[str]:
+    """What each view sends, a view a line: for a terminal too narrow for the table."""
+    names = _VIEW_HEADERS[1:-1]
+    return [
+        f"{cells[0]}: " + ", ".join(f"{n} {c}" for n, c in zip(names, cells[1:-1], strict=True))
+        for cells in _view_rows(report)
+    ]
+
+
+def render_table(
+    report: InspectReport, out: TextIO, *, limit: int | None = None, width: int | None = None
+) -> None:
     """Write ``report`` as tables (rich when installed, plain text otherwise).
+
+    Numbers are never cut: the view table's number columns do not wrap, and each view's
+    notes go on a line of their own under the table, where they wrap.
 
     Args:
         report: What :func:`inspect_messages` found.
         out: Where to write.
         limit: Show at most this many per-message rows (the first and the last ones) and
             say how many were left out; ``None``: every row.
+        width: Columns to draw in (default: the terminal's; 120 for a file or a pipe).
     """
     message_rows, note = _shown_rows(
         [
@@ -146,10 +197,14 @@ def render_table(report: InspectReport, out: TextIO, *, limit: int | None = None
         ]
         out.write("\n".join(lines) + "\n")
         return
-    console = Console(file=out, width=max(120, Console(file=out).width), highlight=False)
+    if width is None and not Console(file=out).is_terminal:
+        width = 120  # a file or a pipe: no terminal to fit
+    console = Console(file=out, width=width, highlight=False)
     for line in _header_lines(report):
         console.print(line, markup=False)
-    table = Table(*_ROW_HEADERS, title="per message", title_justify="left")
+    table = Table(title="per message", title_justify="left")
+    for header in _ROW_HEADERS:  # the number columns never wrap: the preview gives way
+        table.add_column(header, no_wrap=header != "preview", overflow="ellipsis")
     for cells in message_rows:
         styled = [
             f"[{_STYLES[c]}]{c}[/]" if j in (3, 4, 5) and c else c.replace("[", r"\[")
@@ -159,7 +214,13 @@ def render_table(report: InspectReport, out: TextIO, *, limit: int | None = None
     console.print(table)
     if note:
         console.print(note, markup=False)
-    totals = Table(*_VIEW_HEADERS, title="what each view sends", title_justify="left")
-    for cells in _view_rows(report):
-        totals.add_row(*(c.replace("[", r"\[") for c in cells))
-    console.print(totals)
+    totals = _totals_table(report, console.width)
+    if totals is not None:
+        console.print(totals)
+    else:
+        console.print("what each view sends", markup=False)
+        for line in _totals_lines(report):
+            console.print(line, markup=False)
+    for v in report.views:
+        if v.detail:
+            console.print(f"  {v.view}: {v.detail}", markup=False)

@@ -168,16 +168,43 @@ def full_tokens_per_call(
 # --------------------------------------------------------------------------- output
 
 
+def _cost_rows(result: DemoResult) -> list[tuple[str, str]]:
+    """The headline: what the run cost, against SummarizationMiddleware when it was run."""
+    ours, peer = result.cost, result.peer
+    if ours is None:
+        return []
+    what = "billed input (cached prefix at a tenth) + summarizer input and output"
+    if peer is None:
+        return [("cost", f"{ours.total_tokens:,} tokens: {what}")]
+    saved = 1 - ours.total_tokens / peer.total_tokens if peer.total_tokens else 0.0
+    return [
+        (
+            "cost against SummarizationMiddleware",
+            f"{ours.total_tokens:,} against {peer.total_tokens:,} tokens on the same run "
+            f"({saved:.0%} less): {what}",
+        ),
+        (
+            "summarizer calls",
+            f"{ours.summarizer_calls} against {peer.summarizer_calls} "
+            f"({ours.summarizer_input_tokens:,} against {peer.summarizer_input_tokens:,} "
+            "tokens sent to it)",
+        ),
+    ]
+
+
 def _summary_rows(result: DemoResult) -> list[tuple[str, str]]:
     full, sent = result.full_tokens, result.sent_tokens
     share = sent / full if full else 0.0
     return [
+        *_cost_rows(result),
         ("model calls (turns)", f"{result.turns:,} over {len(result.directives)} directives"),
-        ("tokens the full record would have cost", f"{full:,}"),
-        ("tokens sent", f"{sent:,}  ({share:.0%} of the full record, {1 - share:.0%} saved)"),
+        (
+            "tokens sent",
+            f"{sent:,}  ({share:.0%} of the {full:,} that sending the whole record every "
+            "turn would cost)",
+        ),
         ("largest request", f"{result.max_sent_tokens:,}  (budget {result.budget:,})"),
         ("folds", f"{result.folds}  (at calls {_calls(result.fold_calls)})"),
-        ("summarizer calls", f"{result.summarizer_calls}"),
         (
             "cleared / re-attached / elided",
             "{cleared_requests} requests cleared (up to {max_cleared_tokens:,} tokens); "
@@ -238,11 +265,11 @@ def _calls(calls: list[int], limit: int = 12) -> str:
     return shown + (f", … {len(calls) - limit} more" if len(calls) > limit else "")
 
 
-def render_demo_table(result: DemoResult, out: TextIO, *, brief: bool = True) -> None:
-    """Print the final brief (unless ``brief=False``), then the summary and per-directive tables.
+def render_demo_table(result: DemoResult, out: TextIO, *, brief: bool = False) -> None:
+    """Print the summary and per-directive tables, then the final brief (with ``brief``).
 
-    The brief comes first: it runs to dozens of lines, and printed last it scrolled the
-    summary, the point of the demo, off the screen.
+    The summary comes first: its first row is the comparison that matters. The brief runs
+    to dozens of lines, so it is printed only when asked for.
     """
     try:
         from rich.console import Console
@@ -251,15 +278,6 @@ def render_demo_table(result: DemoResult, out: TextIO, *, brief: bool = True) ->
     except ImportError as exc:
         raise missing("rich", exc) from exc
     console = Console(file=out, width=max(100, Console(file=out).width), highlight=False)
-    if brief:
-        console.print(
-            Panel(
-                result.brief or "(no brief: the run was too short)",
-                title="the brief sent with the last request",
-                title_align="left",
-            ),
-            markup=False,
-        )
     table = Table(
         title="bfmem demo: what the model was sent", title_justify="left", show_header=False
     )
@@ -279,6 +297,15 @@ def render_demo_table(result: DemoResult, out: TextIO, *, brief: bool = True) ->
             str(sum(r.folded for r in rows)),
         )
     console.print(per)
+    if brief:
+        console.print(
+            Panel(
+                result.brief or "(no brief: the run was too short)",
+                title="the brief sent with the last request",
+                title_align="left",
+            ),
+            markup=False,
+        )
 
 
 def render_demo_json(result: DemoResult, out: TextIO) -> None:

@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_builderforce_memory.testing import ScriptedChatModel
 
-__all__ = ["DemoRequest", "DemoResult"]
+__all__ = ["CACHED_SHARE", "DemoRequest", "DemoResult", "PeerRun"]
+
+CACHED_SHARE = 0.1
+"""What a prompt-cached input token costs against an uncached one."""
 
 _EVENT_KEY = "builderforce_memory"
 """The key every stream event of the middleware carries (``agents.core.EVENT_KEY``; not
@@ -47,6 +50,29 @@ class DemoRequest:
     """The tokens those results hold in the record."""
     elided_tokens: int = 0
     """Tokens cut out of this request's messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRun:
+    """What a run cost: the agent's billed input and its summarizer's tokens."""
+
+    name: str
+    """The policy, as a user would configure it."""
+    billed_tokens: int
+    """Input tokens sent to the agent's model, the shared prefix at :data:`CACHED_SHARE`."""
+    summarizer_calls: int
+    """Requests its summarizer received."""
+    summarizer_input_tokens: int
+    """Tokens its summarizer was sent."""
+    summarizer_output_tokens: int
+    """Tokens its summarizer wrote."""
+    max_sent_tokens: int
+    """The largest request the agent's model received."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Billed input plus the summarizer's input and output."""
+        return self.billed_tokens + self.summarizer_input_tokens + self.summarizer_output_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +111,10 @@ class DemoResult:
     """The agent's model (``model.requests`` is what it was sent)."""
     summarizer: ScriptedChatModel = field(repr=False)
     """The summarizer model (``summarizer.requests``)."""
+    cost: PeerRun | None = None
+    """What the run cost: billed input (the shared prefix at a tenth) and the summarizer."""
+    peer: PeerRun | None = None
+    """The same run through ``SummarizationMiddleware`` (``None``: not run)."""
 
     @property
     def full_tokens(self) -> int:
@@ -149,6 +179,8 @@ class DemoResult:
             "thread_id": self.thread_id,
             "seconds": round(self.seconds, 3),
             "events": self.events,
+            "cost": None if self.cost is None else _cost(self.cost),
+            "peer": None if self.peer is None else _cost(self.peer),
             "requests": [
                 {
                     "call": r.call,
@@ -163,3 +195,15 @@ class DemoResult:
                 for r in self.requests
             ],
         }
+
+
+def _cost(run: PeerRun) -> dict[str, object]:
+    return {
+        "name": run.name,
+        "billed_tokens": run.billed_tokens,
+        "summarizer_calls": run.summarizer_calls,
+        "summarizer_input_tokens": run.summarizer_input_tokens,
+        "summarizer_output_tokens": run.summarizer_output_tokens,
+        "total_tokens": run.total_tokens,
+        "max_sent_tokens": run.max_sent_tokens,
+    }

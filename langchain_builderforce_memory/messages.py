@@ -39,6 +39,7 @@ from langchain_builderforce_memory.blocks import (
 __all__ = [
     "DIRECTIVE_KIND",
     "STAMP_KEY",
+    "VOLATILE_TAIL_KIND",
     "Role",
     "ToolCallUnit",
     "as_messages",
@@ -232,6 +233,9 @@ def is_stamped(message: BaseMessage, kind: str | None = None) -> bool:
     s = stamp_of(message)
     return s is not None and (kind is None or s["kind"] == kind)
 
+
+VOLATILE_TAIL_KIND = "volatile_tail"
+"""The stamp ``kind`` that, alone, makes a message a volatile tail (the brief)."""
 
 DIRECTIVE_KIND = "directive"
 """The stamp ``kind`` of a user turn restated in front of a view that cut past it.

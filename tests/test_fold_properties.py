@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.messages import leading_system_count, stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.fold import (
@@ -30,7 +31,7 @@ from langchain_builderforce_memory.transcript.fold import (
     build_working_transcript,
     compact_tail_start_for_budget,
 )
-from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND, latest_user_index
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
@@ -70,7 +71,7 @@ def irreducible_core(
     lead = leading_system_count(record)
     convo = record[lead:]
     note = [m for m in view if (s := stamp_of(m)) is not None and s["kind"] == MEMORY_NOTE_KIND]
-    last_user = latest_user_index(convo)
+    last_user = latest_directive_index(convo, fallback=False)
     directive = [convo[last_user]] if last_user >= 0 else []
     tail = convo[
         compact_tail_start_for_budget(

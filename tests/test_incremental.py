@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_builderforce_memory import blocks
 from langchain_builderforce_memory.blocks import current_turn_start
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.incremental import PrefixCache, clear_caches, last_index
 from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
@@ -28,7 +29,6 @@ from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     last_consolidation_index,
 )
-from langchain_builderforce_memory.transcript.plan import latest_user_index
 
 from .helpers import ScriptedSummarizer, model_turns
 from .strategies import valid_records
@@ -192,16 +192,16 @@ def test_a_call_id_reused_after_its_result_starts_over() -> None:
 
 def test_latest_user_and_marker_indices_follow_edits() -> None:
     record: list[BaseMessage] = [*_loop(3), HumanMessage("next"), *_loop(2)[1:]]
-    assert latest_user_index(record) == 7
+    assert latest_directive_index(record, fallback=False) == 7
     assert last_consolidation_index(record) == -1
     with_marker = [*record[:3], consolidation_marker("done so far"), *record[3:]]
     assert last_consolidation_index(with_marker) == 3
     assert last_consolidation_index(record) == -1
     stamped = list(record)
     stamped[7] = stamp(HumanMessage("next"), "note")
-    assert latest_user_index(stamped) == 0
-    assert latest_user_index(record[:7]) == 0
-    assert latest_user_index(record) == 7
+    assert latest_directive_index(stamped, fallback=False) == 0
+    assert latest_directive_index(record[:7], fallback=False) == 0
+    assert latest_directive_index(record, fallback=False) == 7
 
 
 def test_horizons_and_clearing_match_a_cold_computation() -> None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff import pack_handoff
 from langchain_builderforce_memory.messages import (
     leading_system_count,
@@ -30,7 +31,6 @@ from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
     build_working_transcript,
 )
-from langchain_builderforce_memory.transcript.plan import latest_user_index
 from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems
@@ -63,7 +63,7 @@ BUDGETS = st.sampled_from([600, 2_000, 8_000, 64_000])
 
 def _shows_directive(record: list[BaseMessage], view: list[BaseMessage]) -> bool:
     convo = record[leading_system_count(record) :]
-    last = latest_user_index(convo)
+    last = latest_directive_index(convo, fallback=False)
     if last < 0:
         return True
     wanted = message_id(convo[last])

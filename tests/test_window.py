@@ -7,6 +7,7 @@ import logging
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.messages import message_id, role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.window import (
@@ -14,7 +15,6 @@ from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_DROP_CHUNK,
     HISTORY_WINDOW,
     HISTORY_WINDOW_DROP_CHUNK,
-    latest_directive_index,
     message_window_start,
     still_in_working_context,
     token_window_start,

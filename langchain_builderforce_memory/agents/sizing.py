@@ -12,6 +12,7 @@ from dataclasses import replace
 from langchain_core.messages import HumanMessage
 
 from langchain_builderforce_memory.agents.turn import TurnPlan
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff import volatile_tail
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -19,7 +20,6 @@ from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     minimal_human_tokens,
 )
-from langchain_builderforce_memory.transcript.window import latest_directive_index
 
 __all__ = ["cut_tail", "full_tail", "sized_plan"]
 

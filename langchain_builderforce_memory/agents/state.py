@@ -20,14 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from typing_extensions import NotRequired, TypedDict
 
-from langchain_builderforce_memory.blocks import is_tool_result_turn
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
-from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
+from langchain_builderforce_memory.directive import latest_directive_text
+from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import (
-    is_generated,
     leading_system_count,
     message_id,
     role_of,
@@ -148,23 +147,7 @@ def latest_directive(record: Sequence[BaseMessage]) -> str | None:
         >>> latest_directive([HumanMessage("fix it"), AIMessage("done")])
         'fix it'
     """
-    i = last_index(_LATEST_DIRECTIVE, record, _is_user_written)
-    if i < 0:
-        return None
-    text = record[i].text.strip()
-    return text[:_MAX_TASK_CHARS] if text else None
-
-
-def _is_user_written(message: BaseMessage) -> bool:
-    # A human turn made only of Anthropic tool_result blocks is a tool result, not a task.
-    return (
-        isinstance(message, HumanMessage)
-        and not is_generated(message)
-        and not is_tool_result_turn(message)
-    )
-
-
-_LATEST_DIRECTIVE: Final[PrefixCache[int]] = PrefixCache()
+    return latest_directive_text(record, _MAX_TASK_CHARS)
 
 
 def _resume_at(record: Sequence[BaseMessage], scanned: int, scanned_id: str | None) -> int:

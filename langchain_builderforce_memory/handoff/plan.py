@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff.note import (
     HandoffNote,
     NoteRequest,
@@ -25,7 +26,6 @@ from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
 from langchain_builderforce_memory.incremental import message_sizes
 from langchain_builderforce_memory.messages import (
     ToolCallUnit,
-    is_generated,
     is_stamped,
     leading_system_count,
     message_id,
@@ -111,30 +111,6 @@ class HandoffPlan:
     was, so one that follows a pinned memory note describes what came after it."""
     budget_name: str | None = None
     """How an error names :attr:`budget` (it is derived, not a number the caller gave)."""
-
-
-def _is_real_directive(message: BaseMessage) -> bool:
-    # Generated user-role messages (notes, volatile tails, repair placeholders, converted
-    # system messages) carry a stamp; a real directive is a user's own message, or its
-    # restated copy in a view (stamped "directive").
-    return role_of(message) == "user" and not is_generated(message)
-
-
-def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
-    """Index of the latest directive in ``convo``, or -1.
-
-    The latest real user message (never a volatile tail: it would be protected in place of
-    the user's real request). Without one, the latest non-volatile user-role message, so the
-    view still has a user turn to open on.
-    """
-    fallback = -1
-    for i in range(len(convo) - 1, -1, -1):
-        m = convo[i]
-        if _is_real_directive(m):
-            return i
-        if fallback < 0 and role_of(m) == "user" and not is_volatile_tail(m):
-            fallback = i
-    return fallback
 
 
 def _trailing_volatile_start(messages: Sequence[BaseMessage]) -> int:

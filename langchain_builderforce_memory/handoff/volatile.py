@@ -32,7 +32,7 @@ from typing import Final
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.incremental import Recent
-from langchain_builderforce_memory.messages import is_stamped, role_of, stamp
+from langchain_builderforce_memory.messages import VOLATILE_TAIL_KIND, is_stamped, role_of, stamp
 
 __all__ = [
     "VOLATILE_TAIL_CLOSE",
@@ -48,8 +48,6 @@ VOLATILE_TAIL_TAG = "<run-state>"
 VOLATILE_TAIL_CLOSE = "</run-state>"
 """Closes the tail's text."""
 
-VOLATILE_TAIL_KIND = "volatile_tail"
-"""The stamp kind that, alone, makes a message a volatile tail."""
 
 
 def volatile_tail(sections: Iterable[str | None]) -> HumanMessage | None:

@@ -28,6 +28,7 @@ from typing import Final, Literal
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import leading_system_count, message_id
 from langchain_builderforce_memory.tokens import (
@@ -53,7 +54,6 @@ from langchain_builderforce_memory.transcript.horizon import (
 from langchain_builderforce_memory.transcript.memo import TAIL_SHARE, CompactMemo, FoldPolicy
 from langchain_builderforce_memory.transcript.plan import (
     compact_tail_start_for_budget,
-    latest_user_index,
     memory_note,
     note_reserve,
     restated_opening,
@@ -252,7 +252,7 @@ def plan_working_transcript(
         step = _clear(plan, results, 0, system_tokens + sums[-1] - budget)
         if step is not None:
             return replace(plan, clear=step)
-    last_user = latest_user_index(convo)
+    last_user = latest_directive_index(convo, fallback=False)
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
     span = thinking_span(convo)
     if span is not None and 0 <= last_user < span[0]:
@@ -392,7 +392,7 @@ _RESTORE_OVERHEAD: Final = 40
 
 def _directive_tokens(convo: Sequence[BaseMessage], counter: TokenCounter) -> int | None:
     """The latest user turn's size (found incrementally), or ``None`` without one."""
-    last_user = latest_user_index(convo)
+    last_user = latest_directive_index(convo, fallback=False)
     return counter.count_message(convo[last_user]) if last_user >= 0 else None
 
 

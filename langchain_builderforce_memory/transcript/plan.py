@@ -25,9 +25,9 @@ from typing import Final
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import opening_span, thinking_span
-from langchain_builderforce_memory.incremental import PrefixCache, Recent, all_indices, last_index
+from langchain_builderforce_memory.directive import is_directive, latest_directive_index
+from langchain_builderforce_memory.incremental import PrefixCache, Recent, all_indices
 from langchain_builderforce_memory.messages import (
-    is_generated,
     message_id,
     role_of,
     stamp,
@@ -54,7 +54,6 @@ __all__ = [
     "compact_tail_start_for_budget",
     "fold_note_text",
     "held_directive_index",
-    "latest_user_index",
     "memory_note",
     "note_reserve",
     "pinned_directive_index",
@@ -220,21 +219,6 @@ def compact_tail_start_for_budget(
     return back
 
 
-def latest_user_index(convo: Sequence[BaseMessage]) -> int:
-    """Index of the latest user turn the USER wrote (stamped, generated ones skipped), or -1.
-
-    O(new messages) over a record that grew since the last call.
-    """
-    return last_index(_LATEST_USER, convo, _is_directive)
-
-
-def _is_directive(message: BaseMessage) -> bool:
-    return role_of(message) == "user" and not is_generated(message)
-
-
-_LATEST_USER: Final[PrefixCache[int]] = PrefixCache()
-
-
 def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int:
     """Index of the user turn to re-inject verbatim ahead of the tail, or -1.
 
@@ -249,7 +233,7 @@ def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int
         >>> pinned_directive_index(convo, 3), pinned_directive_index(convo, 2)
         (2, -1)
     """
-    last = latest_user_index(convo)
+    last = latest_directive_index(convo, fallback=False)
     return last if 0 <= last < tail_start else -1
 
 
@@ -277,7 +261,7 @@ def held_directive_index(
     last = pinned_directive_index(convo, tail_start)
     if last >= 0 or directive_id is None or tail_start <= 0:
         return last
-    turns = all_indices(_USER_TURNS, convo, _is_directive)
+    turns = all_indices(_USER_TURNS, convo, is_directive)
     # Newest first: the held turn is the latest before the tail unless the record was
     # edited (then it may be gone: nothing is restated).
     for k in range(bisect_left(turns, tail_start) - 1, -1, -1):
@@ -311,7 +295,7 @@ def restated_opening(
         return -1, None
     span = (
         thinking_span(convo)
-        if directive == latest_user_index(convo)
+        if directive == latest_directive_index(convo, fallback=False)
         else opening_span(convo, directive)
     )
     if span is not None and directive < span[0] and span[1] <= tail_start:
@@ -369,7 +353,7 @@ def assemble_compacted(
     out.extend(restored)
     record = convo if cleared_from is None else cleared_from
     last, span = restated_opening(record, tail_start, directive_id)
-    if last >= 0 and not restate_earlier and last != latest_user_index(record):
+    if last >= 0 and not restate_earlier and last != latest_directive_index(record, fallback=False):
         last, span = -1, None
     if last >= 0:
         out.append(restated_directive(convo[last]))
@@ -413,14 +397,14 @@ def trim_compacted_tail(
         tail_start = verbatim_start(convo, memo.covered_end)
         directive = held_directive_index(convo, tail_start, memo.directive_id)
     else:
-        directive = latest_user_index(convo)
+        directive = latest_directive_index(convo, fallback=False)
         tail_start = verbatim_start(convo, directive + 1) if directive >= 0 else 0
     if directive >= 0:
         head.append(convo[directive])
     # With thinking on, the running loop's opening thinking turn stays with the directive.
     span = None
     if directive >= 0:
-        current = directive == latest_user_index(convo)
+        current = directive == latest_directive_index(convo, fallback=False)
         span = thinking_span(convo) if current else opening_span(convo, directive)
     opening = span[0] if span is not None and 0 <= directive < span[0] else -1
     if span is not None and opening >= 0 and span[1] <= tail_start:

@@ -37,11 +37,11 @@ from typing import Final
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
 from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
-from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index, prefix_sums
+from langchain_builderforce_memory.directive import latest_directive_index
+from langchain_builderforce_memory.incremental import Recent, prefix_sums
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
     as_messages,
-    is_generated,
     is_stamped,
     leading_system_count,
     message_id,
@@ -66,7 +66,6 @@ __all__ = [
     "HISTORY_WINDOW_DROP_CHUNK",
     "NO_MESSAGE_CEILING",
     "WindowCut",
-    "latest_directive_index",
     "message_ceiling",
     "message_window_start",
     "restated_directive",
@@ -203,36 +202,6 @@ def token_window_start_from_sums(sums: Sequence[int], *, budget: int) -> int:
     target = (sums[first_fit] // chunk + 1) * chunk
     j = bisect.bisect_left(sums, target, lo=first_fit + 1)
     return min(j, n)
-
-
-def latest_directive_index(convo: Sequence[BaseMessage]) -> int:
-    """The latest user turn the USER wrote, or -1.
-
-    Generated (stamped) user-role messages (a run-state tail, a note, a repair) only count
-    when there is no such turn. A stamped run-state message saved into the record is the
-    newest "user" message of every turn after it; anchoring the window on it dropped the
-    real directive.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> from langchain_builderforce_memory.messages import stamp
-        >>> run_state = stamp(HumanMessage("<run-state>"), "volatile_tail")
-        >>> latest_directive_index([HumanMessage("task"), AIMessage("a"), run_state])
-        0
-    """
-    found = last_index(_LATEST_DIRECTIVE, convo, _written_by_user)
-    if found >= 0:
-        return found
-    # No turn the user wrote (rare): the latest generated one.
-    return next((i for i in range(len(convo) - 1, -1, -1) if role_of(convo[i]) == "user"), -1)
-
-
-def _written_by_user(message: BaseMessage) -> bool:
-    return role_of(message) == "user" and not is_generated(message)
-
-
-_LATEST_DIRECTIVE: Final[PrefixCache[int]] = PrefixCache()
-"""Incremental: a single-directive tool loop scanned its whole turn on every call."""
 
 
 def window_start(

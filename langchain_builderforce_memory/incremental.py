@@ -33,12 +33,10 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
-
-    from langchain_builderforce_memory.tokens import TokenCounter
 
 __all__ = [
     "PrefixCache",
@@ -49,6 +47,18 @@ __all__ = [
     "message_sizes",
     "prefix_sums",
 ]
+
+class MessageCounter(Protocol):
+    """What the running totals count with: any token counter.
+
+    Structural, so this module (which the counters' own modules import) imports none of
+    them back, not even for its types.
+    """
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens ``message`` costs."""
+        ...
+
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -301,7 +311,7 @@ class Recent(Generic[K, V]):
 # ---------------------------------------------------------------- running token totals
 
 
-def message_sizes(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+def message_sizes(messages: Sequence[BaseMessage], counter: MessageCounter) -> list[int]:
     """Per-message token counts, in order (cached counts make this O(new messages))."""
     count = counter.count_message
     return [count(m) for m in messages]
@@ -310,7 +320,7 @@ def message_sizes(messages: Sequence[BaseMessage], counter: TokenCounter) -> lis
 class _PrefixEntry:
     __slots__ = ("counter", "refs", "sums")
 
-    def __init__(self, counter: TokenCounter, refs: list[BaseMessage], sums: list[int]) -> None:
+    def __init__(self, counter: MessageCounter, refs: list[BaseMessage], sums: list[int]) -> None:
         self.counter = counter
         self.refs = refs
         self.sums = sums
@@ -323,7 +333,7 @@ _prefix_cache: OrderedDict[tuple[int, int], _PrefixEntry] = OrderedDict()
 _prefix_lock = threading.Lock()
 
 
-def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+def prefix_sums(messages: Sequence[BaseMessage], counter: MessageCounter) -> list[int]:
     """Running token totals: ``sums[i]`` is the tokens of ``messages[:i]`` (length n + 1).
 
     A transcript that grew at the end since the last call (the same message objects in

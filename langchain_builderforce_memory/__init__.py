@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from langchain_builderforce_memory.agents.policy import MemoryPolicy
     from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
+    from langchain_builderforce_memory.events import FitEvent, FoldEvent, ViewEvent
     from langchain_builderforce_memory.handoff import (
         HandoffPack,
         apack_handoff,
@@ -71,6 +72,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "agents.node": ("WorkingTranscriptKeys", "WorkingTranscriptNode", "WorkingTranscriptState"),
     "agents.policy": ("MemoryPolicy",),
     "callbacks": ("WorkingMemoryCallbackHandler",),
+    "events": ("FitEvent", "FoldEvent", "ViewEvent"),
     "handoff": (
         "HandoffPack",
         "apack_handoff",
@@ -205,12 +207,15 @@ __all__ = [
     "CodeMapStore",
     "CompactMemo",
     "CompactingChatMessageHistory",
+    "FitEvent",
+    "FoldEvent",
     "HandoffPack",
     "MemoryPolicy",
     "Summarizer",
     "TiktokenCounter",
     "TokenCounter",
     "ToolObservationMapper",
+    "ViewEvent",
     "WorkingMemory",
     "WorkingMemoryCallbackHandler",
     "WorkingTranscript",

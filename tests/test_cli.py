@@ -757,3 +757,14 @@ def test_the_view_table_never_cuts_a_number_and_puts_notes_under_it(width: int) 
             assert f"{number:,}" in totals
         assert f"  {v.view}: " in totals  # each view's notes on a line of its own
     assert max(len(line.rstrip()) for line in totals.splitlines()) <= width
+
+
+def test_every_event_has_the_keys_of_its_type(demo: DemoResult) -> None:
+    # Issue 23: events cross the boundary as typed dicts (FoldEvent, ViewEvent, FitEvent).
+    from langchain_builderforce_memory import FitEvent, FoldEvent, ViewEvent
+
+    types = {"fold": FoldEvent, "view": ViewEvent, "fit": FitEvent}
+    assert demo.events
+    for event in demo.events:
+        typed = types[str(event["builderforce_memory"])]
+        assert set(event) == set(typed.__required_keys__) | set(typed.__optional_keys__)

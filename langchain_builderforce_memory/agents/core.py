@@ -24,6 +24,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
 from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
+from langchain_builderforce_memory.agents.report import turn_events
 from langchain_builderforce_memory.agents.sizing import cut_tail, sized_plan
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
@@ -51,6 +52,7 @@ from langchain_builderforce_memory.agents.turn import (
 )
 from langchain_builderforce_memory.calibration import CALIBRATION_KEY, UsageCalibration
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
+from langchain_builderforce_memory.events import EVENT_KEY
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     ToolLike,
@@ -85,8 +87,6 @@ __all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore"]
 
 logger = logging.getLogger(__name__)
 
-EVENT_KEY: Final = "builderforce_memory"
-"""Every custom stream event this package writes carries this key (its value: the kind)."""
 
 CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
 """Opens the recalled code maps inside the volatile tail."""
@@ -471,46 +471,7 @@ class MemoryCore:
         if self.policy.usage_calibration:
             # What was sent, to read its usage report from the record next turn.
             update[CALIBRATION_KEY] = plan.calibration.sent(sent_tokens, len(plan.source)).to_dict()
-        events: list[dict[str, object]] = []
-        # A retried call reuses its turn's fold (plan.cached): report the fold once.
-        if transcript.fold is not None and plan.cached is None:
-            events.append(
-                {
-                    EVENT_KEY: "fold",
-                    "reason": "requested" if plan.compact is not None else "budget",
-                    "covered_end": transcript.fold.covered_end,
-                    "dropped_messages": transcript.fold.dropped_messages,
-                    "note_tokens": self.counter.count_text(transcript.fold.note),
-                    "summarizer_calls": transcript.summarizer_calls,
-                    **transcript.steps.as_event(),
-                }
-            )
-        elif transcript.steps.acted and plan.cached is None:
-            # No fold, but the view was cleared or elided. News only when the clear tier
-            # moved its horizon (a new batch cleared); a view held as it was, or elided a
-            # little differently, is the usual turn: a DEBUG line.
-            shown = {EVENT_KEY: "view", "mode": transcript.mode, **transcript.steps.as_event()}
-            horizon = transcript.horizon
-            if horizon is not None and horizon != parse_horizon(plan.memo_raw):
-                events.append(shown)
-            else:
-                logger.debug("builderforce_memory view: %s", shown)
-        if fit is not None and pack is not None:
-            events.append(
-                {
-                    EVENT_KEY: "fit",
-                    "reason": "overflow"
-                    if plan.overflow
-                    else ("model" if fit.options["to_model"] else "budget"),
-                    "model": fit.options["to_model"],
-                    "budget": pack.budget,
-                    "dropped_messages": pack.dropped,
-                    "estimated_tokens": pack.estimated_tokens,
-                    "fits": pack.fits,
-                    "elided_messages": pack.elided_messages,
-                    "elided_tokens": pack.elided_tokens,
-                }
-            )
+        events = turn_events(plan, transcript, fit, pack, self.counter)
         tail = sent[-1] if sent and is_volatile_tail(sent[-1]) else None
         return TurnView(
             messages=list(sent),

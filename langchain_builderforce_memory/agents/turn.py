@@ -21,6 +21,7 @@ from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.toolstate import CompactRequest
 from langchain_builderforce_memory.calibration import UsageCalibration
+from langchain_builderforce_memory.events import Event
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -39,8 +40,9 @@ class TurnView:
     """The request's messages AFTER the system prompt (the adapter sends that itself)."""
     update: dict[str, Any]
     """State keys to write (only those that changed); empty when nothing did."""
-    events: tuple[dict[str, object], ...]
-    """What to report (a fold, a fit to a smaller model), each carrying :data:`EVENT_KEY`."""
+    events: tuple[Event, ...]
+    """What to report (a fold, a new clear batch, a fit): :mod:`~langchain_builderforce_memory.
+    events`."""
     transcript: WorkingTranscript
     """The fold's result (its mode, its memo, the fold it made this turn if any)."""
     pack: HandoffPack | None

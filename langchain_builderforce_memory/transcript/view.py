@@ -25,6 +25,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.events import ViewStepsFields
 from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -99,16 +100,16 @@ class ViewSteps:
     dropped_messages: int = 0
     """Messages left out because even cut to their minimum they did not fit."""
 
-    def as_event(self) -> dict[str, object]:
+    def as_event(self) -> ViewStepsFields:
         """The numbers as a stream event's / log line's fields."""
-        return {
-            "cleared_messages": self.cleared_messages,
-            "cleared_tokens": self.cleared_tokens,
-            "restored": list(self.restored),
-            "restored_tokens": self.restored_tokens,
-            "elided_messages": self.elided_messages,
-            "elided_tokens": self.elided_tokens,
-        }
+        return ViewStepsFields(
+            cleared_messages=self.cleared_messages,
+            cleared_tokens=self.cleared_tokens,
+            restored=list(self.restored),
+            restored_tokens=self.restored_tokens,
+            elided_messages=self.elided_messages,
+            elided_tokens=self.elided_tokens,
+        )
 
     @property
     def acted(self) -> bool:

@@ -48,5 +48,5 @@ def test_copying_a_thread_as_the_readme_says_carries_the_memo_and_working_memory
 def test_the_readme_names_the_recipe() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert 'update_state(copy, old.values, as_node="model")' in readme
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text("utf-8")
+    assert 'update_state(copy, old.values, as_node="model")' in guide

@@ -1,17 +1,17 @@
-"""Every ```python block in the README runs as written, with the scripted offline model.
+"""Every ```python block in the README and in ``docs/`` runs as written, offline.
 
-The README's quickstarts share one visible setup block (marked
-``<!-- readme-test: setup -->``) that defines ``model``, ``small_model``, ``tools``,
-``messages`` and ``summarizer`` with the offline stand-ins from
-``langchain_builderforce_memory.testing``. Each other block runs in a fresh namespace, after
-that setup, in a temporary working directory, with ``DeprecationWarning`` raised as an
-error. A block about a deprecated API is marked ``<!-- readme-test: deprecated -->``: it
+Each page's snippets share one visible setup block (marked ``<!-- readme-test: setup -->``)
+that defines ``model``, ``small_model``, ``tools``, ``messages`` and ``summarizer`` with the
+offline stand-ins from ``langchain_builderforce_memory.testing`` (a page without one runs
+after the README's). Each other block runs in a fresh namespace, after that setup, in a
+temporary working directory, with ``DeprecationWarning`` raised as an error. A block about a
+deprecated API is marked ``<!-- readme-test: deprecated -->``: it
 must emit a ``DeprecationWarning`` (else the mark is stale) and the prose right before it
 must say "deprecated". ``<!-- readme-test: skip: REASON -->`` skips a block (one needing a
 real provider key); none is skipped today.
 
-Block line numbers are kept (the code is compiled as ``README.md`` at its own lines), so a
-failing snippet's traceback points into the README.
+Block line numbers are kept (the code is compiled as its page at its own lines), so a
+failing snippet's traceback points into the page.
 """
 
 from __future__ import annotations
@@ -25,16 +25,22 @@ import pytest
 from langchain_core.messages import SystemMessage
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PAGES = [README, *sorted((README.parent / "docs").glob("*.md"))]
+"""Every page whose python blocks run: the README and the docs."""
+DOCS_TEXT = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in PAGES)
+"""Every page's text, whitespace folded: where a measured claim is looked up."""
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\s*$")
 MARK = re.compile(r"^<!--\s*readme-test:\s*(?P<mark>[^>]*?)\s*-->\s*$")
 
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One fenced python block of the README."""
+    """One fenced python block of a page."""
 
+    page: Path
+    """The page it is on."""
     line: int
-    """The README line of the block's first code line (1-based)."""
+    """The page's line of the block's first code line (1-based)."""
     code: str
     marks: tuple[str, ...]
     """The ``readme-test`` marks on the lines right above the fence."""
@@ -49,8 +55,8 @@ class Block:
         return None
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """The README's ```python blocks, in order, with their marks and preceding prose."""
+def readme_blocks(text: str, page: Path = README) -> list[Block]:
+    """A page's ```python blocks, in order, with their marks and preceding prose."""
     lines = text.splitlines()
     blocks: list[Block] = []
     prose_start = 0
@@ -69,6 +75,7 @@ def readme_blocks(text: str) -> list[Block]:
                 j -= 1
             blocks.append(
                 Block(
+                    page=page,
                     line=i + 2,
                     code="\n".join(lines[i + 1 : end]) + "\n",
                     marks=tuple(marks),
@@ -80,39 +87,49 @@ def readme_blocks(text: str) -> list[Block]:
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
-SETUP = [b for b in BLOCKS if "setup" in b.marks]
-SNIPPETS = [b for b in BLOCKS if "setup" not in b.marks]
+PAGE_BLOCKS = {page: readme_blocks(page.read_text(encoding="utf-8"), page) for page in PAGES}
+BLOCKS = PAGE_BLOCKS[README]
+SETUPS = {
+    page: next(b for b in blocks if "setup" in b.marks)
+    for page, blocks in PAGE_BLOCKS.items()
+    if any("setup" in b.marks for b in blocks)
+}
+SNIPPETS = [b for blocks in PAGE_BLOCKS.values() for b in blocks if "setup" not in b.marks]
 
 
 def run_block(block: Block, namespace: dict[str, object]) -> None:
-    """Execute ``block`` in ``namespace``, its traceback pointing at its README lines."""
+    """Execute ``block`` in ``namespace``, its traceback pointing at its page's lines."""
     source = "\n" * (block.line - 1) + block.code
-    exec(compile(source, str(README), "exec"), namespace)
+    exec(compile(source, str(block.page), "exec"), namespace)
 
 
-def fresh_namespace() -> dict[str, object]:
-    """A new ``__main__``-like namespace with the setup block already run in it."""
+def fresh_namespace(page: Path = README) -> dict[str, object]:
+    """A new ``__main__``-like namespace with ``page``'s setup block already run in it."""
     namespace: dict[str, object] = {"__name__": "__readme__"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        run_block(SETUP[0], namespace)
+        run_block(SETUPS.get(page, SETUPS[README]), namespace)
     return namespace
 
 
-def test_the_readme_has_its_snippets_and_one_setup() -> None:
-    assert len(SETUP) == 1, "exactly one block marked <!-- readme-test: setup -->"
-    assert BLOCKS.index(SETUP[0]) == 0, "the setup block comes before every snippet"
+def test_each_page_has_its_snippets_and_at_most_one_setup_first() -> None:
+    for page, blocks in PAGE_BLOCKS.items():
+        setups = [b for b in blocks if "setup" in b.marks]
+        assert len(setups) <= 1, f"{page.name}: more than one setup block"
+        if setups:
+            assert blocks[0] is setups[0], f"{page.name}: the setup block comes first"
+    assert README in SETUPS
+    assert len([b for b in SNIPPETS if b.page == README]) >= 3  # the quickstarts
     assert len(SNIPPETS) >= 8
     known = ("setup", "deprecated", "skip")
-    for block in BLOCKS:
+    for block in (b for blocks in PAGE_BLOCKS.values() for b in blocks):
         for mark in block.marks:
-            assert mark.split(":")[0].strip() in known, f"README line {block.line}: {mark!r}"
+            assert mark.split(":")[0].strip() in known, f"{block.page.name}:{block.line}: {mark!r}"
     # Skips hide rot: keep them for what truly needs a provider key.
     assert sum(b.skip_reason is not None for b in SNIPPETS) <= 1
 
 
-@pytest.mark.parametrize("block", SNIPPETS, ids=[f"line{b.line}" for b in SNIPPETS])
+@pytest.mark.parametrize("block", SNIPPETS, ids=[f"{b.page.stem}:{b.line}" for b in SNIPPETS])
 def test_the_snippet_runs_as_written(
     block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,20 +138,20 @@ def test_the_snippet_runs_as_written(
     monkeypatch.chdir(tmp_path)  # a snippet may create files (memory.db)
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(key, raising=False)
-    namespace = fresh_namespace()
+    namespace = fresh_namespace(block.page)
     if "deprecated" not in block.marks:
         with warnings.catch_warnings():
             warnings.simplefilter("error", DeprecationWarning)
             run_block(block, namespace)
         return
     assert "deprecated" in block.prose.lower(), (
-        f"README line {block.line}: a block marked deprecated must say so in the text above it"
+        f"{block.page.name}:{block.line}: a block marked deprecated must say so above it"
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run_block(block, namespace)
     assert any(issubclass(w.category, DeprecationWarning) for w in caught), (
-        f"README line {block.line} is marked deprecated but warns nothing: drop the mark"
+        f"{block.page.name}:{block.line} is marked deprecated but warns nothing: drop the mark"
     )
 
 
@@ -217,9 +234,8 @@ def test_max_tokens_bounds_the_history_not_the_request() -> None:
     largest_history = max(s[1] for s in sizes)
     largest_request = max(s[0] for s in sizes)
     assert largest_request > 8_000
-    text = " ".join(README.read_text(encoding="utf-8").split())
-    assert f"never exceeded {largest_history:,} tokens" in text
-    assert f"the largest request was {largest_request:,}" in text
+    assert f"never exceeded {largest_history:,} tokens" in DOCS_TEXT
+    assert f"the largest request was {largest_request:,}" in DOCS_TEXT
 
 
 def test_the_demo_caption_states_what_bfmem_demo_measures(tmp_path: Path) -> None:

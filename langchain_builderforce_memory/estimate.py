@@ -5,7 +5,7 @@ character class: a 256-entry byte-weight table (hundredths of a token per UTF-8 
 summed in C by ``translate`` + ``adler32``, with longer ASCII texts sampled at a prime
 stride. It needs no network and no tokenizer. The seed's ``ceil(chars / 4)`` undercounted
 cl100k 1.5x on JSON, 2.4x on hex ids and ~4x on Chinese; this one errs high on every kind
-measured, which is the safe side for a budget (the README's defaults table has the ratios).
+measured, which is the safe side for a budget (docs/tokens.md has the ratios).
 
 It lives apart from :mod:`langchain_builderforce_memory.tokens` because it is a separate
 concern with its own constants and calibration: the counters there (the default,
@@ -118,7 +118,7 @@ def estimate_text_tokens(text: str) -> int:
     1.19; punctuation and capitals 0.51 (a period 0.70); then 1.1 / 1.2 / 3.0 for a 2- /
     3- / 4-byte UTF-8 character; plus 1 a text. Calibrated against cl100k on prose, code,
     JSON, paths, hex ids, chat turns, Chinese and mixed CJK / emoji / right-to-left text so
-    that it never undercounts a kind by more than 10% (the README's defaults table has the
+    that it never undercounts a kind by more than 10% (docs/tokens.md has the
     ratios). ASCII texts over 512 characters are measured on ~64 characters sampled at a
     prime stride across the whole text, so the cost is a few C calls whatever the length
     (~0.3 µs; ``benchmarks/estimate_bench.py`` times it against ``len(text) / 4``);

@@ -15,7 +15,7 @@ calls the summarizer. The record helpers are in
 Concurrency: writers are serialised by one ``aiologic.Lock`` and every call into the
 backing store by another; unlike an ``asyncio.Lock`` they bind to no event loop, so one
 wrapper serves threads, loops in different threads and tasks, in any mix of the sync and
-async methods. Writers in several processes pass a ``fold_guard``. README.md ("Ids and
+async methods. Writers in several processes pass a ``fold_guard``. docs/guide.md ("Ids and
 markers", "Many writers") says what each guarantee covers, id-less stores included, and
 why langchain-core's deprecation of ``BaseChatMessageHistory`` leaves this wrapper useful.
 """

@@ -48,6 +48,7 @@ __all__ = [
     "prefix_sums",
 ]
 
+
 class MessageCounter(Protocol):
     """What the running totals count with: any token counter.
 

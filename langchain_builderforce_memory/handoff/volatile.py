@@ -49,7 +49,6 @@ VOLATILE_TAIL_CLOSE = "</run-state>"
 """Closes the tail's text."""
 
 
-
 def volatile_tail(sections: Iterable[str | None]) -> HumanMessage | None:
     r"""The ONE tail message for these sections, or ``None`` when every section is empty.
 

@@ -31,6 +31,8 @@ from langchain_builderforce_memory.transcript.markers import is_consolidation_ma
 __all__ = ["ChatStore", "is_sync_only"]
 
 logger = logging.getLogger("langchain_builderforce_memory.history")
+"""The history's own logger: its warnings were logged there before the store calls moved
+here, and an app filtering on it keeps seeing them."""
 
 
 def is_sync_only(store: BaseChatMessageHistory) -> bool:

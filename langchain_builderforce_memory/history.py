@@ -28,14 +28,14 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
-from langchain_builderforce_memory.agents.policy import MaxTokens, budget_fraction
+from langchain_builderforce_memory.agents.policy import MaxTokens, token_budget
 from langchain_builderforce_memory.calibration import (
     UsageCalibration,
     input_tokens_of,
@@ -43,7 +43,6 @@ from langchain_builderforce_memory.calibration import (
 )
 from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
-from langchain_builderforce_memory.handoff.budget import share_of_model_budget
 from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.search import search_outside_view
@@ -174,21 +173,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 f"SQLChatMessageHistory, ...) or None; got {type(candidate).__name__}."
             )
             raise TypeError(msg)
-        share = budget_fraction(max_tokens)
-        # Not a share: a token count, or a bad value that FoldPolicy names below.
-        budget = cast("int", max_tokens)
-        if share is not None:
-            if model is None:
-                msg = (
-                    f"max_tokens={max_tokens!r} is a share of a model's window: pass the chat "
-                    "model the history feeds as model= (or a 'provider:model' string), or "
-                    "a token count (max_tokens=64_000)."
-                )
-                raise ValueError(msg)
-            budget = share_of_model_budget(share, model, where="CompactingChatMessageHistory")
         # Validates every number, naming the bad value and its default.
         self.policy = FoldPolicy(
-            max_tokens=budget,
+            max_tokens=token_budget(max_tokens, model, where="CompactingChatMessageHistory"),
             max_messages=max_messages,
             tail_tokens=tail_tokens,
             timeout=timeout,
@@ -375,11 +362,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         Ids are assigned to copies where missing. The fold's note is appended as an auto
         consolidation marker; a failed fold is logged and leaves the view windowed.
         """
-        new = with_ids(as_messages(messages, where="add_messages", every=True))
         with self._lock:
-            self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
+            new = self._incoming(messages, "add_messages")
             self._append(new)
-            plan = None if self.summarizer is None else self._fold_plan(self._store.known())
+            plan = self._fold_plan(self._store.known())
             if plan is None:
                 return
             with self._guard() as held:
@@ -406,12 +392,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         The summarizer never blocks the event loop: an async one is awaited, a sync one
         runs in a worker thread.
         """
-        new = with_ids(as_messages(messages, where="add_messages", every=True))
         async with self._lock:
-            self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
+            new = self._incoming(messages, "aadd_messages")
             await self._aappend(new)
-            known = await self._store.aknown()
-            plan = None if self.summarizer is None else self._fold_plan(known)
+            plan = self._fold_plan(await self._store.aknown())
             if plan is None:
                 return
             async with self._aguard() as held:
@@ -497,6 +481,12 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     # ------------------------------------------------------------------ planning (pure)
 
+    def _incoming(self, messages: Sequence[BaseMessage], where: str) -> list[BaseMessage]:
+        """The twins' shared first step: read, id and calibrate the new messages."""
+        new = with_ids(as_messages(messages, where=where, every=True))
+        self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
+        return new
+
     def _fold_plan(self, record: Sequence[BaseMessage]) -> FoldPlan | None:
         """The fold the record needs now, or ``None`` when its view fits (or cannot fold).
 
@@ -504,6 +494,8 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         a fold leaves headroom for new work, and after a failed call the summarizer is
         backed off for a span of new work.
         """
+        if self.summarizer is None:
+            return None
         messages, memo = self._held(record)
         plan = plan_working_transcript(
             messages,

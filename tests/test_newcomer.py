@@ -346,7 +346,7 @@ def test_the_history_takes_a_share_of_its_models_window(share: Any) -> None:
 
 @pytest.mark.parametrize(
     ("model", "match"),
-    [(None, "pass the chat model the history feeds as model="), ("profile-less", "profile")],
+    [(None, "CompactingChatMessageHistory feeds as model="), ("profile-less", "profile")],
 )
 def test_a_share_without_a_model_window_names_the_fix(model: Any, match: str) -> None:
     from langchain_core.language_models import FakeListChatModel

@@ -11,11 +11,12 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_builderforce_memory.calibration import scaled_tokens
+from langchain_builderforce_memory.handoff.budget import share_of_model_budget
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.transcript.memo import (
     COMPACT_TAIL_MAX_MESSAGES,
@@ -35,11 +36,42 @@ __all__ = [
     "MaxTokens",
     "MemoryPolicy",
     "budget_fraction",
+    "token_budget",
 ]
 
 MaxTokens: TypeAlias = "int | float | tuple[Literal['fraction'], float]"
 """A request budget: a token count, or a share of the serving model's window (``0.8`` or
 ``("fraction", 0.8)``, as ``SummarizationMiddleware.trigger`` takes it)."""
+
+
+def token_budget(
+    max_tokens: MaxTokens, model: Runnable[Any, Any] | str | None, *, where: str
+) -> int:
+    """``max_tokens`` as tokens: a share of ``model``'s window, or a token count as it is.
+
+    A share is that of the model's window less its reply reserve
+    (``handoff.budget.share_of_model_budget``), as the middleware takes it. For an entry
+    point given its model up front (the chat history). A value that is neither comes back
+    as it is, for the policy's own check to name.
+
+    Raises:
+        ValueError: a share without a model, naming ``model=`` and the alternative.
+
+    Example:
+        >>> token_budget(32_000, None, where="demo")
+        32000
+    """
+    share = budget_fraction(max_tokens)
+    if share is None:
+        return cast("int", max_tokens)  # a count, or a bad value the policy names
+    if model is None:
+        msg = (
+            f"max_tokens={max_tokens!r} is a share of a model's window: pass the chat model "
+            f"{where} feeds as model= (or a 'provider:model' string), or a token count "
+            "(max_tokens=64_000)."
+        )
+        raise ValueError(msg)
+    return share_of_model_budget(share, model, where=where)
 
 
 def budget_fraction(value: object) -> float | None:

@@ -14,10 +14,17 @@ budget less the system prompt, keeping half of that, its summarizer's input untr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_messages,
+)
+from langchain_core.runnables import RunnableConfig
 
 from langchain_builderforce_memory.cli.report import missing, reused_prefix_tokens
 from langchain_builderforce_memory.cli.result import CACHED_SHARE, PeerRun
@@ -28,7 +35,10 @@ if TYPE_CHECKING:
 
     from langchain_builderforce_memory.testing import ScriptedChatModel, ScriptStep
 
-__all__ = ["billed_tokens", "run_peer", "summarizer_tokens"]
+__all__ = ["NoteWriter", "billed_tokens", "run_peer", "summarizer_tokens"]
+
+NoteWriter: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
+"""The scripted summarizer's step: the prompt it was sent -> its note."""
 
 
 def billed_tokens(requests: Sequence[Sequence[BaseMessage]], counter: TokenCounter) -> int:
@@ -43,7 +53,7 @@ def billed_tokens(requests: Sequence[Sequence[BaseMessage]], counter: TokenCount
 
 
 def summarizer_tokens(
-    summarizer: ScriptedChatModel, counter: TokenCounter, write: Any
+    summarizer: ScriptedChatModel, counter: TokenCounter, write: NoteWriter
 ) -> tuple[int, int]:
     """``(input, output)`` tokens of a scripted summarizer's calls (``write`` wrote each)."""
     sent = summarizer.requests
@@ -59,7 +69,7 @@ def run_peer(
     budget: int,
     system: SystemMessage,
     counter: TokenCounter,
-    write: Any,
+    write: NoteWriter,
 ) -> PeerRun:
     """Play ``script`` through ``create_agent`` + ``SummarizationMiddleware``; what it cost."""
     try:
@@ -85,7 +95,7 @@ def run_peer(
     agent = create_agent(
         model, tools, system_prompt=system, middleware=[middleware], checkpointer=InMemorySaver()
     )
-    config: Any = {"configurable": {"thread_id": "peer"}, "recursion_limit": 100_000}
+    config: RunnableConfig = {"configurable": {"thread_id": "peer"}, "recursion_limit": 100_000}
     for directive in directives:
         agent.invoke({"messages": [HumanMessage(directive)]}, config)
     summarized_in, summarized_out = summarizer_tokens(summarizer, counter, write)

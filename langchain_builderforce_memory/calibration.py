@@ -58,10 +58,9 @@ FIRST_MARGIN: Final = 1.25
 """The factor before the first usage report: covers the approximate counter's worst
 measured error (18% low on TSX source) with room to spare."""
 HEADROOM: Final = 1.05
-"""Kept on top of a measured ratio: the next request is not the one that was measured.
-The 14 recorded runs through a 4k chat history, counted exactly: 2% left 11 of 1,136 views
-over the budget (the ratio of our estimate to the provider's count moves with the content's
-mix), 5% leaves 3."""
+"""Kept on top of a measured ratio: the next request is not the one that was measured (the
+ratio of our estimate to the provider's count moves with the content's mix; 2% was too
+little on the recorded runs, ``benchmarks/history_budget.py``)."""
 RELAX: Final = 0.1
 """How far a lower sample moves the ratio: a tenth of the way. The ratio is an upper
 envelope, not an average: it swings 10% between two requests of one run when a fold
@@ -137,6 +136,29 @@ class UsageCalibration:
         limit = budget if self.ceiling is None else min(budget, self.ceiling)
         return max(1, math.floor(limit / self.factor))
 
+    def fresh_factor(self, budget: int, fresh_tokens: int) -> float:
+        """:attr:`factor` for a request of which ``fresh_tokens`` (ours) are unmeasured.
+
+        The measured ratio holds for the mix the provider has counted. Content added since
+        its last report (a new tool result, a fold's note) may be another mix: our
+        estimate's bias differs by kind (docs/tokens.md), so one new large message of a
+        kind it prices lower can take a small request over. Fresh tokens carry
+        :data:`FIRST_MARGIN` on top of the measured factor, the margin a first request
+        carries whole: the factor lies between :attr:`factor` (nothing fresh) and
+        :attr:`factor` times :data:`FIRST_MARGIN` (all of it fresh). Before the first
+        report the whole request already carries the margin.
+
+        Example:
+            >>> cal = UsageCalibration(ratio=0.8, samples=3)
+            >>> round(cal.fresh_factor(4_000, 0), 3), round(cal.fresh_factor(4_000, 1_000), 3)
+            (0.84, 0.887)
+        """
+        if self.off or self.samples == 0 or fresh_tokens <= 0:
+            return self.factor
+        room = budget / self.factor - fresh_tokens * (FIRST_MARGIN - 1)
+        ceiling = self.factor * FIRST_MARGIN
+        return ceiling if room <= budget / ceiling else budget / room
+
     def limit(self, budget: int) -> int:
         """``budget`` in our tokens with no safety margin: the most a request may be lifted to.
 
@@ -151,6 +173,35 @@ class UsageCalibration:
         """
         limit = budget if self.ceiling is None else min(budget, self.ceiling)
         return max(1, math.floor(limit / self.measured))
+
+    @classmethod
+    def of_option(cls, usage_calibration: object) -> UsageCalibration:
+        """A fresh calibration for the ``usage_calibration`` option, validated.
+
+        Example:
+            >>> UsageCalibration.of_option(False).factor
+            1.0
+        """
+        if not isinstance(usage_calibration, bool):
+            msg = (
+                f"usage_calibration must be True or False; got {usage_calibration!r}. "
+                "Fix: pass usage_calibration=True or usage_calibration=False."
+            )
+            raise ValueError(msg)
+        return cls(off=not usage_calibration)
+
+    def first_read(self, record: Sequence[BaseMessage]) -> UsageCalibration:
+        """Before any report: silent when ``record``'s last answer came without one.
+
+        Answers already stored without a usage report say this model does not report
+        one, so the first request needs no margin either.
+        """
+        if self.off or self.samples or self.silent:
+            return self
+        last = next((m for m in reversed(record) if isinstance(m, AIMessage)), None)
+        if last is not None and input_tokens_of(last) is None:
+            return replace(self, silent=True)
+        return self
 
     def for_model(self, model: str | None) -> UsageCalibration:
         """This calibration, or a fresh one when ``model`` is another model."""

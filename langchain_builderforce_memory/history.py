@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,12 +35,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
 from langchain_builderforce_memory.agents.policy import MaxTokens, token_budget
-from langchain_builderforce_memory.calibration import (
-    UsageCalibration,
-    input_tokens_of,
-    scaled_tokens,
-)
+from langchain_builderforce_memory.calibration import UsageCalibration
 from langchain_builderforce_memory.chat_store import ChatStore
+from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
 from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
@@ -215,21 +211,16 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self._horizon: ClearHorizon | None = None
         # Whether the backing keeps a marker's stamp (None: not known until the first).
         self._markers_kept: bool | None = None
-        flag: object = usage_calibration
-        if not isinstance(flag, bool):
-            msg = (
-                f"usage_calibration must be True or False; got {flag!r}. "
-                "Fix: pass usage_calibration=True or usage_calibration=False."
-            )
-            raise ValueError(msg)
-        # The session's usage calibration: the view read last is what the app sent, the
-        # answer it appends says what the provider counted (kept per wrapper, in memory).
-        self._calibration = UsageCalibration(off=not usage_calibration)
+        # The session's usage calibration (per wrapper, in memory): the view read last is
+        # what the app sent, the answer it appends says what the provider counted; the
+        # view's (id, our count) pairs are what it counted (UsageCalibration.fresh_factor).
+        self._calibration = UsageCalibration.of_option(usage_calibration)
+        self._sent_keys: frozenset[tuple[str | None, int]] = frozenset()
 
     @property
     def budget_policy(self) -> FoldPolicy:
         """:attr:`policy` in our counter's tokens, scaled by the session's usage calibration."""
-        return self._scaled_policy(self._calibration.factor)
+        return self.policy.scaled(self._calibration.factor)
 
     @property
     def fold_budget_policy(self) -> FoldPolicy:
@@ -238,32 +229,38 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         Whether an append folds must not depend on whether the app has read a view yet:
         the margin guards what is sent, and a read fits its view under it on its own.
         """
-        return self._scaled_policy(self._calibration.measured)
-
-    def _scaled_policy(self, factor: float) -> FoldPolicy:
-        if factor == 1.0:
-            return self.policy
-        return replace(
-            self.policy,
-            max_tokens=max(1, math.floor(self.policy.max_tokens / factor)),
-            tail_tokens=max(1, math.floor(self.policy.tail_tokens / factor)),
-            clear_at_least=scaled_tokens(self.policy.clear_at_least, factor),
-            restore_tokens=scaled_tokens(self.policy.restore_tokens, factor),
-        )
+        return self.policy.scaled(self._calibration.measured)
 
     def _sent(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The view of ``record`` an app reads to send, noted as sent for the calibration."""
-        cal = self._calibration
-        if not cal.off and cal.samples == 0 and not cal.silent:
-            # Answers already stored without a usage report: this model does not report
-            # one, so the first read needs no margin either.
-            last = next((m for m in reversed(record) if isinstance(m, AIMessage)), None)
-            if last is not None and input_tokens_of(last) is None:
-                self._calibration = replace(cal, silent=True)
+        self._calibration = self._calibration.first_read(record)
         view = self.view_of(record)
         if not self._calibration.off:
+            view = self._priced_fresh(record, view)
             sent = count_tokens(view, self.token_counter)
             self._calibration = self._calibration.sent(sent, len(record))
+        return view
+
+    def _priced_fresh(
+        self, record: Sequence[BaseMessage], view: list[BaseMessage]
+    ) -> list[BaseMessage]:
+        """``view``, or a tighter one when its unmeasured part could take it over budget.
+
+        The measured ratio holds for what the provider counted: the last view sent. A view
+        can hold other content (the newest messages, a new note, older messages a fold
+        brought back whole), priced with the first-request margin until counted.
+        """
+        count = self.token_counter.count_message
+        sizes = [count(m) for m in view]
+        fresh = sum(n for m, n in zip(view, sizes, strict=True) if (m.id, n) not in self._sent_keys)
+        budget = self.policy.max_tokens
+        factor = self._calibration.fresh_factor(budget, fresh)
+        if factor > self._calibration.factor and sum(sizes) * factor > budget:
+            # A budget that cannot hold the system prompt plus one message at the fresh
+            # price still holds the view priced at the measured ratio: keep that one.
+            with contextlib.suppress(ContextBudgetError):
+                view = self._view(record, self.policy.scaled(factor))
+        self._sent_keys = frozenset((m.id, count(m)) for m in view)
         return view
 
     # ------------------------------------------------------------------ reads
@@ -308,13 +305,24 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         (empty, or only system messages) reads as it is: the request's own input
         supplies the user turn.
         """
+        try:
+            return self._view(record, self.budget_policy)
+        except ContextBudgetError:
+            cal = self._calibration
+            if cal.factor <= cal.measured:
+                raise
+            # The first-request margin alone leaves no room for the system prompt plus one
+            # message: the user's budget by our count holds it, and refusing is worse.
+            return self._view(record, self.policy.scaled(cal.measured))
+
+    def _view(self, record: Sequence[BaseMessage], policy: FoldPolicy) -> list[BaseMessage]:
         if leading_system_count(record) == len(record):
             return list(record)
         messages, memo = self._held(record)
         plan = plan_working_transcript(
             messages,
             memo=memo,
-            policy=self.budget_policy,
+            policy=policy,
             token_counter=self.token_counter,
             can_summarize=False,
             keep_memo=True,

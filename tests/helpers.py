@@ -731,3 +731,29 @@ def floor_tokens(record: Sequence[BaseMessage], counter: Any, *, extra: int = 0)
     if users:
         floor = min(floor, counter.count_message(users[-1]))
     return system + floor
+
+
+def history_replay(
+    record: Sequence[BaseMessage],
+    history: BaseChatMessageHistory,
+    provider: Callable[[Sequence[BaseMessage]], int],
+) -> list[int]:
+    """A recorded run replayed through a chat history as a chat app drives one.
+
+    Before each assistant message the app adds what came since the last one, reads the
+    view and "sends" it: ``provider`` counts it, and the answer is stored with that count
+    as its ``usage_metadata["input_tokens"]`` (what a provider reports). Returns the
+    provider's count of every view sent.
+    """
+    sent: list[int] = []
+    pending: list[BaseMessage] = []
+    for i, message in enumerate(record):
+        if isinstance(message, AIMessage) and i > 0:
+            history.add_messages(pending)
+            n = provider(history.messages)
+            sent.append(n)
+            usage = {"input_tokens": n, "output_tokens": 1, "total_tokens": n + 1}
+            pending = [message.model_copy(update={"usage_metadata": usage})]
+        else:
+            pending.append(message)
+    return sent

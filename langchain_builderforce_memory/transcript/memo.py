@@ -9,10 +9,12 @@ the cut goes and how a compacted view is put together is
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
+from langchain_builderforce_memory.calibration import scaled_tokens
 from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_TIMEOUT
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
@@ -250,6 +252,23 @@ class FoldPolicy:
         ):
             msg = f"timeout must be a positive number of seconds or None; got {timeout!r}."
             raise ValueError(msg)
+
+    def scaled(self, factor: float) -> FoldPolicy:
+        """This policy's token numbers divided by ``factor`` (provider tokens per ours).
+
+        Example:
+            >>> FoldPolicy(max_tokens=13_000, tail_tokens=2_600).scaled(1.3).max_tokens
+            10000
+        """
+        if factor == 1.0:
+            return self
+        return replace(
+            self,
+            max_tokens=max(1, math.floor(self.max_tokens / factor)),
+            tail_tokens=max(1, math.floor(self.tail_tokens / factor)),
+            clear_at_least=scaled_tokens(self.clear_at_least, factor),
+            restore_tokens=scaled_tokens(self.restore_tokens, factor),
+        )
 
     @property
     def backoff_span(self) -> int:

@@ -115,10 +115,11 @@ class MixedState(MessagesState, WorkingTranscriptKeys):
     pass
 
 
-def _tool_loop_graph(schema: type[Any], rounds: int = 2) -> Any:
+def _tool_loop_graph(schema: type[Any], sent: list[int] | None = None, rounds: int = 2) -> Any:
     """The pre-model node, then a model node that sends the view when the state has one and
-    falls back to the record otherwise (the silent failure the issue measured)."""
-    sent: list[int] = []
+    falls back to the record otherwise (the silent failure the issue measured); ``sent``
+    gets each request's length."""
+    sent = [] if sent is None else sent
 
     def model(state: dict[str, Any]) -> dict[str, Any]:
         request = state.get("llm_input_messages") or state["messages"]
@@ -150,7 +151,8 @@ def _tool_loop_graph(schema: type[Any], rounds: int = 2) -> Any:
 def test_the_node_on_messages_state_fails_naming_the_fix(
     mode: str, checkpointer: Callable[[], Any] | None
 ) -> None:
-    app = _tool_loop_graph(MessagesState).compile(
+    sent: list[int] = []
+    app = _tool_loop_graph(MessagesState, sent).compile(
         checkpointer=checkpointer() if checkpointer else None
     )
     config = {"configurable": {"thread_id": "t"}}
@@ -158,6 +160,7 @@ def test_the_node_on_messages_state_fails_naming_the_fix(
     run = app.invoke if mode == "invoke" else lambda *a: asyncio.run(app.ainvoke(*a))
     with pytest.raises(ValueError, match=r"WorkingTranscriptState.*WorkingTranscriptKeys"):
         run(given, config)
+    assert sent == []  # on its first call: the model was never sent the record
 
 
 @pytest.mark.parametrize("schema", [WorkingTranscriptState, MixedState])

@@ -27,8 +27,8 @@ and langgraph (no ``langchain``).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, SystemMessage
@@ -65,7 +65,7 @@ from langchain_builderforce_memory.agents.tools import memory_tools
 from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
-from langchain_builderforce_memory.messages import as_messages, message_id, role_of
+from langchain_builderforce_memory.messages import as_messages, role_of
 from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.options import keyword_options
 from langchain_builderforce_memory.store import CodeMapStore
@@ -103,7 +103,7 @@ class WorkingTranscriptKeys(TypedDict, total=False):
         >>> keys = sorted(k for k in State.__annotations__ if k.startswith("builderforce"))
         >>> print(*keys)  # doctest: +NORMALIZE_WHITESPACE
         builderforce_calibration builderforce_compact builderforce_memo
-        builderforce_view builderforce_working_memory
+        builderforce_schema builderforce_view builderforce_working_memory
     """
 
     llm_input_messages: list[AnyMessage]
@@ -118,6 +118,9 @@ class WorkingTranscriptKeys(TypedDict, total=False):
     """A fold the model asked for with compact_context, and when (the rate limit)."""
     builderforce_calibration: dict[str, Any] | None
     """The thread's usage calibration (``UsageCalibration.to_dict()``), plain JSON."""
+    builderforce_schema: Annotated[list[str], operator.add]
+    """Never written. A key with a reducer is in every state LangGraph hands a node, as
+    ``[]``, from the first step on: the node reads it to know the graph keeps its keys."""
 
 
 class WorkingTranscriptState(WorkingTranscriptKeys):
@@ -134,30 +137,14 @@ class WorkingTranscriptState(WorkingTranscriptKeys):
     """Managed by LangGraph: steps left before the recursion limit."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Served:
-    """The last view this node returned for one thread: where and on what record."""
-
-    step: int
-    """LangGraph's ``langgraph_step`` of that call."""
-    length: int
-    """The record's length then."""
-    last_id: str
-    """``message_id`` of the record's last message then."""
+SCHEMA_KEY = "builderforce_schema"
+"""The state key that shows the graph's schema holds :class:`WorkingTranscriptKeys`."""
 
 
-_SERVED_THREADS = 256
-"""Threads whose last view a node remembers for the schema check (oldest forgotten first)."""
-
-
-def _graph_position(config: RunnableConfig | None) -> tuple[object, int] | None:
-    """``(thread_id, step)`` of a call inside a LangGraph run; ``None`` outside one."""
+def _in_graph(config: RunnableConfig | None) -> bool:
+    """Whether a call runs as a step of a LangGraph run (not a direct ``invoke``)."""
     metadata = (config or {}).get("metadata") or {}
-    step = metadata.get("langgraph_step")
-    if not isinstance(step, int):
-        return None
-    thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    return thread, step
+    return isinstance(metadata.get("langgraph_step"), int)
 
 
 def _stream_writer() -> StreamWriter | None:
@@ -308,10 +295,6 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         self.view_key = view_key
         self.overwrite_messages = overwrite_messages
         self.name = type(self).__name__
-        self._served: dict[object, _Served] = {}
-        """Per thread, the last view returned (:meth:`_check_view_kept`); a diagnostic only."""
-        self._view_key_seen = False
-        """The graph has handed back :attr:`view_key` once: its schema keeps the view."""
         self.memory_tools = (
             memory_tools(self.core, messages_key=messages_key) if self.policy.agent_tools else []
         )
@@ -328,47 +311,25 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         record = as_messages(raw, where=f"{self.name} state[{self.messages_key!r}]")
         return record if isinstance(record, list) else list(record)
 
-    def _check_view_kept(
-        self, state: object, record: list[BaseMessage], config: RunnableConfig | None
-    ) -> None:
-        """Fail when the graph dropped the view this node wrote on its last step.
+    def _check_schema(self, state: object, config: RunnableConfig | None) -> None:
+        """Fail on a graph's first step when its state schema lacks the node's keys.
 
         LangGraph silently drops a node's writes to keys its state schema lacks
         (``MessagesState`` has no ``llm_input_messages``): the model node then fails with a
         ``KeyError`` or, falling back to ``state["messages"]``, sends the whole record over
-        any budget. A node cannot see the graph's schema, so it notices on its next step in
-        the same run: the same thread, a later step, the record it served grown, and no
-        view handed back.
+        any budget, and the memo is lost every turn. :data:`SCHEMA_KEY` is in every state
+        of a graph that has the keys, so its absence says so before the model is called.
         """
-        if self._view_key_seen:
+        if not _in_graph(config) or state_get(state, SCHEMA_KEY) is not None:
             return
-        if state_get(state, self.view_key) is not None:
-            self._view_key_seen = True
-            return
-        where = _graph_position(config)
-        if where is None or not record:
-            return
-        thread, step = where
-        last = self._served.get(thread)
-        self._served.pop(thread, None)
-        self._served[thread] = _Served(step, len(record), message_id(record[-1]))
-        if len(self._served) > _SERVED_THREADS:
-            del self._served[next(iter(self._served))]
-        if (
-            last is not None
-            and step > last.step
-            and len(record) > last.length
-            and message_id(record[last.length - 1]) == last.last_id
-        ):
-            msg = (
-                f"{self.name}: the graph dropped the view this node wrote to "
-                f"{self.view_key!r} on its last step, because the graph's state schema has "
-                "no such key (MessagesState has none), so the model would be sent the whole "
-                "record. Build the graph on the node's state: "
-                "StateGraph(WorkingTranscriptState), or add the node's keys to your own: "
-                "class State(MessagesState, WorkingTranscriptKeys): pass."
-            )
-            raise ValueError(msg)
+        msg = (
+            f"{self.name}: the graph's state schema lacks the node's keys (MessagesState "
+            f"has none), so LangGraph would drop the view it writes to {self.view_key!r} and "
+            "the model would be sent the whole record. Build the graph on the node's state: "
+            "StateGraph(WorkingTranscriptState), or add the node's keys to your own: "
+            "class State(MessagesState, WorkingTranscriptKeys): pass."
+        )
+        raise ValueError(msg)
 
     def _update(self, turn: TurnView) -> dict[str, Any]:
         out: dict[str, Any] = {**turn.update, self.view_key: turn.messages}
@@ -392,7 +353,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         The view under ``view_key``; the memo and the working memory when they changed.
         """
         record = self._record(input)
-        self._check_view_kept(input, record, config)
+        self._check_schema(input, config)
         turn = run_turn(
             self.core,
             record,
@@ -409,7 +370,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
     ) -> dict[str, Any]:
         """Async :meth:`invoke` (the summarizer and the store are awaited)."""
         record = self._record(input)
-        self._check_view_kept(input, record, config)
+        self._check_schema(input, config)
         turn = await arun_turn(
             self.core,
             record,

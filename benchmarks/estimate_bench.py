@@ -1,14 +1,16 @@
 """The default estimate against exact cl100k, per text kind, and what it costs per MB.
 
 For each kind of ``tests/text_kinds.py`` (prose, code, JSON, paths, hex ids, short chat
-turns, Chinese, CJK with emoji and right-to-left text, and every message of the recorded
-transcripts when they are present): exact cl100k tokens divided by the estimate, over the
-whole kind (``exact / est``) and for its worst single text of 50+ tokens. Above 1.0 is an
-undercount. Then the cost: ``count_message`` (uncached) per MB of ASCII message text,
-against the old ``ceil(chars / 4)`` counter (its code as it was) measured in the same run,
-the two taking turns. Last, the stress texts the README names as the estimate's limits:
-random hex dumps, JSON arrays of fixed-length records, single-digit lists (120 random texts
-of each, 600-40,000 characters, seeded).
+turns, Chinese, CJK with emoji and right-to-left text, every message of the recorded
+transcripts when they are present, and the hostile kinds: base64, JWTs, keys, symbols,
+repeated patterns, text laid against a sampling stride, number lists, hex dumps): exact
+cl100k tokens divided by the estimate, over the whole kind (``exact / est``) and for its
+worst single text of 50+ tokens. Above 1.0 is an undercount. Then the cost:
+``count_message`` (uncached, the long-text memo cleared) per MB of ASCII message text,
+against the ``ceil(chars / 4)`` counter of issue 16 and the sampled estimate of before
+issue 27 (``sampled_estimate.py``), each as its code was, measured in the same run, taking
+turns. Last, stress texts: random hex dumps, JSON arrays of fixed-length records,
+single-digit lists (120 random texts of each, 600-40,000 characters, seeded).
 
 Run: python benchmarks/estimate_bench.py
 """
@@ -27,7 +29,9 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from langchain_builderforce_memory import estimate
 from langchain_builderforce_memory.tokens import (
     FRAMING_TOKENS,
     ApproximateTokenCounter,
@@ -36,6 +40,7 @@ from langchain_builderforce_memory.tokens import (
     estimate_text_tokens,
     tool_call_payload,
 )
+from sampled_estimate import sampled_estimate_text_tokens
 from tests.helpers import load_transcript, transcript_files
 from tests.text_kinds import KINDS, text_kinds
 
@@ -55,19 +60,27 @@ class OldEstimate(ApproximateTokenCounter):
     """
 
     __slots__ = ()
+    text_estimate = staticmethod(old_estimate_text_tokens)
 
     def count_text(self, text: str) -> int:
-        return old_estimate_text_tokens(text)
+        return self.text_estimate(text)
 
     def _count_uncached(self, message: BaseMessage) -> int:
         text, fixed = content_text_for_count(message.content)
         payload = tool_call_payload(message)
         return (
-            old_estimate_text_tokens(text)
+            self.text_estimate(text)
             + fixed
-            + (old_estimate_text_tokens(payload) if payload else 0)
+            + (self.text_estimate(payload) if payload else 0)
             + FRAMING_TOKENS
         )
+
+
+class SampledEstimate(OldEstimate):
+    """The same counter with the sampled estimate of before issue 27 (``sampled_estimate``)."""
+
+    __slots__ = ()
+    text_estimate = staticmethod(sampled_estimate_text_tokens)
 
 
 def ratios() -> None:
@@ -75,8 +88,11 @@ def ratios() -> None:
     new = ApproximateTokenCounter(cache=False)
     old = OldEstimate(cache=False)
     kinds = text_kinds()
-    print("| text kind | texts | exact / est (new) | worst text, 50+ tok | exact / est (old) |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| text kind | texts | exact / est | worst text, 50+ tok | sampled: exact / est "
+        "| sampled: worst | exact / est (chars / 4) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in KINDS:
         texts = kinds[kind]
         if not texts:
@@ -84,11 +100,17 @@ def ratios() -> None:
         ex = [exact.count_text(t) for t in texts]
         es = [new.count_text(t) for t in texts]
         eo = [old.count_text(t) for t in texts]
-        worst = max((a / b for a, b in zip(ex, es, strict=True) if a >= 50), default=float("nan"))
+        sa = [sampled_estimate_text_tokens(t) for t in texts]
         print(
-            f"| {kind} | {len(texts)} | {sum(ex) / sum(es):.2f} | {worst:.2f} "
-            f"| {sum(ex) / sum(eo):.2f} |"
+            f"| {kind} | {len(texts)} | {sum(ex) / sum(es):.2f} | {_worst(ex, es):.2f} "
+            f"| {sum(ex) / sum(sa):.2f} | {_worst(ex, sa):.2f} | {sum(ex) / sum(eo):.2f} |"
         )
+
+
+def _worst(exact: list[int], estimate: list[int]) -> float:
+    """The largest exact / estimate over the texts of 50+ exact tokens."""
+    pairs = zip(exact, estimate, strict=True)
+    return max((a / b for a, b in pairs if a >= 50), default=float("nan"))
 
 
 def _time(counters: list[ApproximateTokenCounter], msgs: list[BaseMessage]) -> list[float]:
@@ -103,6 +125,7 @@ def _time(counters: list[ApproximateTokenCounter], msgs: list[BaseMessage]) -> l
         for _ in range(60):
             for i, counter in enumerate(counters):
                 count = counter.count_message
+                estimate._REMEMBERED.clear()  # uncached: no long text remembered either
                 t0 = time.perf_counter()
                 for m in msgs:
                     count(m)
@@ -138,33 +161,38 @@ def cost() -> None:
         ],
         "recorded runs, own classes": _recorded_runs(),
     }
-    print("\n| ASCII messages | count | mean chars | old ms/MB | new ms/MB | new / old |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "\n| ASCII messages | count | mean chars | chars / 4 ms/MB | sampled ms/MB "
+        "| whole text ms/MB | whole / sampled |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, msgs in sets.items():
         if not msgs:
             continue
         mb = sum(_counted_chars(m) for m in msgs) / 1e6
-        old_s, new_s = _time([OldEstimate(cache=False), ApproximateTokenCounter(cache=False)], msgs)
-        old, new = old_s / mb * 1e3, new_s / mb * 1e3
+        counters = [OldEstimate(cache=False), SampledEstimate(cache=False)]
+        old_s, sampled_s, new_s = _time([*counters, ApproximateTokenCounter(cache=False)], msgs)
+        old, sampled, new = (x / mb * 1e3 for x in (old_s, sampled_s, new_s))
         print(
-            f"| {name} | {len(msgs)} | {mb * 1e6 / len(msgs):,.0f} | {old:.3f} | {new:.3f} "
-            f"| {new / old:.2f}x |"
+            f"| {name} | {len(msgs)} | {mb * 1e6 / len(msgs):,.0f} | {old:.3f} | {sampled:.3f} "
+            f"| {new:.3f} | {new / sampled:.2f}x |"
         )
-    # The text estimate alone, outside any message: what the class weights cost over
-    # ``ceil(chars / 4)``, the call path left out.
-    best = [float("inf")] * 2
-    fns = [old_estimate_text_tokens, estimate_text_tokens]
+    # The text estimate alone, outside any message, the call path left out.
+    best = [float("inf")] * 3
+    fns = [old_estimate_text_tokens, sampled_estimate_text_tokens, estimate_text_tokens]
     mb = sum(map(len, ascii_texts)) / 1e6
     for _ in range(60):
         for i, fn in enumerate(fns):
+            estimate._REMEMBERED.clear()
             t0 = time.perf_counter()
             for t in ascii_texts:
                 fn(t)
             best[i] = min(best[i], time.perf_counter() - t0)
-    old, new = best[0] / mb * 1e3, best[1] / mb * 1e3
+    old, sampled, new = (x / mb * 1e3 for x in best)
     print(
         f"| (text estimate alone, recorded texts) | {len(ascii_texts)} "
-        f"| {mb * 1e6 / len(ascii_texts):,.0f} | {old:.3f} | {new:.3f} | {new / old:.2f}x |"
+        f"| {mb * 1e6 / len(ascii_texts):,.0f} | {old:.3f} | {sampled:.3f} | {new:.3f} "
+        f"| {new / sampled:.2f}x |"
     )
 
 

@@ -1,11 +1,19 @@
 """The default text estimate: what a bare text costs under the approximate counter.
 
-:func:`estimate_text_tokens` approximates a cl100k-like tokenizer's count of a text by
-character class: a 256-entry byte-weight table (hundredths of a token per UTF-8 byte),
-summed in C by ``translate`` + ``adler32``, with longer ASCII texts sampled at a prime
-stride. It needs no network and no tokenizer. The seed's ``ceil(chars / 4)`` undercounted
-cl100k 1.5x on JSON, 2.4x on hex ids and ~4x on Chinese; this one errs high on every kind
-measured, which is the safe side for a budget (docs/tokens.md has the ratios).
+:func:`estimate_text_tokens` approximates a cl100k-like tokenizer's count of a text from
+the whole text, with no tokenizer and no network. Three parts, each a few C calls:
+
+- byte weights (hundredths of a token per UTF-8 byte, by character class);
+- shape weights for what the byte weights miss (camelCase and base64's case changes,
+  symbols, repeating letter patterns such as ``abab``), counted as big-integer bit
+  operations over the whole text;
+- a floor: the pieces cl100k's pre-tokenizer cuts the text into, each at least a token.
+
+The whole text is read, not a sample: a sample can be steered by laying cheap characters
+where it reads. The seed's ``ceil(chars / 4)`` undercounted cl100k 1.5x on JSON, 2.4x on
+hex ids and ~4x on Chinese; this one errs high on every kind of a committed corpus that
+includes the hostile ones, which is the safe side for a budget (docs/tokens.md has the
+ratios).
 
 It lives apart from :mod:`langchain_builderforce_memory.tokens` because it is a separate
 concern with its own constants and calibration: the counters there (the default,
@@ -17,6 +25,7 @@ re-exports :func:`estimate_text_tokens`, so both import paths work.
 
 from __future__ import annotations
 
+import threading
 from zlib import adler32
 
 __all__ = ["estimate_text_tokens"]
@@ -26,47 +35,51 @@ _UNIT = 100
 _ROUND = 2 * _UNIT - 1
 """Added before dividing by :data:`_UNIT`: rounds up, plus the token every text costs
 whatever its length (a two-letter chat turn is a token)."""
-_WHOLE = 512
-"""ASCII texts up to this many characters are read whole; longer ones are sampled."""
-_SAMPLES = 64
-"""Characters a longer ASCII text is sampled at (see :data:`_STEPS`)."""
 _CONT = 50
 """Hundredths a UTF-8 continuation byte carries; each lead byte carries its character's
 weight less its continuation bytes', so a whole character sums to the weights below."""
 
 
+_ASCII_WEIGHTS = (24, 39, 100, 63, 110, 10, 23, 27)
+"""Hundredths of a token per ASCII character, by class, in :func:`_shape`'s order: a
+lower-case letter, a capital, a digit, other punctuation, a period, a newline, a space,
+anything else (tabs, control characters). Fitted with :data:`_SHAPE_WEIGHTS` by
+``benchmarks/fit_estimate.py``, the lower-case letter held at 0.24 (prose, ~4.2 characters a
+token, a little over)."""
+
+
+def _ascii_class(b: int) -> int:
+    """The index into :data:`_ASCII_WEIGHTS` of ASCII byte ``b``."""
+    char = chr(b)
+    if char.islower():
+        return 0
+    if char.isupper():
+        return 1
+    if char.isdigit():
+        return 2
+    if char == ".":
+        return 4
+    if char == "\n":
+        return 5
+    if char == " ":
+        return 6
+    return 3 if 33 <= b < 127 else 7
+
+
 def _byte_weights() -> bytes:
-    weights = bytearray(256)
-    for b in range(128):
-        char = chr(b)
-        if char.isdigit() or char == "\n":
-            # cl100k splits numbers into 1-3 digit groups and hex ids alternate letters and
-            # digits (~1.7 characters a token); a newline is a token of its own.
-            weights[b] = 119
-        elif char == ".":
-            # Its own token after a digit and at a sentence end; merged only in attribute
-            # access and file extensions (a printed numeric matrix is ~1 token a character).
-            weights[b] = 70
-        elif 33 <= b < 127 and (not char.isalnum() or char.isupper()):
-            # Punctuation and capitals: JSON, paths and identifiers break into many short
-            # tokens (~2.6 characters a token).
-            weights[b] = 51
-        else:
-            # Lower-case letters, spaces, tabs, control characters: prose runs ~4.2
-            # characters a token; 0.24 keeps it a little over.
-            weights[b] = 24
+    weights = bytearray(_ASCII_WEIGHTS[_ascii_class(b)] for b in range(128))
     for b in range(0x80, 0x100):
         # 2-byte characters (Greek, Cyrillic, Hebrew, Arabic) ~1 token: 1.1; 3-byte (CJK,
         # kana, Hangul, Indic, symbols) ~1-1.2: 1.2; 4-byte (emoji, rare CJK) ~3, as cl100k
         # falls back to its byte tokens: 3.0.
         if b < 0xC0:
-            weights[b] = _CONT
+            weights.append(_CONT)
         elif b < 0xE0:
-            weights[b] = 110 - _CONT
+            weights.append(110 - _CONT)
         elif b < 0xF0:
-            weights[b] = 120 - 2 * _CONT
+            weights.append(120 - 2 * _CONT)
         else:
-            weights[b] = 300 - 3 * _CONT
+            weights.append(300 - 3 * _CONT)
     return bytes(weights)
 
 
@@ -77,81 +90,206 @@ byte sum modulo 65,521, exact while the sum stays below that)."""
 _CHUNK = 65_520 // max(_WEIGHTS)
 """Bytes whose weights always sum below adler32's modulus (non-ASCII text is summed in
 chunks of this size)."""
-if _WHOLE * max(_WEIGHTS[:128]) >= 65_521:  # pragma: no cover - a guard on the constants
-    raise AssertionError("_WHOLE ASCII characters could overflow one adler32 sum")
 
 
-def _sample_steps(limit: int) -> list[int]:
-    """``steps[s]``: the smallest prime >= max(s, 11), for s < limit.
+_LOWER, _UPPER, _DIGIT, _PUNCT, _NEWLINE, _SPACE, _WIDE, _LETTER = (1 << k for k in range(8))
+"""Bits of a byte's class (:data:`_CLASSES`). ``_WIDE`` marks every byte of a multi-byte
+UTF-8 character; ``_LETTER`` is set beside ``_LOWER`` and ``_UPPER``."""
 
-    A prime stride shares no factor with a text's period (a numeric list repeats every 2-5
-    characters, a table every row) unless the period is a multiple of it, so the sample
-    cycles through every column instead of landing on the same one each time.
+
+def _class_bits() -> bytes:
+    bits = bytearray(256)
+    for b in range(128):
+        char = chr(b)
+        if char.islower():
+            bits[b] = _LOWER | _LETTER
+        elif char.isupper():
+            bits[b] = _UPPER | _LETTER
+        elif char.isdigit():
+            bits[b] = _DIGIT
+        elif char == "\n":
+            bits[b] = _NEWLINE
+        elif char == " ":
+            bits[b] = _SPACE
+        elif 33 <= b < 127:
+            bits[b] = _PUNCT
+    for b in range(0x80, 0x100):
+        bits[b] = _WIDE
+    return bytes(bits)
+
+
+_CLASSES = _class_bits()
+"""Every byte mapped to its class bits. ``text.encode().translate(_CLASSES)`` read as one
+integer (byte ``i`` at bits ``8i`` to ``8i + 7``) turns whole-text counts into a few
+big-integer operations in C: a shift by ``8 + d`` sets a class bit of the byte before
+beside a class bit ``d`` higher of this one, and ``bit_count`` counts the matches."""
+
+_SHAPE_WEIGHTS = (173, 79, 23)
+"""Hundredths added per shape the byte weights miss, in :func:`_shape`'s order: a capital
+after a lower-case letter (camelCase, and base64, keys and JWTs, which cl100k cuts every
+few characters), a character of U+2000 to U+2FFF (math, arrows, box drawing: its UTF-8
+lead byte is 0xE2), and a letter repeating the one two or three back inside a letter run, twice
+in a row (``abab``, which cl100k cuts every two letters). Fitted with
+:data:`_ASCII_WEIGHTS` by ``benchmarks/fit_estimate.py``: the least overcount that leaves
+no text of 20+ tokens of the committed corpus (``tests/text_kinds.py``) more than 7% under
+cl100k."""
+
+
+def _changed(value: int, low: int, high: int) -> int:
+    """Bit 7 of each byte of the result: whether that byte of ``value`` is not zero.
+
+    ``low`` is 0x7F and ``high`` 0x80 in each of the text's bytes. SWAR, carry-free per
+    byte: adding 0x7F to a byte's low seven bits sets its top bit unless they are all zero.
     """
-    size = limit + 128  # prime gaps below 4,224 are under 40
-    sieve = bytearray([1]) * size
-    sieve[0] = sieve[1] = 0
-    for i in range(2, int(size**0.5) + 1):
-        if sieve[i]:
-            sieve[i * i :: i] = bytes(len(range(i * i, size, i)))
-    steps = [0] * limit
-    nxt = 0
-    for s in range(size - 1, -1, -1):
-        if sieve[s] and s >= 11:
-            nxt = s
-        if s < limit:
-            steps[s] = nxt
-    return steps
+    return (((value & low) + low) | value) & high
 
 
-_SAMPLES_AT = [slice(step >> 1, None, step) for step in _sample_steps(4096)]
-"""The sample of an ASCII text of ``n`` characters is ``text[_SAMPLES_AT[n >> 6]]``: ~64
-characters at a prime stride, starting half a stride in, whatever the length (texts over
-262,143 characters use the next odd stride). Built once: a slice object per stride costs
-less than computing the start and building the slice on every count."""
+_MASK_BYTES = 1 << 16
+"""Texts up to this many bytes cut their masks from ones built once (:data:`_MASKS`);
+longer ones build their own."""
+
+
+def _masks(n: int) -> tuple[int, int, int, int, int, int]:
+    """Byte masks over ``n`` bytes: 0x01, 0x7F, 0x80, then class bits.
+
+    The class bits are those of capitals, of digits, and of what starts a pre-tokenizer
+    piece (letters, punctuation, line breaks).
+    """
+    ones = int.from_bytes(b"\x01" * n, "little")
+    return (
+        ones,
+        ones * 0x7F,
+        ones << 7,
+        ones * _UPPER,
+        ones * _DIGIT,
+        ones * (_LETTER | _PUNCT | _NEWLINE),
+    )
+
+
+_MASKS = _masks(_MASK_BYTES)
+
+
+def _masks_for(n: int) -> tuple[int, ...]:
+    """:func:`_masks` for ``n`` bytes."""
+    if n > _MASK_BYTES:
+        return _masks(n)
+    # An AND costs the shorter operand, but a sum or a shift the longer: cut to n bytes.
+    full = (1 << (8 * n)) - 1
+    return tuple(mask & full for mask in _MASKS)
+
+
+def _periodic(data: bytes, letters: int, low: int, high: int) -> int:
+    """Letters of a letter run that repeat the one two or three back, twice in a row.
+
+    A letter repeating the one just before does not count (``yyyy`` merges well). Every
+    run is read, short ones too: a check that skipped runs under some length could be
+    steered by laying a pattern out in runs just under it.
+    """
+    raw = int.from_bytes(data, "little")
+    repeating = (
+        letters
+        & (letters << 8)
+        & (letters << 16)
+        & _changed(raw ^ (raw << 8), low, high)
+        & ~(_changed(raw ^ (raw << 16), low, high) & _changed(raw ^ (raw << 24), low, high))
+    )
+    # Two in a row: a pattern, not a word that happens to repeat a letter ("that", "test").
+    return (repeating & (repeating << 8)).bit_count()
+
+
+def _shape(data: bytes) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """``(ASCII class counts, shape counts, lower bound on tokens)`` of ``data``.
+
+    The class counts are in :data:`_ASCII_WEIGHTS`' order, the shape counts in
+    :data:`_SHAPE_WEIGHTS`'. The bound counts the pieces cl100k's pre-tokenizer cuts a
+    text into before merging (letter runs, punctuation runs, line breaks, number groups of
+    at most three digits, a space before a number): each is at least one token, however
+    the pieces repeat.
+    """
+    n = len(data)
+    _, low, high, capital, digit, piece = _masks_for(n)
+    classes = data.translate(_CLASSES)
+    bits = int.from_bytes(classes, "little")
+    counted = (
+        classes.count(_LOWER | _LETTER),
+        classes.count(_UPPER | _LETTER),
+        classes.count(_DIGIT),
+        classes.count(_PUNCT) - data.count(b"."),
+        data.count(b"."),
+        classes.count(_NEWLINE),
+        classes.count(_SPACE),
+    )
+    wide = classes.count(_WIDE)
+    shapes = (
+        ((bits << 9) & bits & capital).bit_count() if counted[1] else 0,
+        data.count(b"\xe2"),
+        _periodic(data, bits & high, low, high),
+    )
+    starts = bits ^ (bits & (bits << 8))  # a class bit whose byte before lacks it
+    pieces = (starts & piece).bit_count()
+    if counted[2]:
+        pieces += max((starts & digit).bit_count(), -(-counted[2] // 3))
+        pieces += (bits & (bits << 5) & digit).bit_count()
+    return (*counted, n - wide - sum(counted)), shapes, pieces
 
 
 def estimate_text_tokens(text: str) -> int:
-    """A cheap, deliberately high estimate of ``text``'s tokens (cl100k-like tokenizers).
+    """A deliberately high estimate of ``text``'s tokens (cl100k-like tokenizers).
 
-    Per character: lower-case letters, spaces and other ASCII 0.24; digits and newlines
-    1.19; punctuation and capitals 0.51 (a period 0.70); then 1.1 / 1.2 / 3.0 for a 2- /
-    3- / 4-byte UTF-8 character; plus 1 a text. Calibrated against cl100k on prose, code,
-    JSON, paths, hex ids, chat turns, Chinese and mixed CJK / emoji / right-to-left text so
-    that it never undercounts a kind by more than 10% (docs/tokens.md has the
-    ratios). ASCII texts over 512 characters are measured on ~64 characters sampled at a
-    prime stride across the whole text, so the cost is a few C calls whatever the length
-    (~0.3 µs; ``benchmarks/estimate_bench.py`` times it against ``len(text) / 4``);
-    non-ASCII texts are read whole.
+    Per character: a lower-case letter 0.24, a space 0.23, a capital 0.39, a digit 1.00,
+    punctuation 0.63 (a period 1.10), a newline 0.10, anything else in ASCII 0.27; 1.1 /
+    1.2 / 3.0 for a 2- / 3- / 4-byte UTF-8 character; plus the shape weights
+    (:data:`_SHAPE_WEIGHTS`) and 1 a text; and never fewer than the text's pre-tokenizer
+    pieces. Calibrated against cl100k
+    on the corpus of ``tests/text_kinds.py`` (prose, code, JSON, paths, ids, chat turns,
+    CJK and right-to-left text, the recorded runs, base64, JWTs, keys, symbols, repeated
+    patterns, number lists, hex dumps, text laid against a sampling stride) so that no
+    text of 50+ tokens is undercounted by more than 10% (docs/tokens.md has the ratios).
+    It reads the whole text: ``benchmarks/estimate_bench.py`` times it.
 
     Example:
         >>> estimate_text_tokens("x" * 40), estimate_text_tokens("3f9a" * 10)
-        (11, 30)
+        (11, 40)
         >>> estimate_text_tokens("上下文窗口")
         7
     """
-    n = len(text)
+    if not text:
+        return 0
+    if len(text) < _REMEMBER_FROM:
+        return _estimate(text)
+    # A long text is often counted again as another message (a restored read, a copy with
+    # a new id): remembered by its hash and length, so no text is kept alive here.
+    key = (hash(text), len(text))
+    found = _REMEMBERED.get(key)
+    if found is None:
+        found = _estimate(text)
+        with _REMEMBERED_LOCK:  # threads share it: evict under the lock
+            _REMEMBERED[key] = found
+            if len(_REMEMBERED) > _REMEMBER:
+                del _REMEMBERED[next(iter(_REMEMBERED))]
+    return found
+
+
+_REMEMBER_FROM = 2_048
+"""Texts this long or longer have their estimate remembered (shorter ones cost less to
+estimate than to look up)."""
+_REMEMBER = 4_096
+"""Long texts whose estimates are remembered (the oldest forgotten first)."""
+_REMEMBERED: dict[tuple[int, int], int] = {}
+_REMEMBERED_LOCK = threading.Lock()
+"""``(hash(text), len(text))`` to the estimate. ``str`` hashes are keyed per process, so a
+text cannot be crafted to collide with another."""
+
+
+def _estimate(text: str) -> int:
+    data = text.encode("utf-8", "surrogatepass")
+    classes, shapes, pieces = _shape(data)
+    total = sum(w * c for w, c in zip(_SHAPE_WEIGHTS, shapes, strict=True))
     if text.isascii():
-        # The hot path of every uncached count: a few C calls and nothing per character in
-        # Python (encode, translate to weights, adler32 to sum them). Seeded with 0, adler32's
-        # low 16 bits are the weights' sum itself; one expression, no temporaries: this
-        # path's cost is mostly interpreter overhead, and each saved step shows.
-        if n <= _WHOLE:
-            return (
-                ((adler32(text.encode().translate(_WEIGHTS), 0) & 0xFFFF) + _ROUND) // _UNIT
-                if n
-                else 0
-            )
-        try:
-            sample = text[_SAMPLES_AT[n >> 6]]
-        except IndexError:  # over 262,143 characters
-            step = (n >> 6) | 1
-            sample = text[step >> 1 :: step]
-        return (
-            (adler32(sample.encode().translate(_WEIGHTS), 0) & 0xFFFF) * n // len(sample) + _ROUND
-        ) // _UNIT
-    weights = memoryview(text.encode("utf-8", "surrogatepass").translate(_WEIGHTS))
-    total = sum(
-        adler32(weights[i : i + _CHUNK], 0) & 0xFFFF for i in range(0, len(weights), _CHUNK)
-    )
-    return (total + _ROUND) // _UNIT
+        total += sum(w * c for w, c in zip(_ASCII_WEIGHTS, classes, strict=True))
+    else:
+        weights = memoryview(data.translate(_WEIGHTS))
+        total += sum(
+            adler32(weights[i : i + _CHUNK], 0) & 0xFFFF for i in range(0, len(weights), _CHUNK)
+        )
+    return max((total + _ROUND) // _UNIT, pieces)

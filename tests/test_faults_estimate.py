@@ -34,15 +34,23 @@ def test_the_estimate_keeps_its_overcount_on_prose_and_code_reasonable(kind: str
     texts = KIND_TEXTS[kind]
     exact = sum(EXACT.count_text(t) for t in texts)
     estimate = sum(estimate_text_tokens(t) for t in texts)
-    assert estimate / exact <= 1.40, (kind, exact, estimate)
+    # 1.35 on code before the shape weights; pricing camelCase and letter patterns, which
+    # base64 and keys are made of, costs code a few points more.
+    assert estimate / exact <= 1.45, (kind, exact, estimate)
 
 
-@pytest.mark.parametrize("kind", ["json", "paths", "hex ids", "chinese", "cjk+emoji+rtl"])
-def test_no_single_text_of_a_dense_kind_is_undercounted_by_more_than_10_percent(
+@pytest.mark.parametrize("kind", [k for k in KINDS if KIND_TEXTS[k]])
+def test_no_text_of_50_tokens_or_more_of_any_kind_is_undercounted_by_more_than_10_percent(
     kind: str,
 ) -> None:
-    worst = max(EXACT.count_text(t) / estimate_text_tokens(t) for t in KIND_TEXTS[kind])
-    assert worst <= 1.10
+    # The hostile kinds (base64, JWTs, keys, symbols, repeated patterns, text laid against
+    # a sampling stride, number lists, hex dumps) included: any tool can return them.
+    ratios = [
+        (EXACT.count_text(t) / estimate_text_tokens(t), t[:60])
+        for t in KIND_TEXTS[kind]
+        if EXACT.count_text(t) >= 50
+    ]
+    assert max(ratios, default=(0.0, ""))[0] <= 1.10, max(ratios)
 
 
 def test_the_estimate_is_deterministic_and_empty_text_is_free() -> None:

@@ -208,16 +208,18 @@ async def test_re_injects_the_latest_directive_only_when_it_fell_in_the_middle(m
     messages = [
         SYS,
         msg14("user", "u1"),
+        msg14("assistant", "a0"),
         msg14("assistant", "a1"),
         u2,
         msg14("assistant", "a2"),
         *tail,
     ]
     budget = 14 + note_tokens(len(messages) - 1) + 14 * 4  # the directive + 3 tail messages
+    assert count_tokens(messages) > budget  # the whole record does not fit
     pack = await run_pack(mode, messages, target_context_tokens=budget)
     assert pack.messages[2:] == [u2, *tail]
-    # the "exact" count: u1, a1, a2 are in neither the tail nor re-injected
-    assert pack.dropped == 3
+    # the "exact" count: u1, a0, a1, a2 are in neither the tail nor re-injected
+    assert pack.dropped == 4
     assert_valid(pack)
 
 

@@ -7,9 +7,11 @@ passages. The estimate's test and ``benchmarks/estimate_bench.py`` both use it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
+import string
 import uuid
 from pathlib import Path
 
@@ -29,8 +31,20 @@ KINDS = (
     "chinese",
     "cjk+emoji+rtl",
     "transcripts",
+    "tool calls",
+    "base64",
+    "jwts",
+    "api keys",
+    "symbols",
+    "repeated patterns",
+    "stride-laid",
+    "number lists",
+    "hex dumps",
+    "logs and capitals",
+    "markup",
 )
-"""The kinds, in report order."""
+"""The kinds, in report order. The last six are the hostile kinds issue 27 named: text a
+tool can return that an estimate reading character classes, or a sample, undercounts."""
 
 _CHINESE = [
     "我们需要把这个函数拆成两个部分：第一部分负责读取配置文件，第二部分负责验证每一个字段。"
@@ -169,6 +183,20 @@ def _hex_ids() -> list[str]:
     return out
 
 
+def _tool_calls() -> list[str]:
+    """The recorded runs' tool calls as the counter prices them (their JSON payload)."""
+    from langchain_core.messages import AIMessage
+
+    from langchain_builderforce_memory.tokens import tool_call_payload
+
+    return [
+        payload[:20_000]
+        for path in transcript_files()
+        for m in load_transcript(path)
+        if isinstance(m, AIMessage) and len(payload := tool_call_payload(m)) > 20
+    ]
+
+
 def _transcripts() -> list[str]:
     out: list[str] = []
     for path in transcript_files():
@@ -176,6 +204,160 @@ def _transcripts() -> list[str]:
             text = m.content if isinstance(m.content, str) else json.dumps(m.content)
             if len(text) > 20:
                 out.append(text[:20_000])
+    return out
+
+
+def _base64() -> list[str]:
+    rng = random.Random(11)
+    out = [base64.b64encode(rng.randbytes(rng.randint(150, 6_000))).decode() for _ in range(30)]
+    # As tools print it: wrapped at 76 columns, or inside a data URL.
+    out += ["\n".join(t[i : i + 76] for i in range(0, len(t), 76)) for t in out[:5]] + [
+        f'{{"image": "data:image/png;base64,{t}"}}' for t in out[5:10]
+    ]
+    return out
+
+
+def _jwts() -> list[str]:
+    rng = random.Random(12)
+
+    def part(n: int) -> str:
+        return base64.urlsafe_b64encode(rng.randbytes(n)).decode().rstrip("=")
+
+    tokens = [f"eyJhbGciOiJIUzI1NiJ9.{part(rng.randint(60, 400))}.{part(32)}" for _ in range(40)]
+    return [
+        "Authorization: Bearer " + tokens[i]
+        if i % 3 == 0
+        else json.dumps({"access_token": tokens[i], "refresh_token": tokens[i + 1]})
+        if i % 3 == 1
+        else "\n".join(tokens[i : i + 4])
+        for i in range(0, 39)
+    ]
+
+
+def _api_keys() -> list[str]:
+    rng = random.Random(13)
+    alnum = string.ascii_letters + string.digits
+
+    def key(n: int) -> str:
+        return "".join(rng.choice(alnum) for _ in range(n))
+
+    out: list[str] = []
+    for i in range(80):
+        lines = [
+            f"OPENAI_API_KEY=sk-proj-{key(48)}",
+            f"GITHUB_TOKEN=ghp_{key(36)}",
+            f"AWS_ACCESS_KEY_ID=AKIA{key(16).upper()}",
+            f"AWS_SECRET_ACCESS_KEY={key(40)}",
+            f"STRIPE_KEY=sk_live_{key(24)}",
+        ]
+        rng.shuffle(lines)
+        out.append("\n".join(lines[: 2 + i % 4]) if i % 2 else " ".join(key(32) for _ in range(8)))
+    return out
+
+
+_SYMBOLS = "∑∫≈≠≤≥√∞±×÷∂∇∈∉⊂⊃∩∪∀∃¬∧∨⇒⇔→←↑↓"
+_BOX = "╔═╗║╚╝╠╣╦╩╬┌─┐│└┘├┤┬┴┼━┃"
+
+
+def _symbols() -> list[str]:
+    rng = random.Random(14)
+    out = ["".join(rng.choice(_SYMBOLS) for _ in range(rng.randint(40, 800))) for _ in range(15)]
+    out += ["".join(rng.choice(_BOX) for _ in range(rng.randint(40, 800))) for _ in range(10)]
+    for _ in range(10):  # a box-drawn table, as CLIs print them
+        width = rng.randint(8, 30)
+        rows = [f"║ {rng.choice(['ok', 'fail', 'skip'])} {'─' * width} ║" for _ in range(12)]
+        out.append("\n".join(["╔" + "═" * (width + 8) + "╗", *rows, "╚" + "═" * (width + 8) + "╝"]))
+    out += [f"∀x ∈ S: f(x) ≤ {i} ⇒ ∃y ∉ T" * rng.randint(5, 40) for i in range(10)]
+    return out
+
+
+def _repeated_patterns() -> list[str]:
+    rng = random.Random(15)
+    units = ["ab", "a1", "Zq", "{}", "0x", "ab ", "xy", "1,", "=-", "~", "ha", "abc", "Ab1"]
+    return [unit * rng.randint(30, 3_000) for unit in units for _ in range(3)]
+
+
+def _stride_laid() -> list[str]:
+    """Digits everywhere but where a 64-character sample at a prime stride would read."""
+    rng = random.Random(16)
+    out: list[str] = []
+    for _ in range(24):
+        n = rng.randint(600, 30_000)
+        chars = [rng.choice(string.digits) for _ in range(n)]
+        for step in {max(11, n // 64 + d) for d in range(-2, 60)}:
+            for i in range(step >> 1, n, step):
+                chars[i] = "a"
+        out.append("".join(chars))
+    return out
+
+
+def _number_lists() -> list[str]:
+    rng = random.Random(17)
+    out = [
+        json.dumps([rng.randrange(10) for _ in range(rng.randint(50, 3_000))]) for _ in range(12)
+    ]
+    out += [
+        "\n".join(",".join(str(rng.randrange(100)) for _ in range(12)) for _ in range(40))
+        for _ in range(8)
+    ]
+    return out
+
+
+def _hex_dumps() -> list[str]:
+    rng = random.Random(18)
+    out = [
+        " ".join(rng.randbytes(1).hex() for _ in range(rng.randint(50, 4_000))) for _ in range(12)
+    ]
+    for _ in range(8):  # xxd-style lines
+        lines = []
+        for row in range(rng.randint(5, 60)):
+            chunk = rng.randbytes(16)
+            pairs = " ".join(chunk[i : i + 2].hex() for i in range(0, 16, 2))
+            shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+            lines.append(f"{row * 16:08x}: {pairs}  {shown}")
+        out.append("\n".join(lines))
+    return out
+
+
+def _logs_and_capitals() -> list[str]:
+    rng = random.Random(19)
+    levels = ["INFO", "WARN", "ERROR", "DEBUG"]
+    words = ["connection", "reset", "retrying", "timeout", "worker", "queue", "flush", "ok"]
+    out: list[str] = []
+    for _ in range(12):
+        lines = [
+            f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:"
+            f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z "
+            f"{rng.choice(levels)} [worker-{rng.randint(1, 16)}] "
+            + " ".join(rng.choice(words) for _ in range(rng.randint(2, 8)))
+            + f" (pid={rng.randint(100, 99999)}, \x1b[3{rng.randint(1, 7)}m"
+            + f"rc={rng.randint(0, 255)}\x1b[0m)"
+            for _ in range(rng.randint(5, 40))
+        ]
+        out.append("\n".join(lines))
+    shout = ["SELECT", "FROM", "WHERE", "ORDER BY", "GROUP BY", "JOIN", "ON", "AND", "NULL"]
+    out += [" ".join(rng.choice(shout) for _ in range(rng.randint(30, 300))) for _ in range(6)]
+    out += [
+        "\t".join(rng.choice(words).upper() for _ in range(rng.randint(30, 200))) for _ in range(6)
+    ]
+    return out
+
+
+def _markup() -> list[str]:
+    rng = random.Random(20)
+    tags = ["div", "span", "p", "a", "li", "td", "section"]
+    out: list[str] = []
+    for _ in range(16):
+        parts = []
+        for _ in range(rng.randint(10, 120)):
+            tag = rng.choice(tags)
+            cls = "-".join(
+                rng.choice(["btn", "nav", "item", "lg", "x2", "active"]) for _ in range(2)
+            )
+            parts.append(
+                f'<{tag} class="{cls}" data-id="{rng.randint(1, 9999)}">text {tag}</{tag}>'
+            )
+        out.append("\n".join(parts))
     return out
 
 
@@ -191,4 +373,15 @@ def text_kinds() -> dict[str, list[str]]:
         "chinese": list(_CHINESE),
         "cjk+emoji+rtl": list(_MIXED),
         "transcripts": _transcripts(),
+        "tool calls": _tool_calls(),
+        "base64": _base64(),
+        "jwts": _jwts(),
+        "api keys": _api_keys(),
+        "symbols": _symbols(),
+        "repeated patterns": _repeated_patterns(),
+        "stride-laid": _stride_laid(),
+        "number lists": _number_lists(),
+        "hex dumps": _hex_dumps(),
+        "logs and capitals": _logs_and_capitals(),
+        "markup": _markup(),
     }

@@ -124,7 +124,7 @@ def tools_tokens(tools: Sequence[ToolLike], *, token_counter: TokenCounterLike =
 
     Example:
         >>> tools_tokens([{"type": "function", "function": {"name": "ls"}}])
-        18
+        20
     """
     counter = resolve_token_counter(token_counter)
     return sum(counter.count_text(_schema_json(t)) for t in tools)

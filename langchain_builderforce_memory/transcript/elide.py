@@ -119,8 +119,8 @@ def check_budget_floor(
         Traceback (most recent call last):
         ...
         langchain_builderforce_memory.errors.ContextBudgetError: demo: max_tokens=100 cannot \
-hold the system prompt (95 tokens) plus one human message (14 tokens); raise max_tokens to \
-at least 109 or shorten the system prompt.
+hold the system prompt (95 tokens) plus one human message (15 tokens); raise max_tokens to \
+at least 110 or shorten the system prompt.
     """
     floor = minimal_human_tokens(counter)
     if opening_tokens is not None:

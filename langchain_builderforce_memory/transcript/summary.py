@@ -361,8 +361,8 @@ def cap_note(
     any counter and any script.
 
     Example:
-        >>> cap_note("word " * 10, max_tokens=6)  # the cut mark counts too
-        'word w [...]'
+        >>> cap_note("word " * 10, max_tokens=8)  # the cut mark counts too
+        'word word [...]'
     """
     counter = resolve_token_counter(token_counter)
     if counter.count_text(text) <= max_tokens:

@@ -12,6 +12,7 @@ The in-memory store's raw turn is a list append, so its ratio only says what the
 own work costs; SQLite (``SQLChatMessageHistory``) is the store the issue measured.
 
 Run: python benchmarks/history_bench.py [--sizes 100 1000 5000] [--turns 30]
+     [--stores in-memory SQLite]
 """
 
 from __future__ import annotations
@@ -56,12 +57,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1_000, 5_000])
     parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--stores", nargs="*", default=["in-memory", "SQLite"])
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # InMemoryChatMessageHistory's deprecation notice
     print("| store | messages | raw ms / turn | wrapper ms / turn | wrapper / raw |")
     print("|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         for name, make in _stores(folder):
+            if name not in args.stores:
+                continue
             for size in args.sizes:
                 filled = [_message(i) for i in range(size)]
                 raw = make(f"raw-{size}")

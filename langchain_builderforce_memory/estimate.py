@@ -240,12 +240,12 @@ def estimate_text_tokens(text: str) -> int:
     punctuation 0.63 (a period 1.10), a newline 0.10, anything else in ASCII 0.27; 1.1 /
     1.2 / 3.0 for a 2- / 3- / 4-byte UTF-8 character; plus the shape weights
     (:data:`_SHAPE_WEIGHTS`) and 1 a text; and never fewer than the text's pre-tokenizer
-    pieces. Calibrated against cl100k
-    on the corpus of ``tests/text_kinds.py`` (prose, code, JSON, paths, ids, chat turns,
-    CJK and right-to-left text, the recorded runs, base64, JWTs, keys, symbols, repeated
-    patterns, number lists, hex dumps, text laid against a sampling stride) so that no
-    text of 50+ tokens is undercounted by more than 10% (docs/tokens.md has the ratios).
-    It reads the whole text: ``benchmarks/estimate_bench.py`` times it.
+    pieces. Calibrated against cl100k on the corpus of ``tests/text_kinds.py`` (prose,
+    code, JSON, paths, ids, chat turns, CJK and right-to-left text, logs, HTML, the
+    recorded runs' messages and tool calls, base64, JWTs, keys, symbols, repeated patterns,
+    number lists, hex dumps, text laid against a sampling stride) so that no text of 50+
+    tokens is undercounted by more than 10% (docs/tokens.md has the ratios). It reads the
+    whole text: ``benchmarks/estimate_bench.py`` times it.
 
     Example:
         >>> estimate_text_tokens("x" * 40), estimate_text_tokens("3f9a" * 10)
@@ -276,9 +276,10 @@ estimate than to look up)."""
 _REMEMBER = 4_096
 """Long texts whose estimates are remembered (the oldest forgotten first)."""
 _REMEMBERED: dict[tuple[int, int], int] = {}
-_REMEMBERED_LOCK = threading.Lock()
 """``(hash(text), len(text))`` to the estimate. ``str`` hashes are keyed per process, so a
 text cannot be crafted to collide with another."""
+_REMEMBERED_LOCK = threading.Lock()
+"""Held while :data:`_REMEMBERED` grows and evicts (threads share it)."""
 
 
 def _estimate(text: str) -> int:

@@ -136,3 +136,26 @@ def test_a_sampled_text_counts_like_a_whole_one(length: int) -> None:
         whole = estimate_text_tokens(text[:512])  # read whole: the rate per 512 characters
         expected = (whole - 1) * length / 512
         assert estimate_text_tokens(text) >= expected * 0.9, (unit, length)
+
+
+@pytest.mark.parametrize("kind", ["prose", "code", "json", "logs and capitals", "stride-laid"])
+def test_the_ascii_class_counts_price_a_text_as_the_byte_table_does(kind: str) -> None:
+    # ASCII texts are priced from class counts, others through the byte table: one price.
+    from langchain_builderforce_memory.estimate import _ASCII_WEIGHTS, _WEIGHTS, _shape
+
+    for text in KIND_TEXTS[kind][:20]:
+        data = text.encode()
+        classes, _, _ = _shape(data)
+        by_class = sum(w * c for w, c in zip(_ASCII_WEIGHTS, classes, strict=True))
+        assert by_class == sum(data.translate(_WEIGHTS)), text[:60]
+
+
+def test_a_long_text_is_estimated_once_and_answers_the_same() -> None:
+    from langchain_builderforce_memory import estimate
+
+    text = "".join(KIND_TEXTS["code"][:3])
+    assert len(text) >= estimate._REMEMBER_FROM
+    fresh = estimate._estimate(text)
+    assert estimate_text_tokens(text) == fresh
+    assert (hash(text), len(text)) in estimate._REMEMBERED
+    assert estimate_text_tokens(str(text)) == fresh  # another object, equal text

@@ -168,9 +168,14 @@ class WorkingMemoryCallbackHandler(BaseCallbackHandler):
             call = self._pending.pop(run_id, None)
         if call is None:
             return
-        observations = self.mapper.map(call.name, call.args, output)
         with self._lock:
-            self._memory(call.thread).observe_all(observations)
+            memory = self._memory(call.thread)
+            known = memory.known_paths
+        observations = observations_from_tool_call(
+            call.name, call.args, output, mapper=self.mapper, known_paths=known
+        )
+        with self._lock:
+            memory.observe_all(observations)
 
     def on_tool_error(
         self,

@@ -10,8 +10,10 @@ so recall is measured against what happened, not against what is readable.
 
 Scoring: created and edited count as one class (``changed``: the brief and the code map
 fold them), paths are compared after ``posixpath.normpath``, searches and test runs by
-kind only (their query text is the mapper's rendering). ``ran`` is not a file-level effect
-and is not scored.
+kind only (their query text is the mapper's rendering). ``ran`` and ``listed`` are no
+file-level effect and are not scored. Each run's calls are mapped in order through one
+working memory, as the adapters map them, so a glob can take the paths earlier calls
+listed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_builderforce_memory.working.mapper import observations_from_tool_call
+from langchain_builderforce_memory.working.memory import Observation, WorkingMemory
 from tests.helpers import TRANSCRIPTS_DIR, load_transcript
 
 LABELS = Path(__file__).parent / "data" / "tool_call_labels.jsonl"
@@ -40,6 +43,8 @@ HARNESS = {
     "minisweagent": "mini-swe-agent",
 }
 _CLASS = {"created": "changed", "edited": "changed"}
+_UNSCORED = ("ran", "listed")
+"""Kinds that are no file-level effect of the call."""
 
 
 def _key(kind: str, target: str | None) -> tuple[str, str]:
@@ -68,15 +73,33 @@ class Score:
         return self.true_pos / max(1, self.true_pos + self.false_neg)
 
 
-def _calls(run: str) -> dict[str, tuple[dict[str, object], ToolMessage | None]]:
+Call = tuple[dict[str, object], ToolMessage | None, list[Observation]]
+
+
+def _calls(run: str) -> dict[str, Call]:
+    """Each call of ``run`` by id: the call, its result, and what the mapper made of it.
+
+    The calls are mapped in the run's order through one memory, as the adapters do, so a
+    call knows the paths earlier calls listed. An unanswered call (the run ended on it) is
+    never observed: the adapters read observations from results.
+    """
     msgs = load_transcript(TRANSCRIPTS / run)
     results = {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
-    return {
-        str(c["id"]): (dict(c), results.get(str(c["id"])))
-        for m in msgs
-        if isinstance(m, AIMessage)
-        for c in m.tool_calls
-    }
+    memory = WorkingMemory()
+    out: dict[str, Call] = {}
+    for m in msgs:
+        for c in m.tool_calls if isinstance(m, AIMessage) else []:
+            result = results.get(str(c["id"]))
+            seen = (
+                observations_from_tool_call(
+                    c["name"], c["args"], result, known_paths=memory.known_paths
+                )
+                if result
+                else []
+            )
+            memory.observe_all(seen)
+            out[str(c["id"])] = (dict(c), result, seen)
+    return out
 
 
 Labelled = tuple[str, dict[str, object], ToolMessage | None, list[list[str]]]
@@ -84,24 +107,27 @@ Labelled = tuple[str, dict[str, object], ToolMessage | None, list[list[str]]]
 
 def labelled_calls() -> Iterator[Labelled]:
     """Each labelled call: its harness, the call, its result and its labelled effects."""
-    runs: dict[str, dict[str, tuple[dict[str, object], ToolMessage | None]]] = {}
+    for harness, call, result, _, effects in _labelled():
+        yield harness, call, result, effects
+
+
+def _labelled() -> Iterator[
+    tuple[str, dict[str, object], ToolMessage | None, list[Observation], list[list[str]]]
+]:
+    runs: dict[str, dict[str, Call]] = {}
     for line in LABELS.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         calls = runs.setdefault(row["run"], _calls(row["run"]))
-        call, result = calls[row["id"]]
-        yield HARNESS[row["run"].split("_")[0]], call, result, row["effects"]
+        call, result, seen = calls[row["id"]]
+        yield HARNESS[row["run"].split("_")[0]], call, result, seen, row["effects"]
 
 
 def score() -> dict[str, Score]:
     """The mapper against the labels, per harness and ``"all"``."""
     scores: dict[str, Score] = {}
-    for harness, call, result, effects in labelled_calls():
+    for harness, call, _, seen, effects in _labelled():
         args = call["args"]
-        assert isinstance(args, dict)
-        # An unanswered call (the run ended on it) is never observed: the adapters read
-        # observations from results.
-        seen = observations_from_tool_call(str(call["name"]), args, result) if result else []
-        found = Counter(_key(o.kind, o.target) for o in seen if o.kind != "ran")
+        found = Counter(_key(o.kind, o.target) for o in seen if o.kind not in _UNSCORED)
         want = Counter(_key(e[0], e[1] if len(e) > 1 else None) for e in effects)
         for name in (harness, "all"):
             s = scores.setdefault(name, Score())

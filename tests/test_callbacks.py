@@ -554,3 +554,16 @@ def test_docstring_examples_run() -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_the_handler_takes_a_cut_glob_from_the_paths_an_earlier_call_listed() -> None:
+    handler = WorkingMemoryCallbackHandler()
+    calls = [
+        ("rg --files docs", "docs/sys/a.md\ndocs/sys/b.md\n"),
+        ('for f in docs/sys/*.md; do cat "$f"; done', "# A\n... (truncated)"),
+    ]
+    for command, output in calls:
+        run = uuid4()
+        handler.on_tool_start({"name": "bash"}, command, run_id=run, inputs={"command": command})
+        handler.on_tool_end(output, run_id=run)
+    assert handler.memory_for().snapshot["read"] == ["docs/sys/a.md", "docs/sys/b.md"]

@@ -207,3 +207,74 @@ def test_the_brief_lists_the_latest_change_first_and_keeps_the_order_across_a_sn
     assert brief is not None
     assert "Changed:\n- a.py\n- c.py\n- b.py\n" in brief
     assert WorkingMemory.from_snapshot(memory.snapshot).brief() == brief
+
+
+# ------------------------------------------- listings, and globs whose output was cut
+
+_LOOP = 'for f in docs/sys/*.md; do echo "== $f"; cat "$f"; done'
+_CUT = "== docs/sys/a.md\n# A\n... (truncated)"
+_KNOWN = frozenset({"docs/sys/a.md", "docs/sys/b.md", "docs/sys/deep/c.md", "docs/d.md"})
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "listed"),
+    [
+        ("rg --files docs", "docs/a.md\ndocs/sys/b.md\n", ["docs/a.md", "docs/sys/b.md"]),
+        ("cd /r && ls -1 docs", "a.md\nb.md\n", ["/r/docs/a.md", "/r/docs/b.md"]),
+        ("ls -la src", "total 8\n-rw-r--r-- 1 u g 3 Jan 1 a.py\n", ["src/a.py"]),
+        ("git ls-files", "Chunk ID: 1\nWall time: 0.1 s\nOutput:\nsrc/a.py\n", ["src/a.py"]),
+        ("find . -name '*.py'", "<returncode>0</returncode>\n<output>./a/b.py\n", ["a/b.py"]),
+        ("wc -l src/*.py", "  3 src/a.py\n  4 src/b.py\n  7 total", ["src/a.py", "src/b.py"]),
+        # Two listings share one output that cannot be told apart: neither is read.
+        ("ls -1 a && ls -1 b", "x.py\ny.py", []),
+        ("find . -name '*.py' -exec cat {} +", "print(1)", []),
+    ],
+)
+def test_a_listing_shows_which_paths_exist(command: str, output: str, listed: list[str]) -> None:
+    assert list(read_shell_command(command, output=output).listed) == listed
+
+
+def test_rg_files_is_a_listing_not_a_search_for_its_directory() -> None:
+    assert read_shell_command("rg --files docs").observations == [S("rg --files in docs")]
+
+
+def test_a_glob_whose_output_was_cut_takes_the_paths_the_run_listed() -> None:
+    assert read_shell_command(_LOOP, output=_CUT).observations == [R("docs/sys/a.md")]
+    # `*` never crosses a `/`: deep/c.md and d.md are not taken.
+    assert read_shell_command(_LOOP, output=_CUT, known=_KNOWN).observations == [
+        R("docs/sys/a.md"),
+        R("docs/sys/b.md"),
+    ]
+    assert read_shell_command("cat docs/sys/*.md", known=_KNOWN).observations == [
+        R("docs/sys/a.md"),
+        R("docs/sys/b.md"),
+    ]
+
+
+def test_a_change_through_a_glob_takes_only_what_the_output_shows() -> None:
+    # gofmt -w rewrites the files that needed it, which no earlier listing tells.
+    reading = read_shell_command("gofmt -w docs/sys/*.md", known=_KNOWN)
+    assert (reading.observations, reading.unread) == ([], ["docs/sys/*.md"])
+
+
+def test_listed_paths_are_kept_by_the_memory_not_counted_and_survive_a_snapshot() -> None:
+    memory = WorkingMemory()
+    memory.observe_all(shell_observations("rg --files docs", "docs/sys/a.md\ndocs/sys/b.md"))
+    assert memory.size == 1  # the search; the listed paths are no observation of the run
+    assert memory.known_paths == {"docs/sys/a.md", "docs/sys/b.md"}
+    again = WorkingMemory.from_snapshot(memory.snapshot)
+    assert again.known_paths == memory.known_paths
+    assert again.size == 1
+    memory.observe_all(
+        observations_from_tool_call(
+            "bash", {"command": _LOOP}, _CUT, known_paths=memory.known_paths
+        )
+    )
+    assert memory.snapshot["read"] == ["docs/sys/a.md", "docs/sys/b.md"]
+
+
+def test_a_listing_that_failed_lists_nothing() -> None:
+    listed = shell_observations("ls -1 x", "<returncode>0</returncode>\n<output>a.py\n")
+    assert listed == [Observation.listed("x/a.py"), S('ls "x"')]
+    failed = "<returncode>2</returncode>\n<output>ls: x: No such file\na.py\n"
+    assert shell_observations("ls -1 x", failed) == []

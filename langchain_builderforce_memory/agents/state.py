@@ -23,7 +23,10 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from typing_extensions import NotRequired, TypedDict
 
-from langchain_builderforce_memory.callbacks import ToolObservationMapper
+from langchain_builderforce_memory.callbacks import (
+    ToolObservationMapper,
+    observations_from_tool_call,
+)
 from langchain_builderforce_memory.directive import latest_directive_text
 from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import (
@@ -194,7 +197,11 @@ def _observe_new(
             if found is not None:
                 # The mapper reads the ToolMessage: status="error" or an "Error: ..."
                 # answer records nothing (a failed write must not be remembered).
-                memory.observe_all(mapper.map(found[0], found[1], m))
+                memory.observe_all(
+                    observations_from_tool_call(
+                        found[0], found[1], m, mapper=mapper, known_paths=memory.known_paths
+                    )
+                )
 
 
 def _prior_memory(raw: object) -> tuple[Mapping[str, Any], WorkingMemory]:

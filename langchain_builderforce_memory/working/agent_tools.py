@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -43,9 +43,16 @@ class ReadsOutput(Protocol):
     """A rule part that reads the call's output as well as its input."""
 
     def observe(
-        self, args: Mapping[str, object] | str, output: str, errored: bool
+        self,
+        args: Mapping[str, object] | str,
+        output: str,
+        errored: bool,
+        known: Collection[str] = (),
     ) -> list[Observation]:
-        """The observations of one call (``errored``: the harness marked it failed)."""
+        """The observations of one call (``errored``: the harness marked it failed).
+
+        ``known``: the paths earlier calls of the run showed exist (``listed``).
+        """
         ...
 
 
@@ -61,12 +68,16 @@ def _text_arg(args: Mapping[str, object] | str, keys: tuple[str, ...]) -> str:
     return ""
 
 
-def shell_observations(command: str, output: str = "", errored: bool = False) -> list[Observation]:
+def shell_observations(
+    command: str, output: str = "", errored: bool = False, known: Collection[str] = ()
+) -> list[Observation]:
     r"""What a shell command did, judged by its output: the successes-only rule for shells.
 
     A test or build run is recorded with its outcome (``passed`` / ``failed``) whatever the
     exit code; everything else only when the call succeeded (a known exit code of 0, or
-    else no error text in the output). A command that cannot be read is a ``ran``.
+    else no error text in the output). A command that cannot be read is a ``ran``. The
+    paths its output shows exist come first, as ``listed`` (a glob's matches, ``rg --files``):
+    a later glob whose output is cut short takes them (pass them back as ``known``).
 
     Example:
         >>> shell_observations("cat src/app.py", "<returncode>0</returncode>\n<output>x</output>")
@@ -76,7 +87,7 @@ def shell_observations(command: str, output: str = "", errored: bool = False) ->
         >>> shell_observations("pytest -q | tail -3", "===== 1 failed, 2 passed in 0.1s =")
         [Observation(kind='failed', target='pytest -q')]
     """
-    reading = read_shell_command(command, output=output)
+    reading = read_shell_command(command, output=output, known=known)
     code = exit_code(output)
     failed = errored or (code != 0 if code is not None else failed_output(output))
     out: list[Observation] = []
@@ -86,7 +97,7 @@ def shell_observations(command: str, output: str = "", errored: bool = False) ->
         out += [Observation(kind, run) for run in reading.runs]
     if failed:
         return out
-    out = reading.observations + out
+    out = [*map(Observation.listed, reading.listed), *reading.observations, *out]
     if reading.unread:
         out.append(Observation.ran(ran_target(command)))
     return out
@@ -100,13 +111,17 @@ class ShellCommand:
     """Argument names the command line is looked up under."""
 
     def observe(
-        self, args: Mapping[str, object] | str, output: str, errored: bool
+        self,
+        args: Mapping[str, object] | str,
+        output: str,
+        errored: bool,
+        known: Collection[str] = (),
     ) -> list[Observation]:
         """The command's observations (see :func:`shell_observations`)."""
         command = _text_arg(args, self.keys)
         if not command.strip("` \n") and isinstance(args, Mapping):
             command = _fenced(args.get("input"))
-        return shell_observations(command, output, errored) if command.strip() else []
+        return shell_observations(command, output, errored, known) if command.strip() else []
 
 
 _FENCE: Final = re.compile(r"```(?:bash|sh|shell|zsh|console)?\n(.*?)\n```|`([^`\n]+)`", re.S)
@@ -126,7 +141,11 @@ class PatchArg:
     """Argument names the patch text is looked up under."""
 
     def observe(
-        self, args: Mapping[str, object] | str, output: str, errored: bool
+        self,
+        args: Mapping[str, object] | str,
+        output: str,
+        errored: bool,
+        known: Collection[str] = (),
     ) -> list[Observation]:
         """The files the patch touches, unless the call failed."""
         if errored or _PATCH_FAILED.search(output[:400]):
@@ -153,7 +172,11 @@ class OutputPath:
     """Matches the answer; its first group that matched is the path."""
 
     def observe(
-        self, args: Mapping[str, object] | str, output: str, errored: bool
+        self,
+        args: Mapping[str, object] | str,
+        output: str,
+        errored: bool,
+        known: Collection[str] = (),
     ) -> list[Observation]:
         """The path the answer names, unless the call failed."""
         m = None if errored else self.pattern.search(output[:2_000])
@@ -188,7 +211,11 @@ class IPythonCode:
     """Argument names the cell's source is looked up under."""
 
     def observe(
-        self, args: Mapping[str, object] | str, output: str, errored: bool
+        self,
+        args: Mapping[str, object] | str,
+        output: str,
+        errored: bool,
+        known: Collection[str] = (),
     ) -> list[Observation]:
         """The helpers' observations, unless the cell failed."""
         if errored or failed_output(output) or output.lstrip().startswith(_IPYTHON_FAILED):

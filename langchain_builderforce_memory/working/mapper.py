@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Protocol, TypeAlias
@@ -251,18 +251,19 @@ def _apply_rule(
     args: Mapping[str, object] | str,
     output: str = "",
     errored: bool = False,
+    known: Collection[str] = (),
 ) -> list[Observation]:
     out: list[Observation] = []
     for i, part in enumerate(rule):
         if isinstance(part, _OUTPUT_PARTS):
             if not (isinstance(part, OutputPath) and out):
-                out += part.observe(args, output, errored)
+                out += part.observe(args, output, errored, known)
         elif errored:
             continue
         elif isinstance(part, ByCommand):
             command = args.get(part.arg) if isinstance(args, Mapping) else None
             case = part.cases.get(command) if isinstance(command, str) else None
-            out += _apply_rule(name, case, args, output) if case else []
+            out += _apply_rule(name, case, args, output, known=known) if case else []
         elif isinstance(part, PathArg):
             out += [Observation(part.kind, p) for p in _values(args, part.keys, i == 0)]
         else:
@@ -409,7 +410,12 @@ class ToolObservationMapper:
         )
 
     def map(
-        self, name: str, args: Mapping[str, object] | str, output: object = None
+        self,
+        name: str,
+        args: Mapping[str, object] | str,
+        output: object = None,
+        *,
+        known_paths: Collection[str] = (),
     ) -> list[Observation]:
         """The observations one SUCCESSFUL call stands for; `[]` for a failed one.
 
@@ -418,6 +424,9 @@ class ToolObservationMapper:
             args: Its input: the argument mapping, or the string it was called with.
             output: What it returned (a `ToolMessage`, a `Command`, a string...), or
                 `None` when not known; used only to tell a failed call.
+            known_paths: Paths earlier calls of the run showed exist
+                (`WorkingMemory.known_paths`): a shell glob whose output is cut short
+                takes them.
 
         Raises:
             TypeError: An override callable returned something other than observations.
@@ -429,7 +438,7 @@ class ToolObservationMapper:
         parsed = parse_tool_input(args)
         if isinstance(rule, tuple) and any(isinstance(p, _OUTPUT_PARTS) for p in rule):
             # These parts judge failure themselves: a failed test run is still recorded.
-            return _apply_rule(name, rule, parsed, _output_text(output), failed)
+            return _apply_rule(name, rule, parsed, _output_text(output), failed, known_paths)
         if failed:
             return []
         if isinstance(rule, tuple):
@@ -453,14 +462,19 @@ def observations_from_tool_call(
     output: object = None,
     *,
     mapper: ObservationMapper | None = None,
+    known_paths: Collection[str] = (),
 ) -> list[Observation]:
     """The observations a tool call stands for (the default mapper unless one is given).
 
     The middleware's own tool hook calls this, so it feeds a memory exactly as the
-    callback handler does.
+    callback handler does. ``known_paths``: see :meth:`ToolObservationMapper.map`.
 
     Example:
         >>> observations_from_tool_call("grep", {"pattern": "canvas", "path": "web"})
         [Observation(kind='searched', target='grep "canvas" in web')]
     """
-    return (mapper or _DEFAULT_MAPPER).map(name, args, output)
+    chosen = mapper or _DEFAULT_MAPPER
+    if known_paths and isinstance(chosen, ToolObservationMapper):
+        # A mapper of the host's own keeps the protocol's three arguments.
+        return chosen.map(name, args, output, known_paths=known_paths)
+    return chosen.map(name, args, output)

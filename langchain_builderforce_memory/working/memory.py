@@ -45,11 +45,12 @@ __all__ = [
 ]
 
 ObservationKind = Literal[
-    "read", "created", "edited", "deleted", "searched", "ran", "passed", "failed"
+    "read", "created", "edited", "deleted", "searched", "ran", "passed", "failed", "listed"
 ]
 """What a run did: four things to a path, a search, a command whose effect on files is not
-known (``ran``), or a test or build run that ``passed`` or ``failed`` (the target is the
-command, as run)."""
+known (``ran``), a test or build run that ``passed`` or ``failed`` (the target is the
+command, as run), or a path an output showed exists (``listed``: not something the run did
+to it, so it is not counted; a later shell glob can take it)."""
 
 FileKind = Literal["read", "created", "edited", "deleted"]
 """The observation kinds whose target is a file path."""
@@ -57,6 +58,8 @@ FileKind = Literal["read", "created", "edited", "deleted"]
 OBSERVATION_KINDS: Final[tuple[ObservationKind, ...]] = get_args(ObservationKind)
 FILE_KINDS: Final[tuple[FileKind, ...]] = get_args(FileKind)
 COMMAND_KINDS: Final[tuple[ObservationKind, ...]] = ("ran", "passed", "failed")
+_LISTED_LIMIT: Final = 500
+"""Listed paths a memory keeps (the most recent): it lives in graph state, checkpointed."""
 """The kinds whose target is a command line; a snapshot lists them only when it has any."""
 BRIEF_MAX_COMMANDS: Final = 10
 """Commands listed per section of the brief."""
@@ -138,6 +141,11 @@ class Observation:
         """The run ran `command`, whose effect on files is not known."""
         return cls("ran", command)
 
+    @classmethod
+    def listed(cls, path: str) -> Observation:
+        """An output showed that `path` exists (a listing, a glob's matches)."""
+        return cls("listed", path)
+
     @property
     def is_file(self) -> bool:
         """True when `target` is a path (read, created, edited, deleted)."""
@@ -167,6 +175,8 @@ class WorkingMemorySnapshot(_SnapshotLists, total=False):
     """Test and build runs that passed, in order."""
     failed: list[str]
     """Test and build runs that failed, in order."""
+    listed: list[str]
+    """Paths outputs showed exist, oldest first, each once (at most _LISTED_LIMIT)."""
     failing: list[str]
     """The runs whose latest outcome is a failure (what is failing now)."""
     changed: list[str]
@@ -175,6 +185,8 @@ class WorkingMemorySnapshot(_SnapshotLists, total=False):
     """Observations recorded so far."""
 
 
+_KEPT_KINDS: Final = tuple(k for k in OBSERVATION_KINDS if k != "listed")
+"""The kinds kept as lists, every occurrence counted (``listed`` is a set, not counted)."""
 _SNAPSHOT_KEYS: Final = frozenset(
     (*OBSERVATION_KINDS, "changed", "failing", "task", "observations")
 )
@@ -232,6 +244,7 @@ class WorkingMemory:
         "_edited",
         "_failed",
         "_failing",
+        "_listed",
         "_observations",
         "_passed",
         "_ran",
@@ -254,6 +267,7 @@ class WorkingMemory:
         self._failing: dict[str, None] = {}
         # Files created or edited, least recent change first (a re-edit moves to the end).
         self._changed: dict[str, None] = {}
+        self._listed: dict[str, None] = {}
         self._observations = 0
         # brief() ranks every observation; kept until the memory changes (a turn asks
         # for it again with nothing new observed).
@@ -273,6 +287,7 @@ class WorkingMemory:
         out._failed = list(self._failed)
         out._failing = dict(self._failing)
         out._changed = dict(self._changed)
+        out._listed = dict(self._listed)
         out._observations = self._observations
         out._brief = self._brief
         return out
@@ -294,6 +309,9 @@ class WorkingMemory:
 
     def observe(self, observation: Observation) -> None:
         """Record one SUCCESSFUL observation. A blank path or query counts but is not kept."""
+        if observation.kind == "listed":
+            self._list_path(observation.target.strip())
+            return
         self._observations += 1
         self._brief = None
         target = observation.target.strip()
@@ -307,6 +325,18 @@ class WorkingMemory:
             self._failing[target] = None
         elif observation.kind == "passed":
             self._failing.pop(target, None)
+
+    def _list_path(self, path: str) -> None:
+        if path:
+            self._listed.pop(path, None)
+            self._listed[path] = None
+            if len(self._listed) > _LISTED_LIMIT:
+                del self._listed[next(iter(self._listed))]
+
+    @property
+    def known_paths(self) -> frozenset[str]:
+        """Every path the run has seen exist: listed, read or changed (for the mapper)."""
+        return frozenset((*self._listed, *self._read, *self._changed))
 
     def observe_all(self, observations: Iterable[Observation]) -> None:
         """Record several observations, in order."""
@@ -349,6 +379,8 @@ class WorkingMemory:
             snap["failing"] = list(self._failing)
         if self._changed:
             snap["changed"] = list(self._changed)
+        if self._listed:
+            snap["listed"] = list(self._listed)
         if self._task:
             snap["task"] = self._task
         return snap
@@ -376,8 +408,10 @@ class WorkingMemory:
                 f"allowed: {sorted(_SNAPSHOT_KEYS)}."
             )
         memory = cls()
-        for kind in OBSERVATION_KINDS:
+        for kind in _KEPT_KINDS:
             memory._list(kind).extend(_string_list(snapshot, kind))
+        for path in _string_list(snapshot, "listed"):
+            memory._list_path(path)
         failing = (
             _string_list(snapshot, "failing")
             if "failing" in snapshot
@@ -390,7 +424,7 @@ class WorkingMemory:
             else [*memory._created, *memory._edited]
         )
         memory._changed = dict.fromkeys(changed)
-        kept = sum(len(memory._list(k)) for k in OBSERVATION_KINDS)
+        kept = sum(len(memory._list(k)) for k in _KEPT_KINDS)
         memory._observations = _observation_count(snapshot, kept)
         task = snapshot.get("task")
         if task is not None:

@@ -19,10 +19,10 @@ path from a misread command is worse than no path.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import posixpath
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
@@ -196,23 +196,16 @@ def _unwrap(words: list[str]) -> tuple[list[str], bool]:
 def _loop(words: list[str], ctx: Context) -> tuple[str, list[str]] | None:
     """``for f in a.py src/*.md``: the variable, and the paths it takes.
 
-    A glob takes the paths in the output that match it (the loop's body printed them), so
-    a file is named only when the run showed it.
+    A glob takes the paths the output shows (the loop's body printed them) or the run
+    showed before (:meth:`Context.glob`), so a file is named only when the run saw it.
     """
     if len(words) < 3 or words[1] != "in":
         return None
-    shown = _PATH_WORD.findall(ctx.output)
     values: list[str] = []
     for word in words[2:]:
-        if not _GLOB.search(word):
-            values.append(word)
-        else:
-            values += [p for p in dict.fromkeys(shown) if fnmatch.fnmatchcase(p, word)]
+        taken = ctx.glob(word)
+        values += [word] if taken is None else taken
     return words[0], values
-
-
-_GLOB: Final = re.compile(r"[*?]")
-_PATH_WORD: Final = re.compile(r"[\w./-]+")
 
 
 _WRITE_MODES: Final = re.compile(r"[wax+]")
@@ -286,8 +279,11 @@ def _read_simple(command: _Simple, ctx: Context) -> None:
     elif is_python(name) and len(words) > 1 and ctx.path(words[1]) in ctx.scripts:
         for path in python_writes(ctx.scripts[ctx.path(words[1]) or ""]):
             ctx.add("edited", path)
-    elif name not in _QUIET:
-        ctx.reading.unread.append(name)
+    else:
+        if name not in _QUIET:
+            ctx.reading.unread.append(name)
+        for word in words[1:]:  # ``wc -l docs/*.md``: the output shows what the glob took
+            ctx.glob(word)
 
 
 def _read_line(command: str, ctx: Context) -> None:
@@ -304,7 +300,9 @@ def _read_line(command: str, ctx: Context) -> None:
 _CURRENT_DIR: Final = re.compile(r"^\(Current directory: (/[^)\n]*)\)", re.M)
 
 
-def read_shell_command(command: str, *, output: str = "", cwd: str | None = None) -> ShellReading:
+def read_shell_command(
+    command: str, *, output: str = "", cwd: str | None = None, known: Collection[str] = ()
+) -> ShellReading:
     """Read a shell command line into what it did, without running it.
 
     Args:
@@ -314,6 +312,8 @@ def read_shell_command(command: str, *, output: str = "", cwd: str | None = None
             (SWE-agent's ``edit``) and for SWE-agent's ``(Current directory: ...)``.
         cwd: The directory relative paths are resolved against; by default, the one
             SWE-agent's output names, else paths stay relative as written.
+        known: Paths earlier calls showed exist (the run's listings): what a glob whose
+            matches the output does not show (``for f in docs/*.md; ...`` cut short) takes.
 
     Example:
         >>> r = read_shell_command("cd /repo && grep -n 'def save' src/base.py | head -5")
@@ -324,8 +324,9 @@ def read_shell_command(command: str, *, output: str = "", cwd: str | None = None
     """
     if cwd is None and (m := _CURRENT_DIR.search(output[-400:])):
         cwd = m.group(1)
-    ctx = Context(cwd, output, ShellReading())
+    ctx = Context(cwd, output, ShellReading(), known=known)
     _read_line(command.strip(), ctx)
+    ctx.list_output()
     return ctx.reading
 
 

@@ -8,9 +8,10 @@ commands; each is looked up here by name (``cat``, ``sed``, ``grep``, ``git``, S
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -20,6 +21,10 @@ from langchain_builderforce_memory.working.patch import patch_observations
 __all__ = ["COMMANDS", "Context", "ShellReading", "git", "patch", "split_options"]
 
 _UNSAFE: Final = re.compile(r"[$`*?\[\]{}~<>|;&]|://")
+_GLOB_ONLY: Final = re.compile(r"[$`{}~<>|;&]|://")
+"""What a glob word must not hold besides ``*``, ``?`` and ``[...]``: it is matched as it is."""
+_GLOB: Final = re.compile(r"[*?\[]")
+_PATH_WORD: Final = re.compile(r"[\w./-]+")
 _ASSIGNMENT: Final = re.compile(r"^[A-Za-z_]\w*=")
 _UNKNOWN_DIR: Final = "\0"
 
@@ -34,6 +39,8 @@ class ShellReading:
     """Test and build runs, each as its command (pipes and redirects left out)."""
     unread: list[str] = field(default_factory=list)
     """Commands whose effect on files is not known (``python x.py``, ``pip install``)."""
+    listed: dict[str, None] = field(default_factory=dict)
+    """Paths the output shows exist (a listing, the files a glob took), in order."""
 
 
 @dataclass(slots=True)
@@ -48,6 +55,12 @@ class Context:
     """A ``for`` loop's variable and the paths it takes, while its body is read."""
     scripts: dict[str, str] = field(default_factory=dict)
     """Python scripts this command line wrote from a heredoc, by path, for a later run."""
+    known: Collection[str] = ()
+    """Paths earlier calls of the run showed exist: what a glob the output hides can take."""
+    listings: list[tuple[str | None, bool]] = field(default_factory=list)
+    """The listing commands of the line: the directory, and whether the output holds names
+    under it (``ls``) rather than paths (``find``, ``rg --files``, ``git ls-files``)."""
+    _shown: list[str] | None = None
 
     def path(self, word: str) -> str | None:
         """``word`` as a path resolved against the current directory, or ``None``."""
@@ -59,11 +72,37 @@ class Context:
             return None
         return posixpath.normpath(posixpath.join(self.cwd, word) if self.cwd else word)
 
+    def glob(self, word: str, *, known: bool = True) -> list[str] | None:
+        """The paths glob ``word`` takes, sorted as a shell expands it; ``None``: no glob.
+
+        A path is taken when the output shows it (and is then listed) or, with ``known``,
+        when an earlier call of the run did: a truncated output does not hide a file the
+        run has seen. Each ``/``-separated part is matched on its own, as the shell does.
+        """
+        if not _GLOB.search(word) or _GLOB_ONLY.search(word) or word.startswith("-"):
+            return None
+        if self.cwd == _UNKNOWN_DIR and not word.startswith("/"):
+            return []
+        pattern = posixpath.normpath(posixpath.join(self.cwd or "", word))
+        if self._shown is None:
+            self._shown = [p for w in _PATH_WORD.findall(self.output) if (p := self.path(w))]
+        shown = [p for p in self._shown if _glob_match(p, pattern)]
+        self.reading.listed.update(dict.fromkeys(shown))
+        earlier = (p for p in self.known if known and _glob_match(p, pattern))
+        return sorted({*shown, *earlier})
+
     def add(self, kind: FileKind, word: str) -> None:
         """Record ``word`` as a path ``kind``; a word that is no literal path is unread."""
         if self.loop is not None and word in (f"${self.loop[0]}", f"${{{self.loop[0]}}}"):
             for value in self.loop[1]:
                 self.add(kind, value)
+            return
+        # A change is taken from what the output shows only: ``gofmt -w pkg/*.go`` rewrites
+        # the files that needed it, which no listing tells.
+        taken = self.glob(word, known=kind == "read")
+        if taken:
+            for value in taken:
+                self.reading.observations.append(Observation(kind, value))
             return
         path = self.path(word)
         if path is None:
@@ -72,6 +111,30 @@ class Context:
         elif path not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
             self.reading.observations.append(Observation(kind, path))
 
+    def list_output(self) -> None:
+        """Take the paths the output lists as shown to exist, when one command listed them.
+
+        Two listings in one line (``ls a && ls b``) share one output that cannot be told
+        apart, so neither is read. A name must look like a file (``x.py``, ``dir/x``): a
+        harness's own header lines are not paths.
+        """
+        if len(self.listings) != 1:
+            return
+        base, names = self.listings[0]
+        output = self.output.split("\nOutput:\n", 1)[-1]  # Codex's header
+        for line in _TAGS.sub("", output).splitlines():
+            words = line.split()
+            if names and words and _LONG_LISTING.match(words[0]):
+                words = words[-1:]
+            elif not names:
+                words = words if len(words) == 1 else []
+            for word in words:
+                if not _LISTED.fullmatch(word) or ("." not in word and "/" not in word.strip("/")):
+                    continue
+                path = self.path(posixpath.join(base or ".", word) if names else word)
+                if path is not None:
+                    self.reading.listed[path] = None
+
     def search(self, tool: str, query: str, scopes: list[str]) -> None:
         """Record a search for ``query`` by ``tool`` in ``scopes`` (resolved paths)."""
         where = [p for p in (self.path(s) for s in scopes) if p]
@@ -79,6 +142,21 @@ class Context:
         self.reading.observations.append(
             Observation.searched(f"{text} in {' '.join(where)}" if where else text)
         )
+
+
+_TAGS: Final = re.compile(r"</?(?:output|returncode)>")
+"""mini-swe-agent's output markup."""
+_LONG_LISTING: Final = re.compile(r"^[-dlbcps][-rwxsStT@+.]{9}")
+"""The mode column of ``ls -l``: the name is the line's last word."""
+_LISTED: Final = re.compile(r"(?:\.\.?/)*\.?\w[\w.@+-]*(?:/[\w.@+-]+)*/?")
+
+
+def _glob_match(path: str, pattern: str) -> bool:
+    """Whether ``path`` is one the shell's ``pattern`` takes (``*`` never crosses a ``/``)."""
+    parts, wanted = path.split("/"), pattern.split("/")
+    return len(parts) == len(wanted) and all(
+        fnmatch.fnmatchcase(p, w) for p, w in zip(parts, wanted, strict=True)
+    )
 
 
 def split_options(args: list[str], valued: frozenset[str]) -> tuple[list[str], list[str]]:
@@ -147,6 +225,10 @@ class _Grep:
 
     def __call__(self, args: list[str], ctx: Context) -> None:
         flags, operands = split_options(args, _GREP_VALUED)
+        if "--files" in flags:  # rg --files [dir]: a listing, not a search for "dir"
+            ctx.search(f"{self.tool} --files", "", operands or ["."])
+            ctx.listings.append((None, False))
+            return
         patterns = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-e"]
         if not patterns:
             if not operands:
@@ -158,6 +240,9 @@ class _Grep:
         )
         if operands or recursive or ctx.from_stdin:
             ctx.search(self.tool, patterns[0], operands)
+
+
+_FIND_OUTPUTS: Final = ("-exec", "-ok", "-print0", "-printf", "-fprint", "-ls")
 
 
 def _find(args: list[str], ctx: Context) -> None:
@@ -175,11 +260,16 @@ def _find(args: list[str], ctx: Context) -> None:
         for j, a in enumerate(expr[:-1])
         if a in ("-name", "-iname", "-path", "-ipath", "-regex", "-wholename")
     ]
+    if not any(a.startswith(_FIND_OUTPUTS) for a in expr):  # else it prints no path list
+        ctx.listings.append((None, False))
     ctx.search("find", " ".join(names), paths or ["."])
 
 
 def _ls(args: list[str], ctx: Context) -> None:
-    operands = split_options(args, frozenset(("-I", "--ignore", "-L")))[1] or ["."]
+    flags, operands = split_options(args, frozenset(("-I", "--ignore", "-L")))
+    operands = operands or ["."]
+    if len(operands) == 1 and not any("R" in f for f in flags if not f.startswith("--")):
+        ctx.listings.append((operands[0], True))
     for word in operands:
         path = ctx.path(word)
         if path is not None:
@@ -254,7 +344,7 @@ def patch(args: list[str], ctx: Context, stdin: str | None) -> None:
         ctx.reading.unread.append("patch")
 
 
-_GIT_QUERIES: Final = frozenset(("diff", "show", "log", "blame", "status"))
+_GIT_QUERIES: Final = frozenset(("diff", "show", "log", "blame", "status", "ls-files"))
 _PATHS_UPDATED: Final = re.compile(r"^Updated \d+ paths? from", re.M)
 """What ``git checkout <path>`` prints: the operands were paths, not a branch."""
 
@@ -266,6 +356,8 @@ def git(args: list[str], ctx: Context, stdin: str | None) -> None:
             ctx.cwd = ctx.path(args[1]) or _UNKNOWN_DIR
         args = args[2:] if args[0] != "--no-pager" else args[1:]
     sub, rest = (args[0], args[1:]) if args else ("", [])
+    if sub == "ls-files":
+        ctx.listings.append((None, False))
     if sub in _GIT_QUERIES:
         words = [w for w in rest if not _UNSAFE.search(w)]
         ctx.reading.observations.append(Observation.searched(" ".join(["git", sub, *words])))

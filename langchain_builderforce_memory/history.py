@@ -75,7 +75,7 @@ from langchain_builderforce_memory.transcript.summary import (
     resolve_summarizer,
     summarize_transcript,
 )
-from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, MessageCeiling
 
 __all__ = ["CompactingChatMessageHistory"]
 
@@ -111,7 +111,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             less its reply reserve), as the middleware takes it.
         model: The chat model the history feeds (or a ``"provider:model"`` string): only
             read to resolve a fractional ``max_tokens``.
-        max_messages: Conversation messages the view may hold.
+        max_messages: Conversation messages the view may hold (``"auto"``: see FoldPolicy).
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
             fold's share of the room left, so a small budget still folds rarely).
         token_counter: How to count (default: the approximate estimate).
@@ -150,7 +150,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         summarizer: SummarizerLike | None = None,
         max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
         model: Runnable[Any, Any] | str | None = None,
-        max_messages: int | None = HISTORY_WINDOW,
+        max_messages: MessageCeiling = "auto",
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         token_counter: TokenCounterLike = None,
         timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT,

@@ -49,8 +49,11 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "changes; a 25% margin until the first response). ``False``: our count only."
         ),
         "max_messages": (
-            "Conversation messages the view may hold (system messages excluded); ``None``: "
-            "no message ceiling, the token budget decides."
+            "Conversation messages the view may hold (system messages excluded). ``\"auto\"`` "
+            "(the default): the seed's 80, raised to one message per 200 tokens of "
+            "``max_tokens`` (160 at 32k), so small messages do not make the fold call the "
+            "summarizer long before the budget is used; ``None``: no message ceiling, the "
+            "token budget decides."
         ),
         "tail_tokens": (
             "Tokens a fold keeps verbatim after its note (the fold also caps it by its share "

@@ -147,10 +147,13 @@ assert summarizer_calls == len(folds)
 # (With shorter loops the window saws under the budget, a quarter of it dropped
 # at a time.)
 #
-# The fold stays under the budget throughout: at each fold it drops to ~40k tokens
-# of verbatim tail plus one note, restates the directive, then grows for ~20k tokens
-# of new work before the next fold: one summarizer call per ~20k tokens of work,
-# never one per turn, and what it folds lives on in the note.
+# The fold stays under the budget throughout. Between folds the clear tier makes
+# room first: the oldest tool results are replaced by one-line placeholders (the
+# record keeps them), a batch at a time, so the prefix holds between batches. Only
+# when clearing is not enough does it fold: the older part becomes one note, the
+# directive is restated and the files in use are re-attached. In this run that is
+# two summarizer calls in 240 model calls, never one per turn, and what it folds
+# lives on in the note.
 
 # %%
 x = range(1, len(rows) + 1)

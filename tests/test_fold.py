@@ -411,8 +411,8 @@ async def test_a_refold_summarizes_the_held_note_plus_exactly_the_messages_since
 
 
 async def test_a_message_count_overflow_folds_too(build: Build) -> None:
-    record = tool_loop(50, 10)  # 101 small messages: over the 80-message window only
-    out = await build(record, summarizer=ScriptedSummarizer())
+    record = tool_loop(50, 10)  # 101 small messages: over an 80-message window only
+    out = await build(record, summarizer=ScriptedSummarizer(), max_messages=80)
     assert out.mode == "folded"
     assert len(out.messages) <= 80
     assert request_problems(out.messages) == []

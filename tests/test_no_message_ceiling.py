@@ -77,7 +77,40 @@ def test_the_policy_reads_none_as_an_unreachable_cap() -> None:
     assert policy.tail_message_cap == policy.max_tail_messages
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "80"])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "80", "Auto"])
 def test_a_bad_ceiling_names_the_field_and_none(bad: object) -> None:
-    with pytest.raises(ValueError, match=r"max_messages must be a positive int, or None"):
+    with pytest.raises(ValueError, match=r"max_messages must be a positive int, 'auto' .* or None"):
         windowed(RECORD, max_messages=bad)  # type: ignore[arg-type]
+
+
+# ------------------------------------------ "auto": the default ceiling, from the budget
+
+
+def test_auto_is_one_message_per_200_budget_tokens_never_under_80() -> None:
+    for budget, ceiling in ((4_000, 80), (16_000, 80), (32_000, 160), (64_000, 320)):
+        assert FoldPolicy(max_tokens=budget).max_messages == ceiling
+        assert MemoryPolicy(max_tokens=budget).fold_policy.max_messages == ceiling
+
+
+def test_auto_counts_from_the_users_budget_so_calibration_does_not_move_the_cut() -> None:
+    # The provider's ratio is learned turn by turn: the ceiling, and so the window's cut
+    # points, must not follow it.
+    for factor in (0.8, 1.25, 1.3):
+        assert FoldPolicy(max_tokens=32_000).scaled(factor).max_messages == 160
+        assert MemoryPolicy(max_tokens=32_000).scaled(factor).fold_policy.max_messages == 160
+
+
+def test_small_messages_no_longer_call_the_summarizer_at_80() -> None:
+    calls: list[int] = []
+
+    def summarizer(prompt: object) -> str:
+        calls.append(1)
+        return "note"
+
+    record = RECORD[:121]  # 121 short messages: far under 32k tokens
+    out = build_working_transcript(record, summarizer=summarizer, max_tokens=32_000)
+    assert (out.mode, calls) == ("verbatim", [])
+    seed = build_working_transcript(
+        record, summarizer=summarizer, max_tokens=32_000, max_messages=80
+    )
+    assert (seed.mode, len(calls)) == ("folded", 1)

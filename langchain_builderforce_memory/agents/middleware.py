@@ -102,7 +102,7 @@ from langchain_builderforce_memory.transcript.summary import (
     DEFAULT_SUMMARIZER_TIMEOUT,
     SummarizerLike,
 )
-from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, MessageCeiling
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = ["BuilderforceMemoryMiddleware", "BuilderforceMemoryState"]
@@ -214,7 +214,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         summarizer: SummarizerLike | None = None,
         *,
         max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
-        max_messages: int | None = HISTORY_WINDOW,
+        max_messages: MessageCeiling = "auto",
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         min_tail_messages: int = COMPACT_TAIL_TURNS,
         max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,

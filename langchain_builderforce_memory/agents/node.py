@@ -79,7 +79,7 @@ from langchain_builderforce_memory.transcript.summary import (
     DEFAULT_SUMMARIZER_TIMEOUT,
     SummarizerLike,
 )
-from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, MessageCeiling
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = [
@@ -210,7 +210,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         view_key: str = DEFAULT_VIEW_KEY,
         overwrite_messages: bool = False,
         max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET,
-        max_messages: int | None = HISTORY_WINDOW,
+        max_messages: MessageCeiling = "auto",
         tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
         min_tail_messages: int = COMPACT_TAIL_TURNS,
         max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,

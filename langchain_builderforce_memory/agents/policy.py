@@ -26,7 +26,11 @@ from langchain_builderforce_memory.transcript.memo import (
     FoldPolicy,
 )
 from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_TIMEOUT
-from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET, HISTORY_WINDOW
+from langchain_builderforce_memory.transcript.window import (
+    HISTORY_TOKEN_BUDGET,
+    MessageCeiling,
+    auto_ceiling,
+)
 
 __all__ = [
     "CODE_MAP_LIMIT",
@@ -152,7 +156,7 @@ class MemoryPolicy:
 
     # Each field's paragraph is in options.OPTION_DOCS, shared with the adapters' docs.
     max_tokens: MaxTokens = HISTORY_TOKEN_BUDGET
-    max_messages: int | None = HISTORY_WINDOW
+    max_messages: MessageCeiling = "auto"
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     min_tail_messages: int = COMPACT_TAIL_TURNS
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES
@@ -251,6 +255,9 @@ class MemoryPolicy:
         reserve = min(math.floor(self.tail_reserve_tokens / factor), top - 1)
         return replace(
             self,
+            # "auto" counts from the user's budget, not the scaled one: the ceiling, and so
+            # the window's cut points, stay put while the provider's ratio is learned.
+            max_messages=auto_ceiling(self.max_messages, self.budget),
             max_tokens=top,
             tail_tokens=max(1, math.floor(self.tail_tokens / factor)),
             tail_reserve_tokens=max(0, reserve),
@@ -312,7 +319,7 @@ class MemoryPolicy:
         """The fold's numbers under this policy (its budget is :attr:`fold_budget`)."""
         return FoldPolicy(
             max_tokens=self.fold_budget,
-            max_messages=self.max_messages,
+            max_messages=auto_ceiling(self.max_messages, self.budget),
             tail_tokens=self.tail_tokens,
             min_tail_messages=self.min_tail_messages,
             max_tail_messages=self.max_tail_messages,

@@ -80,7 +80,7 @@ from langchain_builderforce_memory.transcript.view import (
 )
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
-    HISTORY_WINDOW,
+    MessageCeiling,
     windowed,
 )
 from langchain_builderforce_memory.validity import log_repairs, repair_request
@@ -367,7 +367,7 @@ def build_working_transcript(
     summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
-    max_messages: int | None = HISTORY_WINDOW,
+    max_messages: MessageCeiling = "auto",
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
@@ -397,7 +397,8 @@ def build_working_transcript(
             (held note, else the window).
         system_prompt: Put in front of the record's own system messages.
         max_tokens: Tokens the view may hold.
-        max_messages: Conversation messages the view may hold (``None``: no ceiling).
+        max_messages: Conversation messages the view may hold: ``"auto"``, one per 200
+            tokens of ``max_tokens`` and at least 80; ``None``: no ceiling.
         tail_tokens: Tokens the verbatim tail may keep after a fold.
         min_tail_messages: The fewest messages the tail keeps, however large.
         max_tail_messages: The most messages the tail keeps.
@@ -453,7 +454,7 @@ async def abuild_working_transcript(
     summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
-    max_messages: int | None = HISTORY_WINDOW,
+    max_messages: MessageCeiling = "auto",
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,

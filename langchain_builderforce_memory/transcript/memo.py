@@ -18,7 +18,8 @@ from langchain_builderforce_memory.calibration import scaled_tokens
 from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_TIMEOUT
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
-    HISTORY_WINDOW,
+    MessageCeiling,
+    auto_ceiling,
     message_ceiling,
     validate_budget,
 )
@@ -178,9 +179,10 @@ class FoldPolicy:
 
     max_tokens: int = HISTORY_TOKEN_BUDGET
     """Tokens a view may hold, leading system messages (and ``system_prompt``) included."""
-    max_messages: int | None = HISTORY_WINDOW
-    """Conversation messages a view may hold (system messages excluded); ``None``: no
-    message ceiling, the token budget decides."""
+    max_messages: MessageCeiling = "auto"
+    """Conversation messages a view may hold (system messages excluded); ``"auto"``: the
+    seed's 80, raised to one per 200 tokens of ``max_tokens`` (resolved here, so a scaled
+    policy keeps the count); ``None``: no message ceiling, the token budget decides."""
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     """Tokens the verbatim tail may keep after a fold (also capped by :data:`TAIL_SHARE`)."""
     min_tail_messages: int = COMPACT_TAIL_TURNS
@@ -206,6 +208,7 @@ class FoldPolicy:
 
     def __post_init__(self) -> None:
         validate_budget(max_messages=self.max_messages, max_tokens=self.max_tokens)
+        object.__setattr__(self, "max_messages", auto_ceiling(self.max_messages, self.max_tokens))
         backoff: object = self.backoff_tokens
         if backoff is not None and (
             isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 1
@@ -316,4 +319,4 @@ class FoldPolicy:
     @property
     def message_cap(self) -> int:
         """``max_messages`` as a number (``None``, no ceiling, is an unreachable one)."""
-        return message_ceiling(self.max_messages)
+        return message_ceiling(auto_ceiling(self.max_messages, self.max_tokens))

@@ -32,7 +32,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
@@ -57,12 +57,15 @@ from langchain_builderforce_memory.transcript.elide import (
 from langchain_builderforce_memory.validity import log_repairs, repair_request, system_as_user
 
 __all__ = [
+    "AUTO_TOKENS_PER_MESSAGE",
     "HISTORY_TOKEN_BUDGET",
     "HISTORY_TOKEN_DROP_CHUNK",
     "HISTORY_WINDOW",
     "HISTORY_WINDOW_DROP_CHUNK",
     "NO_MESSAGE_CEILING",
+    "MessageCeiling",
     "WindowCut",
+    "auto_ceiling",
     "message_ceiling",
     "message_window_start",
     "still_in_working_context",
@@ -99,15 +102,43 @@ budget, so a drop leaves the window at ~75% and the next waits for ~16k tokens o
 NO_MESSAGE_CEILING: Final = sys.maxsize
 """What ``max_messages=None`` (no message ceiling) is worked with: the token budget decides."""
 
+MessageCeiling: TypeAlias = "int | Literal['auto'] | None"
+"""What ``max_messages=`` takes: a count, ``"auto"`` (see :func:`auto_ceiling`) or ``None``."""
 
-def validate_budget(*, max_messages: int | None, max_tokens: int) -> None:
+AUTO_TOKENS_PER_MESSAGE: Final = 200
+"""``max_messages="auto"`` raises the seed's 80 to one message per this many budget tokens."""
+
+
+def auto_ceiling(max_messages: MessageCeiling, max_tokens: int) -> int | None:
+    """``max_messages`` as a count or ``None``: ``"auto"`` is ``max(80, max_tokens // 200)``.
+
+    The seed's 80 binds long before the token budget when messages are small (real
+    agents' tool calls, a chat), and each time it binds the fold calls the summarizer.
+    Raised to one message per 200 budget tokens, it binds only when the messages average
+    under 200 tokens; measured on the recorded runs in ``benchmarks/recorded_runs.md``.
+
+    Example:
+        >>> auto_ceiling("auto", 8_000), auto_ceiling("auto", 32_000), auto_ceiling(50, 32_000)
+        (80, 160, 50)
+    """
+    if max_messages == "auto":
+        return max(HISTORY_WINDOW, max_tokens // AUTO_TOKENS_PER_MESSAGE)
+    return max_messages
+
+
+def validate_budget(*, max_messages: MessageCeiling, max_tokens: int) -> None:
     """Raise a ``ValueError`` naming the bad policy number and the fix."""
-    if max_messages is not None and (
-        isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1
+    if (
+        max_messages is not None
+        and max_messages != "auto"
+        and (
+            isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1
+        )
     ):
         msg = (
-            f"max_messages must be a positive int, or None for no message ceiling (default "
-            f"{HISTORY_WINDOW}); got {max_messages!r}."
+            f"max_messages must be a positive int, 'auto' (one message per "
+            f"{AUTO_TOKENS_PER_MESSAGE} budget tokens, at least {HISTORY_WINDOW}), or None for "
+            f"no message ceiling; got {max_messages!r}."
         )
         raise ValueError(msg)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
@@ -238,7 +269,7 @@ def _sums_and_directive(
 def windowed(
     messages: Sequence[MessageLikeRepresentation],
     *,
-    max_messages: int | None = HISTORY_WINDOW,
+    max_messages: MessageCeiling = HISTORY_WINDOW,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
     token_counter: TokenCounterLike = None,
     facts: RecordFacts | None = None,
@@ -259,7 +290,8 @@ def windowed(
         messages: The full record, oldest first (messages, or the tuples and dicts
             ``convert_to_messages`` takes).
         max_messages: Conversation messages the view may hold (system messages excluded);
-            ``None``: no message ceiling, the token budget decides.
+            ``"auto"``: see :func:`auto_ceiling`; ``None``: no message ceiling, the token
+            budget decides.
         max_tokens: Tokens the view may hold, leading system messages included.
         token_counter: How to count (default: the seed's approximate estimate, or the
             counter of ``facts``).
@@ -281,6 +313,7 @@ def windowed(
         (61, 'u20')
     """
     validate_budget(max_messages=max_messages, max_tokens=max_tokens)
+    ceiling = auto_ceiling(max_messages, max_tokens)
     messages = as_messages(messages, where="windowed")
     counter = _counter_of(token_counter, facts)
     lead = leading_system_count(messages)
@@ -299,14 +332,14 @@ def windowed(
     )
     cut = window_cut(
         convo,
-        max_messages=message_ceiling(max_messages),
+        max_messages=message_ceiling(ceiling),
         max_tokens=max(1, max_tokens - system_tokens),
         token_counter=counter,
         facts=facts,
     )
     shown = window_view(convo, cut)
     restart = thinking_restart(shown)
-    if restart > 0 and len(shown) >= message_ceiling(max_messages):
+    if restart > 0 and len(shown) >= message_ceiling(ceiling):
         # The current turn opens without thinking and a later step has it (thinking
         # turned on mid-turn): the repair would start a new turn there, one message more
         # than the window holds. Open the turn on that step instead; the steps before it

@@ -63,7 +63,6 @@ from contenders import NOTE, NoteModel, common_prefix
 from langchain_builderforce_memory import TiktokenCounter, request_problems, windowed
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import count_tokens
-from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.window import MessageCeiling
 from tests.helpers import load_transcript, transcript_files
@@ -129,7 +128,7 @@ class Ours:
             max_messages=self.max_messages,
             clear_tool_results=self.clear,
         )
-        self.state = memo_state(out.memo, out.backoff, out.horizon)
+        self.state = out.state.to_dict()
         return out.messages
 
 

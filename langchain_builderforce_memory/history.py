@@ -49,13 +49,13 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
     FoldPolicy,
     finish_working_transcript,
 )
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
+from langchain_builderforce_memory.transcript.fold_state import SummarizerBackoff
 from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,

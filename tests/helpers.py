@@ -656,7 +656,7 @@ def working_turn(
     **options: int,
 ) -> WorkingTranscript:
     """One turn of ``build_working_transcript`` over ``prefix`` with the carried ``state``
-    (``memo_state``'s dict), a 400-character scripted note and a roomy message cap."""
+    (``FoldState.to_dict()``), a 400-character scripted note and a roomy message cap."""
     from langchain_builderforce_memory.transcript.fold import build_working_transcript
 
     return build_working_transcript(

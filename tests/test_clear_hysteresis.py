@@ -2,7 +2,7 @@
 
 Moving the horizon the least that fits moved the front of the request by one tool result
 about every second turn (each move a provider prefix-cache miss of everything after it).
-Now the horizon is carried beside the memo (``memo_state(..., horizon)``), held while the
+Now the horizon is carried beside the memo (in ``FoldState``), held while the
 view fits, and moved once, far enough that the view lands ``clear_at_least`` under the
 budget, so each move buys turns of pure appends. A resumed thread (the state through JSON,
 a fresh process's caches) builds the same views.
@@ -28,7 +28,6 @@ from langchain_builderforce_memory.testing import (
     coding_tools,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.clear import (
     CLEARED_KIND,
     clearable,
@@ -38,10 +37,10 @@ from langchain_builderforce_memory.transcript.clear import (
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
 )
+from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
     choose_horizon,
-    parse_horizon,
 )
 from langchain_builderforce_memory.validity import request_problems
 
@@ -58,7 +57,7 @@ BUDGET = 64_000
 
 
 def _carried(out: WorkingTranscript) -> dict[str, object] | None:
-    return memo_state(out.memo, out.backoff, out.horizon)
+    return out.state.to_dict()
 
 
 def _moves(views: list[list[BaseMessage]]) -> list[int]:
@@ -95,7 +94,7 @@ def test_the_horizon_holds_while_the_view_fits_and_each_move_buys_several_turns(
     assert min(gaps) >= 5
 
 
-def test_the_held_horizon_is_carried_in_the_memo_state_and_kept_unchanged_while_it_fits() -> None:
+def test_the_held_horizon_is_carried_in_the_fold_state_and_kept_unchanged_while_it_fits() -> None:
     outs = _run(read_loop(60))
     held = [o.horizon for o in outs if o.horizon is not None]
     assert held
@@ -105,7 +104,7 @@ def test_the_held_horizon_is_carried_in_the_memo_state_and_kept_unchanged_while_
     assert ends == sorted(ends)
     state = _carried(outs[-1])
     assert state is not None
-    assert parse_horizon(state) == outs[-1].horizon
+    assert FoldState.from_dict(state).horizon == outs[-1].horizon
     assert json.loads(json.dumps(state)) == state
 
 
@@ -140,7 +139,8 @@ def test_a_held_horizon_whose_result_is_gone_or_unreadable_is_dropped() -> None:
     assert foreign.horizon.last_id.startswith("t")
     assert count_tokens(foreign.messages) <= BUDGET - 32_000 + 3_100  # lands half under
     for junk in ({CLEAR_HORIZON_KEY: "x"}, {CLEAR_HORIZON_KEY: {"end": True, "last_id": 1}}):
-        assert parse_horizon(junk) is None
+        with pytest.raises(ValueError, match=CLEAR_HORIZON_KEY):
+            FoldState.from_dict(junk)
         assert working_turn(record, junk).messages == out.messages
 
 

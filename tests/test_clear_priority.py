@@ -19,7 +19,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_builderforce_memory.incremental import clear_caches
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.clear import (
     CLEARED_KIND,
     cleared_result,
@@ -29,10 +28,10 @@ from langchain_builderforce_memory.transcript.clear import (
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
 )
+from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
     ClearHorizon,
-    parse_horizon,
 )
 from langchain_builderforce_memory.transcript.view import ClearStep, clear_range, with_clear
 from langchain_builderforce_memory.validity import request_problems
@@ -183,7 +182,9 @@ def test_an_old_carried_horizon_without_the_priority_fields_parses_and_works() -
     first = working_turn(record[:-20], None)
     assert first.horizon is not None
     state = {CLEAR_HORIZON_KEY: {"end": first.horizon.end, "last_id": first.horizon.last_id}}
-    assert parse_horizon(state) == ClearHorizon(first.horizon.end, first.horizon.last_id)
+    assert FoldState.from_dict(state).horizon == ClearHorizon(
+        first.horizon.end, first.horizon.last_id
+    )
     out = working_turn(record, state)
     assert count_tokens(out.messages) <= BUDGET
     assert request_problems(out.messages) == []
@@ -200,7 +201,7 @@ def test_after_a_fold_the_tails_search_outputs_are_cleared_and_the_prefix_then_h
     for prefix in model_turns(record):
         out = working_turn(prefix, state, max_messages=60)  # folds every ~30 units
         outs.append(out)
-        state = memo_state(out.memo, out.backoff, out.horizon)
+        state = out.state.to_dict()
     folds = [i for i, o in enumerate(outs) if o.fold is not None]
     assert folds
     checked = 0

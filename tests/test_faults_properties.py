@@ -29,8 +29,8 @@ from langchain_builderforce_memory.tokens import (
     TokenCounter,
     count_tokens,
 )
-from langchain_builderforce_memory.transcript.backoff import memo_state
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.plan import (
     note_reserve,
 )
@@ -125,7 +125,7 @@ def test_every_view_is_valid_in_budget_and_every_fault_logged_once_a_span(
                 # (the record's leading system messages, counted by this counter).
                 assert "cannot hold the system prompt" in str(exc)  # noqa: PT017
                 continue
-            memo = memo_state(out.memo, out.backoff)
+            memo = FoldState(out.memo, out.backoff).to_dict()
             attempts += out.summarizer_calls
             view = out.messages
             assert request_problems(view) == []

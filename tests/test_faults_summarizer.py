@@ -15,12 +15,12 @@ from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.agents.state import MEMO_KEY
 from langchain_builderforce_memory.guarded import call_guarded
 from langchain_builderforce_memory.tokens import TiktokenCounter, TokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.backoff import SUMMARIZER_BACKOFF_KEY
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
     WorkingTranscript,
     build_working_transcript,
 )
+from langchain_builderforce_memory.transcript.fold_state import SUMMARIZER_BACKOFF_KEY
 from langchain_builderforce_memory.transcript.memo import FoldPolicy
 from langchain_builderforce_memory.transcript.summary import (
     DEFAULT_SUMMARIZER_TIMEOUT,

@@ -30,7 +30,6 @@ from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
     RunMemoryState,
-    parse_memo,
     read_run_memory,
     scoped_record,
     state_get,
@@ -71,10 +70,9 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.backoff import memo_state, parse_backoff
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
-from langchain_builderforce_memory.transcript.horizon import parse_horizon
+from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.memo import FoldPolicy
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import (
@@ -220,7 +218,7 @@ class MemoryCore:
             record=scoped_record(source),
             system=system,
             memo_raw=memo_raw,
-            memo=parse_memo(memo_raw),
+            fold=FoldState.read(memo_raw, where=MEMO_KEY),
             run=run,
             run_changed=changed,
             brief=brief,
@@ -335,15 +333,15 @@ class MemoryCore:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
         return plan_working_transcript(
             plan.record,
-            memo=plan.memo,
+            memo=plan.fold.memo,
             system_prompt=plan.system,
             policy=fold_policy_of(plan.policy),
             token_counter=self.counter,
             can_summarize=self.summarizer is not None,
             requested=plan.compact is not None,
             focus=plan.compact.focus if plan.compact is not None else None,
-            backoff=parse_backoff(plan.memo_raw),
-            horizon=parse_horizon(plan.memo_raw),
+            backoff=plan.fold.backoff,
+            horizon=plan.fold.horizon,
         )
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
@@ -456,8 +454,8 @@ class MemoryCore:
         update: dict[str, Any] = {}
         # The memo and the summarizer's backoff travel together, so a checkpointed thread
         # keeps both (transcript.backoff is the plan's when nothing changed).
-        new_memo = memo_state(transcript.memo, transcript.backoff, transcript.horizon)
-        old_memo = memo_state(plan.memo, parse_backoff(plan.memo_raw), parse_horizon(plan.memo_raw))
+        new_memo = transcript.state.to_dict()
+        old_memo = plan.fold.to_dict()
         if new_memo != old_memo or (new_memo is None and plan.memo_raw is not None):
             update[MEMO_KEY] = new_memo
         if plan.run is not None and plan.run_changed:

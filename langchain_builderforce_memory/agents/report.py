@@ -14,7 +14,6 @@ from langchain_builderforce_memory.events import Event, FoldEvent, fit_event, vi
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
-from langchain_builderforce_memory.transcript.horizon import parse_horizon
 
 __all__ = ["turn_events"]
 
@@ -49,7 +48,7 @@ def turn_events(
         # little differently, is the usual turn: a DEBUG line.
         shown = view_event(transcript.mode, transcript.steps.as_event())
         horizon = transcript.horizon
-        if horizon is not None and horizon != parse_horizon(plan.memo_raw):
+        if horizon is not None and horizon != plan.fold.horizon:
             events.append(shown)
         else:
             logger.debug("builderforce_memory view: %s", shown)

@@ -34,9 +34,6 @@ from langchain_builderforce_memory.messages import (
     message_id,
     role_of,
 )
-from langchain_builderforce_memory.transcript.backoff import SUMMARIZER_BACKOFF_KEY
-from langchain_builderforce_memory.transcript.fold import CompactMemo
-from langchain_builderforce_memory.transcript.horizon import CLEAR_HORIZON_KEY
 from langchain_builderforce_memory.transcript.markers import (
     last_consolidation_index,
     scope_to_consolidation,
@@ -49,7 +46,6 @@ __all__ = [
     "RunMemoryRead",
     "RunMemoryState",
     "latest_directive",
-    "parse_memo",
     "read_run_memory",
     "reset_scan",
     "scoped_record",
@@ -101,31 +97,6 @@ def state_get(state: object, key: str) -> object:
     if isinstance(state, Mapping):
         return state.get(key)
     return getattr(state, key, None)
-
-
-def parse_memo(raw: object) -> CompactMemo | None:
-    """The memo a state holds; ``None`` (logged) for one that cannot be read.
-
-    Example:
-        >>> parse_memo(None) is None
-        True
-    """
-    if raw is None:
-        return None
-    if isinstance(raw, CompactMemo):
-        return raw
-    if not isinstance(raw, Mapping):
-        logger.warning("ignoring a %s that is not a dict: %r", MEMO_KEY, type(raw).__name__)
-        return None
-    if "note" not in raw and (SUMMARIZER_BACKOFF_KEY in raw or CLEAR_HORIZON_KEY in raw):
-        return None  # a backoff or a clear horizon is held, and no note yet
-    try:
-        return CompactMemo.from_dict(raw)
-    except ValueError:
-        # A memo written by another version or edited by hand: refolding costs one
-        # summarizer call; failing the user's graph over it would cost the run.
-        logger.warning("ignoring an unreadable %s in the graph state", MEMO_KEY, exc_info=True)
-        return None
 
 
 def scoped_record(record: list[BaseMessage]) -> list[BaseMessage]:

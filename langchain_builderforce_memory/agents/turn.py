@@ -25,7 +25,8 @@ from langchain_builderforce_memory.events import Event
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter
-from langchain_builderforce_memory.transcript.fold import CompactMemo, WorkingTranscript
+from langchain_builderforce_memory.transcript.fold import WorkingTranscript
+from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.summary import Summarizer
 from langchain_builderforce_memory.transcript.view import ViewSteps
 
@@ -73,8 +74,8 @@ class TurnPlan:
     """The system prompt sent in front (counted, kept first; not in the record)."""
     memo_raw: object
     """The memo as the state holds it (its identity keys the fold cache)."""
-    memo: CompactMemo | None
-    """The memo, parsed."""
+    fold: FoldState
+    """The fold's state (note, backoff, horizon), parsed once."""
     run: RunMemoryState | None
     """The working memory after reading the record (``None``: working memory off)."""
     run_changed: bool

@@ -37,8 +37,8 @@ from langchain_core.messages import BaseMessage, MessageLikeRepresentation, Syst
 
 from langchain_builderforce_memory.messages import as_messages, message_id
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
-from langchain_builderforce_memory.transcript.backoff import SummarizerBackoff
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
+from langchain_builderforce_memory.transcript.fold_state import FoldState, SummarizerBackoff
 from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.memo import (
     COMPACT_TAIL_MAX_MESSAGES,
@@ -144,14 +144,20 @@ class WorkingTranscript:
     summarizer_calls: int
     """Summarizer calls this turn made (0 or 1; a failed call counts)."""
     backoff: SummarizerBackoff | None = None
-    """Set while the summarizer is backed off after a failure (keep it with the memo:
-    :func:`~langchain_builderforce_memory.transcript.backoff.memo_state`)."""
+    """Set while the summarizer is backed off after a failure (kept in :attr:`state`)."""
     steps: ViewSteps = field(default_factory=ViewSteps)
     """What the view policy cleared, re-attached and elided this turn."""
     horizon: ClearHorizon | None = None
-    """The clear tier's horizon, to hold next turn (keep it with the memo:
-    :func:`~langchain_builderforce_memory.transcript.backoff.memo_state`), so the view's
+    """The clear tier's horizon, to hold next turn (kept in :attr:`state`), so the view's
     prefix stays put until the view no longer fits."""
+
+    @property
+    def state(self) -> FoldState:
+        """What to keep for the next turn: the memo, the backoff and the horizon together.
+
+        Hand it (or its ``to_dict()``, for JSON state) back as the next turn's ``memo=``.
+        """
+        return FoldState(self.memo, self.backoff, self.horizon)
 
 
 def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
@@ -224,7 +230,7 @@ def finish_working_transcript(
     ``summary`` is the summarizer's answer for a ``"fold"`` plan; ``None`` means no
     summary: the view falls back to the held note (its tail shortened to fit the
     budget), else the window, and the summarizer is backed off (see
-    :class:`~langchain_builderforce_memory.transcript.backoff.SummarizerBackoff`).
+    :class:`~langchain_builderforce_memory.transcript.fold_state.SummarizerBackoff`).
     """
     convo, counter, policy = plan.convo, plan.counter, plan.policy
     backoff = plan.backoff
@@ -343,7 +349,7 @@ async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTr
 
 def _plan_turn(
     messages: Sequence[MessageLikeRepresentation],
-    memo: CompactMemo | Mapping[str, object] | None,
+    memo: FoldState | CompactMemo | Mapping[str, object] | None,
     system_prompt: str | SystemMessage | None,
     summarizer: Summarizer | None,
     token_counter: TokenCounterLike,
@@ -363,7 +369,7 @@ def _plan_turn(
 def build_working_transcript(
     messages: Sequence[MessageLikeRepresentation],
     *,
-    memo: CompactMemo | Mapping[str, object] | None = None,
+    memo: FoldState | CompactMemo | Mapping[str, object] | None = None,
     summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,
@@ -387,10 +393,10 @@ def build_working_transcript(
             ``convert_to_messages`` takes); leading system messages are kept in
             front and counted in ``max_tokens``. A leading consolidation marker (what
             ``scope_to_consolidation`` returns first) is shown as a human-role note.
-        memo: Last turn's ``memo_state(result.memo, result.backoff, result.horizon)``
-            (or just ``result.memo`` / its ``to_dict()``: then the summarizer's backoff and
-            the clear tier's horizon are not held, and the horizon is chosen afresh each
-            turn, so the view's prefix moves more often). An unreadable memo, or one
+        memo: Last turn's ``result.state`` (a :class:`~.fold_state.FoldState`) or its
+            ``to_dict()`` (or just ``result.memo``: then the summarizer's backoff and the
+            clear tier's horizon are not held, and the horizon is chosen afresh each
+            turn, so the view's prefix moves more often). An unreadable state, or a memo
             written for a different or rewritten record, is discarded and logged.
         summarizer: A chat model / ``Runnable``, a ``"provider:model"`` string, or a
             function taking the prompt messages and returning text. ``None``: never fold
@@ -450,7 +456,7 @@ def build_working_transcript(
 async def abuild_working_transcript(
     messages: Sequence[MessageLikeRepresentation],
     *,
-    memo: CompactMemo | Mapping[str, object] | None = None,
+    memo: FoldState | CompactMemo | Mapping[str, object] | None = None,
     summarizer: SummarizerLike | None = None,
     system_prompt: str | SystemMessage | None = None,
     max_tokens: int = HISTORY_TOKEN_BUDGET,

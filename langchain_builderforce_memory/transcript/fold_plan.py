@@ -36,21 +36,13 @@ from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.backoff import (
-    SUMMARIZER_BACKOFF_KEY,
-    SummarizerBackoff,
-    parse_backoff,
-)
 from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     elide_message,
 )
-from langchain_builderforce_memory.transcript.horizon import (
-    CLEAR_HORIZON_KEY,
-    ClearHorizon,
-    parse_horizon,
-)
+from langchain_builderforce_memory.transcript.fold_state import FoldState, SummarizerBackoff
+from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.memo import TAIL_SHARE, CompactMemo, FoldPolicy
 from langchain_builderforce_memory.transcript.plan import (
     compact_tail_start_for_budget,
@@ -126,31 +118,9 @@ class FoldPlan:
     message window has no room for it."""
 
 
-def _held_memo(
-    memo: CompactMemo | Mapping[str, object] | None, convo: Sequence[BaseMessage]
-) -> CompactMemo | None:
+def _held_memo(parsed: CompactMemo | None, convo: Sequence[BaseMessage]) -> CompactMemo | None:
     """The memo if it belongs to this record (found again by id after edits), else None."""
-    if memo is None:
-        return None
-    candidate: object = memo
-    if isinstance(candidate, CompactMemo):
-        parsed = candidate
-    elif isinstance(candidate, Mapping):
-        if "note" not in candidate and (
-            SUMMARIZER_BACKOFF_KEY in candidate or CLEAR_HORIZON_KEY in candidate
-        ):
-            return None  # only a backoff or a clear horizon is held, no note yet
-        try:
-            parsed = CompactMemo.from_dict(candidate)
-        except ValueError as exc:
-            logger.warning("build_working_transcript: discarded an unreadable memo: %s", exc)
-            return None
-    else:
-        logger.warning(
-            "build_working_transcript: discarded a memo of type %s (expected CompactMemo or "
-            "its to_dict())",
-            type(candidate).__name__,
-        )
+    if parsed is None:
         return None
     end = parsed.covered_end
     if end <= len(convo) and message_id(convo[end - 1]) == parsed.last_covered_id:
@@ -178,7 +148,7 @@ def _held_memo(
 def plan_working_transcript(
     messages: Sequence[BaseMessage],
     *,
-    memo: CompactMemo | Mapping[str, object] | None = None,
+    memo: FoldState | CompactMemo | Mapping[str, object] | None = None,
     system_prompt: str | SystemMessage | None = None,
     policy: FoldPolicy | None = None,
     token_counter: TokenCounterLike = None,
@@ -193,8 +163,8 @@ def plan_working_transcript(
 
     ``requested``: the agent asked for a fold (``compact_context``): fold now, whatever
     the budget, down to the minimum tail, with ``focus`` in the summarizer prompt.
-    ``horizon``: the clear tier's horizon from last turn (``None``: read from ``memo`` when
-    it is a memo state; see :func:`~.backoff.memo_state`), held while the view fits.
+    ``memo``: last turn's :class:`~.fold_state.FoldState` (or its ``to_dict()``, or a bare
+    memo). ``backoff`` / ``horizon``: given apart, they win over the state's.
 
     Whole record fits -> verbatim (memo reset). Else the clear tier over the record, then
     the held memo's view as is, then cleared. Otherwise fold the held note plus exactly the
@@ -211,10 +181,9 @@ def plan_working_transcript(
     lead = leading_system_count(messages)
     system = [*system_messages(system_prompt), *messages[:lead]]
     convo = messages[lead:]
-    if backoff is None:
-        backoff = parse_backoff(memo)
-    if horizon is None:
-        horizon = parse_horizon(memo)
+    state = FoldState.read(memo, where="build_working_transcript")
+    backoff = backoff if backoff is not None else state.backoff
+    horizon = horizon if horizon is not None else state.horizon
     sums = prefix_sums(convo, counter)
     plan = FoldPlan(
         "verbatim",
@@ -237,13 +206,13 @@ def plan_working_transcript(
     )
     budget = policy.max_tokens
     if requested and can_summarize:
-        asked = _requested_fold(plan, _held_memo(memo, convo), focus)
+        asked = _requested_fold(plan, _held_memo(state.memo, convo), focus)
         if asked is not None:
             return asked
     fits = len(convo) <= policy.message_cap and system_tokens + sums[-1] <= budget
     if fits and not keep_memo:
         return plan
-    held = _held_memo(memo, convo)
+    held = _held_memo(state.memo, convo)
     if fits and held is None:
         return plan
     results = tuple(tool_results(convo, counter))

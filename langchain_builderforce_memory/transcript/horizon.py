@@ -5,8 +5,8 @@ says what may be, and what the working set spares). Moving the horizon the least
 fits, every turn, moved the front of the request by one tool result about every second
 turn (``benchmarks/contenders.py``: 129 of 146 front moves, each a provider prefix-cache
 miss of everything after it). So the horizon is HELD: carried to the next turn beside the
-memo (:class:`ClearHorizon`, under :data:`CLEAR_HORIZON_KEY` in :func:`~langchain_
-builderforce_memory.transcript.backoff.memo_state`, found again by the id of the result
+memo (:class:`ClearHorizon`, under :data:`CLEAR_HORIZON_KEY` in the :class:`~langchain_
+builderforce_memory.transcript.fold_state.FoldState`, found again by the id of the result
 before it), kept while it still makes room, and moved only when the view no longer fits,
 once, so the view lands ``clear_at_least`` under the budget (:func:`choose_horizon`). A
 caller that carries nothing gets a pure function of the record instead: fixed cut points
@@ -40,7 +40,6 @@ __all__ = [
     "clear_cut_points",
     "held_horizon",
     "horizon_of",
-    "parse_horizon",
 ]
 
 CLEAR_HORIZON_KEY: Final = "clear_horizon"
@@ -101,20 +100,6 @@ class ClearHorizon:
 
 def _index(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def parse_horizon(raw: object) -> ClearHorizon | None:
-    """The horizon a memo state holds (``raw`` is the state's memo value), or ``None``.
-
-    Example:
-        >>> parse_horizon({"clear_horizon": {"end": 9, "last_id": "t3"}})
-        ClearHorizon(end=9, last_id='t3', priority_end=0, priority_last_id='')
-    """
-    if isinstance(raw, ClearHorizon):
-        return raw
-    if isinstance(raw, Mapping):
-        return ClearHorizon.from_dict(raw.get(CLEAR_HORIZON_KEY))
-    return None
 
 
 @dataclass(frozen=True, slots=True)

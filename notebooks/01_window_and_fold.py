@@ -39,6 +39,7 @@ import matplotlib.pyplot as plt
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory import (
+    RecordFacts,
     build_working_transcript,
     count_tokens,
     request_problems,
@@ -74,9 +75,11 @@ def note_writer(prompt):
 # ## Replay the run
 #
 # At each model call: build both views from the record, check that a strict
-# provider would accept them, and note their size. The fold's **memo** (the note
-# and where it ends) is the only state carried from turn to turn; an agent
-# adapter keeps it in the graph state, where a checkpointer persists it.
+# provider would accept them, and note their size. The fold's **state** (the note
+# and where it ends, the summarizer's backoff, the clear tier's horizon:
+# `folded.state`) is all it carries from turn to turn; an agent adapter keeps it
+# in the graph state, where a checkpointer persists it. The window is handed the
+# conversation's `RecordFacts`, so a turn counts only its new messages.
 
 
 # %%
@@ -96,17 +99,17 @@ def reused_prefix_tokens(previous, current):
 
 
 record = [SystemMessage("You are a careful coding agent.")]
-memo, summarizer_calls, rows = None, 0, []
+state, facts, summarizer_calls, rows = None, RecordFacts(), 0, []
 previous = {"window": [], "fold": []}
 steps = iter(run.script)
 for d, calls in enumerate(run.calls_per_directive):
     record.append(HumanMessage(run.directives[d]))
     for _ in range(calls):
-        window_view = windowed(record, max_tokens=BUDGET)
+        window_view = windowed(record, max_tokens=BUDGET, facts=facts)
         folded = build_working_transcript(
-            record, memo=memo, summarizer=note_writer, max_tokens=BUDGET
+            record, memo=state, summarizer=note_writer, max_tokens=BUDGET
         )
-        memo, summarizer_calls = folded.memo, summarizer_calls + folded.summarizer_calls
+        state, summarizer_calls = folded.state, summarizer_calls + folded.summarizer_calls
         assert request_problems(window_view) == []
         assert request_problems(folded.messages) == []
         rows.append(
@@ -152,7 +155,7 @@ assert summarizer_calls == len(folds)
 # record keeps them), a batch at a time, so the prefix holds between batches. Only
 # when clearing is not enough does it fold: the older part becomes one note, the
 # directive is restated and the files in use are re-attached. In this run that is
-# two summarizer calls in 240 model calls, never one per turn, and what it folds
+# one summarizer call in 240 model calls, never one per turn, and what it folds
 # lives on in the note.
 
 # %%
@@ -214,6 +217,6 @@ def show(view, n=4):
 
 print("window:")
 show(windowed(record, max_tokens=BUDGET))
-final = build_working_transcript(record, memo=memo, summarizer=note_writer, max_tokens=BUDGET)
+final = build_working_transcript(record, memo=state, summarizer=note_writer, max_tokens=BUDGET)
 print(f"\nfold (mode {final.mode!r}, note covers {final.memo.covered_end} messages):")
 show(final.messages)

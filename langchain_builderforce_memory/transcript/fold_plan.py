@@ -166,24 +166,83 @@ def plan_working_transcript(
     ``memo``: last turn's :class:`~.fold_state.FoldState` (or its ``to_dict()``, or a bare
     memo). ``backoff`` / ``horizon``: given apart, they win over the state's.
 
-    Whole record fits -> verbatim (memo reset). Else the clear tier over the record, then
-    the held memo's view as is, then cleared. Otherwise fold the held note plus exactly the
-    messages since it, up to a token-sized tail (sized after the re-attached files); when
-    there is nothing new to fold or no summarizer, the held note, else the window. A fold
-    that could not bring the view within budget (its minimum tail alone is over) is held
-    back for the usual headroom of new work; the view is elided to the budget instead.
+    The tiers, in order, each taking the turn as it stands or passing: the whole record
+    when it fits (verbatim, memo reset); the clear tier over the record; the held note's
+    view, cleared; a fold of the held note plus exactly the messages since it, up to a
+    token-sized tail (sized after the re-attached files). When there is nothing new to
+    fold or no summarizer, the held note, else the window. A fold that could not bring the
+    view within budget (its minimum tail alone is over) is held back for the usual
+    headroom of new work; the view is elided to the budget instead.
 
     Raises:
         ValueError: ``max_tokens`` cannot hold the system messages plus one human message.
     """
     policy = policy or FoldPolicy()
-    counter = resolve_token_counter(token_counter)
+    state = FoldState.read(memo, where="build_working_transcript")
+    turn = _turn_of(
+        messages,
+        system_prompt,
+        policy,
+        resolve_token_counter(token_counter),
+        backoff if backoff is not None else state.backoff,
+        horizon if horizon is not None else state.horizon,
+    )
+    plan, convo = turn.plan, turn.plan.convo
+    if requested and can_summarize:
+        asked = _requested_fold(plan, _held_memo(state.memo, convo), focus)
+        if asked is not None:
+            return asked
+    fits = len(convo) <= policy.message_cap and turn.tokens <= policy.max_tokens
+    if fits and not keep_memo:
+        return plan
+    held = _held_memo(state.memo, convo)
+    if fits and held is None:
+        return plan
+    turn = replace(turn, plan=replace(plan, results=tuple(tool_results(convo, plan.counter))))
+    cleared = _record_cleared(turn) if held is None else None
+    if cleared is not None:
+        return cleared
+    measured = _held_view(turn, held)
+    if measured.clear is not None:
+        return replace(
+            turn.plan,
+            mode="memo",
+            memo=held,
+            clear=measured.clear,
+            restate_earlier=measured.restate,
+        )
+    return _fold_or_fallback(turn, held, measured, can_summarize=can_summarize)
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """What every tier of one turn reads, computed once."""
+
+    plan: FoldPlan
+    """The verbatim plan: system prefix, conversation, policy, counter, backoff, horizon."""
+    sums: Sequence[int]
+    """Running token totals of the conversation (``sums[i]``: its first ``i`` messages)."""
+    system_tokens: int
+    """The system prefix's tokens."""
+
+    @property
+    def tokens(self) -> int:
+        """The whole request: system prefix and conversation."""
+        return self.system_tokens + self.sums[-1]
+
+
+def _turn_of(
+    messages: Sequence[BaseMessage],
+    system_prompt: str | SystemMessage | None,
+    policy: FoldPolicy,
+    counter: TokenCounter,
+    backoff: SummarizerBackoff | None,
+    horizon: ClearHorizon | None,
+) -> _Turn:
+    """The turn's facts, after checking the budget holds the system prompt plus a turn."""
     lead = leading_system_count(messages)
     system = [*system_messages(system_prompt), *messages[:lead]]
     convo = messages[lead:]
-    state = FoldState.read(memo, where="build_working_transcript")
-    backoff = backoff if backoff is not None else state.backoff
-    horizon = horizon if horizon is not None else state.horizon
     sums = prefix_sums(convo, counter)
     plan = FoldPlan(
         "verbatim",
@@ -204,85 +263,96 @@ def plan_working_transcript(
         where="build_working_transcript",
         opening_tokens=_directive_tokens(convo, counter),
     )
-    budget = policy.max_tokens
-    if requested and can_summarize:
-        asked = _requested_fold(plan, _held_memo(state.memo, convo), focus)
-        if asked is not None:
-            return asked
-    fits = len(convo) <= policy.message_cap and system_tokens + sums[-1] <= budget
-    if fits and not keep_memo:
-        return plan
-    held = _held_memo(state.memo, convo)
-    if fits and held is None:
-        return plan
-    results = tuple(tool_results(convo, counter))
-    plan = replace(plan, results=results)
-    if held is None and len(convo) <= policy.message_cap:
-        step = _clear(plan, results, 0, system_tokens + sums[-1] - budget)
-        if step is not None:
-            return replace(plan, clear=step)
+    return _Turn(plan, sums, system_tokens)
+
+
+def _record_cleared(turn: _Turn) -> FoldPlan | None:
+    """The clear tier over the whole record (no note held), when it makes room."""
+    plan = turn.plan
+    if len(plan.convo) > plan.policy.message_cap:
+        return None
+    step = _clear(plan, plan.results, 0, turn.tokens - plan.policy.max_tokens)
+    return replace(plan, clear=step) if step is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldView:
+    """The held note's view as measured: cleared to fit, or what a fold needs of it."""
+
+    last_user: int = -1
+    """The latest directive's index, or -1."""
+    directive_tokens: int = 0
+    """Its tokens, with the loop's opening thinking turn pinned to it."""
+    note_tokens: int = 0
+    """The held note's tokens (0: none held)."""
+    counts_fit: bool = False
+    """Its messages fit the message cap (only its tokens may be over)."""
+    restate: bool = True
+    """Whether it keeps restating an earlier instruction (see :attr:`FoldPlan.restate_earlier`)."""
+    clear: ClearStep | None = None
+    """The clear tier's step that brings it within budget, or ``None``."""
+
+
+def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
+    """Measure the held note's view (note, re-attached files, directive, tail) and clear it."""
+    plan, sums = turn.plan, turn.sums
+    convo, policy, counter = plan.convo, plan.policy, plan.counter
     last_user = latest_directive_index(convo, fallback=False)
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
     span = thinking_span(convo)
     if span is not None and 0 <= last_user < span[0]:
         # With thinking on, the loop's opening turn is pinned with the directive (issue 13).
         directive_tokens += sums[span[1]] - sums[span[0]]
-    counts_fit = False
-    restate_held = True
-    held_note_tokens = 0
-    if held is not None:
-        tail_start = verbatim_start(convo, held.covered_end)
-        opening, opening_thinking = restated_opening(convo, tail_start, held.directive_id)
-        directive = opening >= 0
-        held_note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
-        restored = restored_of(convo, held, results)
-        tokens = (
-            system_tokens
-            + held_note_tokens
-            + sum(counter.count_message(restored_message(convo[r.index], r)) for r in restored)
-            + _restated_tokens(sums, opening, opening_thinking, last_user, directive_tokens)
-            + sums[-1]
-            - sums[tail_start]
-        )
-        # The loop's opening thinking turn goes in with the directive when the tail has
-        # passed it: it counts against the message cap like the rest of the view.
-        pinned = opening_thinking[1] - opening_thinking[0] if opening_thinking else 0
-        count = 1 + len(restored) + int(directive) + pinned + len(convo) - tail_start
-        if count > policy.message_cap and directive and opening != last_user:
-            # An earlier instruction restated only keeps the front in place: when the
-            # message window has no room for it, it goes (the front moves once) before
-            # anything is folded. Not for tokens: dropping it when the clear tier could
-            # not make room either cost more than the fold it saved (the 14 recorded runs
-            # at an 8k budget: 1.72M against 1.65M effective billed, 289 against 276
-            # front moves, for 71 instead of 73 summarizer calls).
-            restate_held = False
-            count -= 1 + pinned
-            tokens -= _restated_tokens(sums, opening, opening_thinking, last_user, 0)
-        counts_fit = count <= policy.message_cap
-        if counts_fit:
-            step = _clear(plan, results, tail_start, tokens - budget)
-            if step is not None:
-                return replace(
-                    plan, mode="memo", memo=held, clear=step, restate_earlier=restate_held
-                )
+    if held is None:
+        return _HeldView(last_user, directive_tokens)
+    tail_start = verbatim_start(convo, held.covered_end)
+    opening, opening_thinking = restated_opening(convo, tail_start, held.directive_id)
+    directive = opening >= 0
+    note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
+    restored = restored_of(convo, held, plan.results)
+    tokens = (
+        turn.system_tokens
+        + note_tokens
+        + sum(counter.count_message(restored_message(convo[r.index], r)) for r in restored)
+        + _restated_tokens(sums, opening, opening_thinking, last_user, directive_tokens)
+        + sums[-1]
+        - sums[tail_start]
+    )
+    # The loop's opening thinking turn goes in with the directive when the tail has
+    # passed it: it counts against the message cap like the rest of the view.
+    pinned = opening_thinking[1] - opening_thinking[0] if opening_thinking else 0
+    count = 1 + len(restored) + int(directive) + pinned + len(convo) - tail_start
+    restate = True
+    if count > policy.message_cap and directive and opening != last_user:
+        # An earlier instruction restated only keeps the front in place: when the
+        # message window has no room for it, it goes (the front moves once) before
+        # anything is folded. Not for tokens: dropping it when the clear tier could
+        # not make room either cost more than the fold it saved (the 14 recorded runs
+        # at an 8k budget: 1.72M against 1.65M effective billed, 289 against 276
+        # front moves, for 71 instead of 73 summarizer calls).
+        restate = False
+        count -= 1 + pinned
+        tokens -= _restated_tokens(sums, opening, opening_thinking, last_user, 0)
+    counts_fit = count <= policy.message_cap
+    step = (
+        _clear(plan, plan.results, tail_start, tokens - policy.max_tokens) if counts_fit else None
+    )
+    return _HeldView(last_user, directive_tokens, note_tokens, counts_fit, restate, step)
+
+
+def _fold_or_fallback(
+    turn: _Turn, held: CompactMemo | None, measured: _HeldView, *, can_summarize: bool
+) -> FoldPlan:
+    """A fold up to a token-sized tail, or, when none can or should be made, the fallback."""
+    plan, sums = turn.plan, turn.sums
+    policy = plan.policy
     start = held.covered_end if held is not None else 0
-    # The note's room is reserved at its ceiling (its size is unknown until it is written),
-    # and the directive's whether or not it lands in the tail; the re-attached files come
-    # out of the room before the tail is sized, so the tail after a fold is smaller and the
-    # next fold further away.
-    room = budget - system_tokens - note_reserve(counter, len(convo)) - directive_tokens
-    to = _tail_start(convo, policy, counter, room, start)
-    files_cap = policy.restore_message_cap
-    restore = restore_plan(results, covered_end=to, room=policy.restore_budget, max_count=files_cap)
-    if restore:
-        restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
-        to = _tail_start(convo, policy, counter, room - restore_cost, start)
-        restore = restore_plan(results, covered_end=to, room=restore_cost, max_count=files_cap)
+    to, restore = _tail_and_restore(turn, start, measured.directive_tokens)
     fallback = replace(
         plan,
         mode="memo" if held is not None else "window",
         memo=held,
-        restate_earlier=restate_held,
+        restate_earlier=measured.restate,
     )
     # When the minimum tail (with the system messages, a note the size of the held one and
     # the directive) is over the token budget, every turn overflows, and refolding the one
@@ -290,14 +360,11 @@ def plan_working_transcript(
     # turn for nothing. Such a view is refolded once per the usual headroom of new work
     # (the 1 - TAIL_SHARE of the budget a fold leaves free) instead, its tail shortened
     # to fit meanwhile. A fold that could fit is never held back.
+    directive = measured.directive_tokens if 0 <= measured.last_user < to else 0
     futile = (
         held is not None
-        and counts_fit
-        and system_tokens
-        + held_note_tokens
-        + (directive_tokens if 0 <= last_user < to else 0)
-        + sums[-1]
-        - sums[to]
+        and measured.counts_fit
+        and turn.system_tokens + measured.note_tokens + directive + sums[-1] - sums[to]
         > policy.max_tokens
         and sums[to] - sums[start] < int(policy.max_tokens * (1 - TAIL_SHARE))
     )
@@ -306,6 +373,7 @@ def plan_working_transcript(
     if not can_summarize:
         logger.debug("build_working_transcript: no summarizer; using the %s", fallback.mode)
         return fallback
+    backoff = plan.backoff
     if backoff is not None and backoff.waiting(sums[-1]):
         # Logged at the failure that started it (once a span), not on every turn it waits.
         logger.debug(
@@ -314,6 +382,50 @@ def plan_working_transcript(
             sums[-1],
         )
         return replace(fallback, backed_off=True)
+    return replace(
+        fallback,
+        mode="fold",
+        fold_from=start,
+        fold_to=to,
+        fold_input=_fold_input(plan, held, start, to),
+        restore=tuple(restore),
+        restate_earlier=True,  # a new note restates the latest turn only, sized above
+    )
+
+
+def _tail_and_restore(
+    turn: _Turn, start: int, directive_tokens: int
+) -> tuple[int, list[ToolResult]]:
+    """Where a new fold's verbatim tail begins, and the files it re-attaches."""
+    plan = turn.plan
+    convo, policy, counter = plan.convo, plan.policy, plan.counter
+    # The note's room is reserved at its ceiling (its size is unknown until it is written),
+    # and the directive's whether or not it lands in the tail; the re-attached files come
+    # out of the room before the tail is sized, so the tail after a fold is smaller and the
+    # next fold further away.
+    room = (
+        policy.max_tokens
+        - turn.system_tokens
+        - note_reserve(counter, len(convo))
+        - directive_tokens
+    )
+    to = _tail_start(convo, policy, counter, room, start)
+    files_cap = policy.restore_message_cap
+    restore = restore_plan(
+        plan.results, covered_end=to, room=policy.restore_budget, max_count=files_cap
+    )
+    if restore:
+        restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
+        to = _tail_start(convo, policy, counter, room - restore_cost, start)
+        restore = restore_plan(plan.results, covered_end=to, room=restore_cost, max_count=files_cap)
+    return to, restore
+
+
+def _fold_input(
+    plan: FoldPlan, held: CompactMemo | None, start: int, to: int
+) -> tuple[BaseMessage, ...]:
+    """What the summarizer is given: the held note, then ``convo[start:to]`` as shown."""
+    policy, counter = plan.policy, plan.counter
     # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
     # a rendering, not a request, so the strict-provider role rule does not apply to it.
     # What the clear tier would clear is shown to it as placeholders too (the model saw no
@@ -321,22 +433,14 @@ def plan_working_transcript(
     held_note = (AIMessage(held.note),) if held is not None else ()
     shown = (
         with_clear(
-            convo, furthest_clear(results, start=start, end=to, keep_tokens=policy.keep_budget)
+            plan.convo,
+            furthest_clear(plan.results, start=start, end=to, keep_tokens=policy.keep_budget),
         )
         if policy.clear_tool_results
-        else convo
+        else plan.convo
     )
-    cap = max(1, budget // 4)
-    fold_input = tuple(elide_message(m, cap, counter) for m in shown[start:to])
-    return replace(
-        fallback,
-        mode="fold",
-        fold_from=start,
-        fold_to=to,
-        fold_input=(*held_note, *fold_input),
-        restore=tuple(restore),
-        restate_earlier=True,  # a new note restates the latest turn only, sized above
-    )
+    cap = max(1, policy.max_tokens // 4)
+    return (*held_note, *(elide_message(m, cap, counter) for m in shown[start:to]))
 
 
 def _clear(

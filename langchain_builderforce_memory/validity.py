@@ -398,52 +398,12 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
         return list(messages), []
     repairs: list[str] = []
     messages = _regroup_results(messages, repairs)
-    out: list[BaseMessage] = []
-    deferred: list[BaseMessage] = []
-    pending: dict[str, tuple[str, str | None]] = {}  # open call id -> (name, parse error)
-    used: set[str] = set()  # every call id made so far
-    renames: dict[str, str] = {}  # the open unit's reused call ids -> their new ids
     lead = leading_system_count(messages)
-    out.extend(messages[:lead])
+    walk = _Walk(list(messages[:lead]), repairs)
     for m in messages[lead:]:
-        try:
-            role = role_of(m)
-        except (ValueError, TypeError) as exc:
-            repairs.append(f"dropped a message that has no provider role: {exc}")
-            continue
-        if role == "tool":
-            kept = _keep_answers(_renamed_answer(m, renames), pending, repairs)
-            if kept is not None:
-                out.append(kept)
-            continue
-        if role == "system":
-            converted = system_as_user(m)
-            repairs.append("turned a mid-conversation system message into a user message")
-            if pending:
-                deferred.append(converted)
-            else:
-                out.append(converted)
-            continue
-        if role == "user" and tool_result_ids(m):
-            m = _keep_answers(m, pending, repairs) or m
-        elif role == "user" and _is_empty_turn(m):
-            m = stamp(
-                HumanMessage("[empty message]", id=m.id),
-                "repair",
-                reason="empty",
-                of=message_id(m),
-            )
-            repairs.append("gave an empty user turn a placeholder text")
-        _close_unit(out, pending, deferred, repairs)
-        renames = {}
-        if isinstance(m, AIMessage):
-            m, moved = thinking_first(m)
-            if moved:
-                repairs.append(f"moved the thinking blocks of message {m.id!r} first")
-            m, renames = _unique_calls(m, used, repairs)
-            pending.update(_pending_calls(m))
-        out.append(m)
-    _close_unit(out, pending, deferred, repairs)
+        walk.take(m)
+    walk.close_unit()
+    out = walk.out
     first = leading_system_count(out)
     if first == len(out) or role_of(out[first]) != "user":
         out.insert(
@@ -461,6 +421,61 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
         out.insert(restart, turn)
         repairs.append("started a new turn where thinking begins: the turn opened without it")
     return out, repairs
+
+
+class _Walk:
+    """:func:`repair_request`'s pass over the conversation, one message at a time."""
+
+    __slots__ = ("deferred", "out", "pending", "renames", "repairs", "used")
+
+    def __init__(self, out: list[BaseMessage], repairs: list[str]) -> None:
+        self.out = out
+        self.repairs = repairs
+        self.deferred: list[BaseMessage] = []  # system messages met inside a tool unit
+        self.pending: dict[str, tuple[str, str | None]] = {}  # open call -> (name, error)
+        self.used: set[str] = set()  # every call id made so far
+        self.renames: dict[str, str] = {}  # the open unit's reused call ids -> new ids
+
+    def take(self, m: BaseMessage) -> None:
+        """Add ``m`` to the repaired conversation (or drop, move or rewrite it)."""
+        try:
+            role = role_of(m)
+        except (ValueError, TypeError) as exc:
+            self.repairs.append(f"dropped a message that has no provider role: {exc}")
+            return
+        if role == "tool":
+            kept = _keep_answers(_renamed_answer(m, self.renames), self.pending, self.repairs)
+            if kept is not None:
+                self.out.append(kept)
+            return
+        if role == "system":
+            converted = system_as_user(m)
+            self.repairs.append("turned a mid-conversation system message into a user message")
+            (self.deferred if self.pending else self.out).append(converted)
+            return
+        if role == "user" and tool_result_ids(m):
+            m = _keep_answers(m, self.pending, self.repairs) or m
+        elif role == "user" and _is_empty_turn(m):
+            m = stamp(
+                HumanMessage("[empty message]", id=m.id),
+                "repair",
+                reason="empty",
+                of=message_id(m),
+            )
+            self.repairs.append("gave an empty user turn a placeholder text")
+        self.close_unit()
+        self.renames = {}
+        if isinstance(m, AIMessage):
+            m, moved = thinking_first(m)
+            if moved:
+                self.repairs.append(f"moved the thinking blocks of message {m.id!r} first")
+            m, self.renames = _unique_calls(m, self.used, self.repairs)
+            self.pending.update(_pending_calls(m))
+        self.out.append(m)
+
+    def close_unit(self) -> None:
+        """End the open tool unit: unanswered calls answered, deferred messages after it."""
+        _close_unit(self.out, self.pending, self.deferred, self.repairs)
 
 
 def log_repairs(repairs: Sequence[str], where: str) -> None:

@@ -232,69 +232,11 @@ def finish_working_transcript(
     budget), else the window, and the summarizer is backed off (see
     :class:`~langchain_builderforce_memory.transcript.fold_state.SummarizerBackoff`).
     """
-    convo, counter, policy = plan.convo, plan.counter, plan.policy
-    backoff = plan.backoff
-    if plan.mode == "fold" and summarizer_calls:
-        if summary is not None:
-            backoff = None
-        else:
-            backoff = SummarizerBackoff.after_failure(
-                plan.backoff, plan.total_tokens, plan.policy.backoff_span
-            )
-            logger.warning(
-                "build_working_transcript: the summarizer gave no note (failure %d in a "
-                "row); no new call until %d more tokens of work; the view falls back to "
-                "the %s",
-                backoff.failures,
-                backoff.resume_at - plan.total_tokens,
-                "held note" if plan.memo is not None else "window",
-            )
+    backoff = _backoff_after(plan, summary, summarizer_calls)
     if plan.mode == "fold" and summary is not None:
-        to = plan.fold_to
-        names = [r.target or r.name for r in plan.restore]
-        # Capped again with its header: an estimate is not additive over concatenation,
-        # and the note must fit the room note_reserve() kept for it.
-        note = cap_note(
-            fold_note_text(summary, to, names),
-            counter,
-            max_tokens=note_reserve(counter, to) - 16,
-        )
-        directive = pinned_directive_index(convo, verbatim_start(convo, to))
-        memo = CompactMemo(
-            note=note,
-            covered_end=to,
-            last_covered_id=message_id(convo[to - 1]),
-            restored=tuple(message_id(convo[r.index]) for r in plan.restore),
-            directive_id=message_id(convo[directive]) if directive >= 0 else None,
-        )
-        logger.info(
-            "build_working_transcript: folded %d message(s); the note covers %d of %d%s",
-            to - plan.fold_from,
-            to,
-            len(convo),
-            f"; re-attached {', '.join(names)}" if names else "",
-        )
-        view, steps, used = _compacted(plan, memo, None, fresh=True)
-        fold = TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to)
-        return WorkingTranscript(
-            view, memo, fold, "folded", summarizer_calls, backoff, steps, used.held
-        )
+        return _folded(plan, summary, summarizer_calls, backoff)
     if plan.mode == "verbatim":
-        shown = [*plan.system, *present_leading_marker(with_clear(convo, plan.clear))]
-        view, elision = fit_view(
-            _checked(shown), policy.max_tokens, counter, where="build_working_transcript"
-        )
-        steps = ViewSteps(
-            cleared_messages=len(plan.clear.cleared),
-            cleared_tokens=plan.clear.saving,
-            elided_messages=elision.elided_messages,
-            elided_tokens=elision.elided_tokens,
-            dropped_messages=elision.dropped_messages,
-        )
-        memo_out = plan.memo if plan.clear.cleared else None
-        return WorkingTranscript(
-            view, memo_out, None, "verbatim", summarizer_calls, backoff, steps, plan.clear.held
-        )
+        return _verbatim(plan, summarizer_calls, backoff)
     if plan.memo is not None:  # "memo", or a fold that got no summary: keep the held note
         if plan.mode == "fold":
             # The failed call already logged its one WARNING, with the cause.
@@ -305,12 +247,90 @@ def finish_working_transcript(
             view, plan.memo, None, "memo", summarizer_calls, backoff, steps, used.held
         )
     view = windowed(
-        [*plan.system, *present_leading_marker(convo)],
-        max_messages=policy.max_messages,
-        max_tokens=policy.max_tokens,
-        token_counter=counter,
+        [*plan.system, *present_leading_marker(plan.convo)],
+        max_messages=plan.policy.max_messages,
+        max_tokens=plan.policy.max_tokens,
+        token_counter=plan.counter,
     )
     return WorkingTranscript(view, None, None, "window", summarizer_calls, backoff)
+
+
+def _backoff_after(
+    plan: FoldPlan, summary: str | None, summarizer_calls: int
+) -> SummarizerBackoff | None:
+    """The backoff to keep: reset by a note, doubled by a fold call that gave none."""
+    if plan.mode != "fold" or not summarizer_calls:
+        return plan.backoff
+    if summary is not None:
+        return None
+    backoff = SummarizerBackoff.after_failure(
+        plan.backoff, plan.total_tokens, plan.policy.backoff_span
+    )
+    logger.warning(
+        "build_working_transcript: the summarizer gave no note (failure %d in a "
+        "row); no new call until %d more tokens of work; the view falls back to "
+        "the %s",
+        backoff.failures,
+        backoff.resume_at - plan.total_tokens,
+        "held note" if plan.memo is not None else "window",
+    )
+    return backoff
+
+
+def _folded(
+    plan: FoldPlan, summary: str, summarizer_calls: int, backoff: SummarizerBackoff | None
+) -> WorkingTranscript:
+    """The view after a fold: the new note, the restated directive, the files, the tail."""
+    convo, counter, to = plan.convo, plan.counter, plan.fold_to
+    names = [r.target or r.name for r in plan.restore]
+    # Capped again with its header: an estimate is not additive over concatenation,
+    # and the note must fit the room note_reserve() kept for it.
+    note = cap_note(
+        fold_note_text(summary, to, names),
+        counter,
+        max_tokens=note_reserve(counter, to) - 16,
+    )
+    directive = pinned_directive_index(convo, verbatim_start(convo, to))
+    memo = CompactMemo(
+        note=note,
+        covered_end=to,
+        last_covered_id=message_id(convo[to - 1]),
+        restored=tuple(message_id(convo[r.index]) for r in plan.restore),
+        directive_id=message_id(convo[directive]) if directive >= 0 else None,
+    )
+    logger.info(
+        "build_working_transcript: folded %d message(s); the note covers %d of %d%s",
+        to - plan.fold_from,
+        to,
+        len(convo),
+        f"; re-attached {', '.join(names)}" if names else "",
+    )
+    view, steps, used = _compacted(plan, memo, None, fresh=True)
+    fold = TranscriptFold(dropped_messages=to - plan.fold_from, note=note, covered_end=to)
+    return WorkingTranscript(
+        view, memo, fold, "folded", summarizer_calls, backoff, steps, used.held
+    )
+
+
+def _verbatim(
+    plan: FoldPlan, summarizer_calls: int, backoff: SummarizerBackoff | None
+) -> WorkingTranscript:
+    """The whole record (cleared as planned), elided to the budget if need be."""
+    shown = [*plan.system, *present_leading_marker(with_clear(plan.convo, plan.clear))]
+    view, elision = fit_view(
+        _checked(shown), plan.policy.max_tokens, plan.counter, where="build_working_transcript"
+    )
+    steps = ViewSteps(
+        cleared_messages=len(plan.clear.cleared),
+        cleared_tokens=plan.clear.saving,
+        elided_messages=elision.elided_messages,
+        elided_tokens=elision.elided_tokens,
+        dropped_messages=elision.dropped_messages,
+    )
+    memo_out = plan.memo if plan.clear.cleared else None
+    return WorkingTranscript(
+        view, memo_out, None, "verbatim", summarizer_calls, backoff, steps, plan.clear.held
+    )
 
 
 def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscript:

@@ -278,3 +278,8 @@ def test_a_listing_that_failed_lists_nothing() -> None:
     assert listed == [Observation.listed("x/a.py"), S('ls "x"')]
     failed = "<returncode>2</returncode>\n<output>ls: x: No such file\na.py\n"
     assert shell_observations("ls -1 x", failed) == []
+
+
+def test_a_glob_after_a_cd_is_matched_against_the_new_directory() -> None:
+    reading = read_shell_command("cd a && cat *.py && cd ../b && cat *.md", output="x.py\nnotes.md")
+    assert R("b/notes.md") in reading.observations

@@ -84,9 +84,9 @@ class Context:
         if self.cwd == _UNKNOWN_DIR and not word.startswith("/"):
             return []
         pattern = posixpath.normpath(posixpath.join(self.cwd or "", word))
-        if self._shown is None:
-            self._shown = [p for w in _PATH_WORD.findall(self.output) if (p := self.path(w))]
-        shown = [p for p in self._shown if _glob_match(p, pattern)]
+        if self._shown is None:  # the output's words, resolved below against today's cwd
+            self._shown = list(dict.fromkeys(_PATH_WORD.findall(self.output)))
+        shown = [p for w in self._shown if (p := self.path(w)) and _glob_match(p, pattern)]
         self.reading.listed.update(dict.fromkeys(shown))
         earlier = (p for p in self.known if known and _glob_match(p, pattern))
         return sorted({*shown, *earlier})

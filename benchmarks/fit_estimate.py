@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain_builderforce_memory.estimate import _ROUND, _UNIT, _WEIGHTS, _shape
+from langchain_builderforce_memory.estimate import _ROUND, _UNIT, _shape, _wide_cost
 from langchain_builderforce_memory.tokens import TiktokenCounter
 from tests.text_kinds import KINDS, text_kinds
 
@@ -33,7 +33,7 @@ Row = tuple[str, int, list[int], int, int]
 characters), its pre-tokenizer pieces."""
 
 BOUNDS = [(24, 24), (39, None), (10, None), (10, None), (10, None), (10, None), (10, None)]
-BOUNDS += [(24, None), (0, None), (0, None), (0, None)]
+BOUNDS += [(24, None), (0, None), (0, None)]
 """Per weight, in the order of ``_ASCII_WEIGHTS`` then ``_SHAPE_WEIGHTS``."""
 
 EMPHASIS = {"transcripts": 5.0, "tool calls": 5.0, "code": 2.0, "prose": 2.0}
@@ -48,7 +48,7 @@ def rows() -> list[Row]:
         for text in texts:
             data = text.encode("utf-8", "surrogatepass")
             classes, shapes, pieces = _shape(data)
-            wide = sum(_WEIGHTS[b] for b in data if b >= 0x80)
+            wide = _wide_cost(text) if not text.isascii() else 0
             out.append((kind, exact.count_text(text), [*classes, *shapes], wide, pieces))
     return out
 

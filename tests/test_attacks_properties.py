@@ -29,8 +29,11 @@ ATTACK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthC
 @st.composite
 def hostile_text(draw: st.DrawFn) -> str:
     """The kinds the attack used: surrogate-escaped bytes, base64, JWTs, keys, symbols,
-    two-character repeats and text laid against a 64-character sampling stride."""
-    kind = draw(st.sampled_from(["bytes", "base64", "jwt", "key", "symbols", "pair", "stride"]))
+    two-character repeats, text laid against a 64-character sampling stride, and any
+    characters at all (rarely used blocks cost cl100k up to a token a byte)."""
+    kind = draw(
+        st.sampled_from(["bytes", "base64", "jwt", "key", "symbols", "pair", "stride", "any"])
+    )
     n = draw(st.integers(min_value=1, max_value=6_000))
     raw = draw(st.binary(min_size=8, max_size=64))
     if kind == "bytes":
@@ -46,6 +49,10 @@ def hostile_text(draw: st.DrawFn) -> str:
         return "∑∫≈≠╔═╗║╚╝" * (n // 10 + 1)
     if kind == "pair":
         return draw(st.sampled_from(["a1", "Zq", "{}", "ab", "0x"])) * n
+    if kind == "any":
+        block = draw(st.sampled_from([(0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0x2190, 0x28FF)]))
+        chars = st.characters(min_codepoint=block[0], max_codepoint=block[1])
+        return draw(st.text(chars, min_size=1, max_size=200)) * (n // 100 + 1)
     return ("x" * 63 + "\u2588") * (n // 64 + 1)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "has_thinking",
     "is_tool_result_turn",
     "opening_span",
+    "opens_turn",
     "opens_with_thinking",
     "reasoning_text",
     "thinking_first",
@@ -312,11 +313,12 @@ def current_turn_start(messages: Sequence[BaseMessage]) -> int:
     """
     # Incremental: a single-directive tool loop makes the current turn the whole record,
     # and the fold asks on every model call; only the messages new since are looked at.
-    found = last_index(_TURN_STARTS, messages, _opens_turn)
+    found = last_index(_TURN_STARTS, messages, opens_turn)
     return found if found >= 0 else len(messages)
 
 
-def _opens_turn(message: BaseMessage) -> bool:
+def opens_turn(message: BaseMessage) -> bool:
+    """Whether ``message`` begins a provider turn (a user message, not a tool result)."""
     return _turn_role(message) == "user"
 
 
@@ -404,7 +406,7 @@ def opening_span(messages: Sequence[BaseMessage], start: int) -> tuple[int, int]
         if isinstance(messages[i], AIMessage):
             first = i
             break
-        if _opens_turn(messages[i]):
+        if opens_turn(messages[i]):
             return None
     if first < 0 or not has_thinking(messages[first]):
         return None

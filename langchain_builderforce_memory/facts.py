@@ -20,10 +20,16 @@ fields are assigned in place after it was seen is not noticed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Protocol, TypeVar, cast, overload
 
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.blocks import opening_span, opens_turn
 from langchain_builderforce_memory.directive import is_directive, latest_directive_index
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -31,7 +37,78 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 
-__all__ = ["RecordFacts"]
+__all__ = ["Fact", "FactsByThread", "Prefix", "RecordFacts"]
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+class Fact(Protocol[S]):
+    """One incremental fact of a record (its tool results, say), as a strategy.
+
+    :meth:`RecordFacts.get` keeps a fact's state per record and hands ``grow`` only the
+    messages new since it was last asked. A fact holds no state of its own: one instance
+    serves every conversation.
+    """
+
+    def grow(
+        self, state: S | None, record: Sequence[BaseMessage], start: int, counter: TokenCounter
+    ) -> S:
+        """The fact of ``record``, from ``state`` (the fact of ``record[:start]``).
+
+        ``state`` is ``None`` (and ``start`` 0) on the first call. It belongs to the
+        :class:`RecordFacts` asking: grow it in place, or return a new one.
+        """
+        ...
+
+
+class Prefix(Sequence[T]):
+    """The first ``n`` items of a list that only ever grows at the end: a fixed snapshot.
+
+    A record's facts grow in place turn after turn; a plan keeps what it was made from
+    by holding this view rather than a copy, so a turn costs no O(record) copy of them.
+    Iterating and slicing run at C speed.
+    """
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list[T], n: int | None = None) -> None:
+        """The first ``n`` (default: all) of ``items``, which must only ever be appended to."""
+        self._items = items
+        self._n = len(items) if n is None else n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._n)
+            return self._items[start:stop:step]
+        k = index + self._n if index < 0 else index
+        if not 0 <= k < self._n:
+            msg = f"index {index} out of range for {self._n} items"
+            raise IndexError(msg)
+        return self._items[k]
+
+    def __iter__(self) -> Iterator[T]:
+        return itertools.islice(self._items, self._n)
+
+    def __reversed__(self) -> Iterator[T]:
+        return reversed(self._items[: self._n])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Prefix, list, tuple)):
+            return len(self) == len(other) and all(map(operator.eq, self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, like a list
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items[: self._n]!r})"
 
 
 class RecordFacts:
@@ -56,7 +133,7 @@ class RecordFacts:
         (0, 1)
     """
 
-    __slots__ = ("_directive", "_seen", "counter", "rebuilds", "sums")
+    __slots__ = ("_derived", "_directive", "_seen", "_turn_start", "counter", "rebuilds", "sums")
 
     def __init__(self, token_counter: TokenCounterLike = None) -> None:
         """Facts counted with ``token_counter`` (default: the approximate estimate)."""
@@ -68,6 +145,8 @@ class RecordFacts:
         """Times a record that did not extend the one seen made the facts start over."""
         self._seen: list[BaseMessage] = []
         self._directive = -1
+        self._turn_start = -1
+        self._derived: dict[object, tuple[int, object]] = {}
 
     def sync(self, record: Sequence[BaseMessage]) -> None:
         """Make the facts those of ``record``: its new messages counted, or all after an edit."""
@@ -79,7 +158,8 @@ class RecordFacts:
         ):
             return
         if known > len(record) or not self._extends(record):
-            self._seen, self.sums, self._directive = [], [0], -1
+            self._seen, self.sums, self._directive, self._turn_start = [], [0], -1, -1
+            self._derived = {}
             self.rebuilds += 1
             known = 0
             self._seen.extend(record)
@@ -92,6 +172,8 @@ class RecordFacts:
             sums.append(total)
             if is_directive(message):
                 self._directive = i
+            if opens_turn(message):
+                self._turn_start = i
 
     def _extends(self, record: Sequence[BaseMessage]) -> bool:
         """Whether ``record`` starts with the messages seen; they are then all of it.
@@ -111,8 +193,106 @@ class RecordFacts:
         """Index of the latest directive in the record, or -1 (no fallback)."""
         return self._directive
 
+    @property
+    def turn_start(self) -> int:
+        """:func:`~langchain_builderforce_memory.blocks.current_turn_start` of the record."""
+        return self._turn_start if self._turn_start >= 0 else len(self._seen)
+
+    @property
+    def thinking(self) -> tuple[int, int] | None:
+        """:func:`~langchain_builderforce_memory.blocks.thinking_span` of the record."""
+        return opening_span(self._seen, self.turn_start)
+
     def latest_directive_index(self, *, fallback: bool = True) -> int:
         """:func:`~langchain_builderforce_memory.directive.latest_directive_index` of the record."""
         if self._directive >= 0 or not fallback:
             return self._directive
         return latest_directive_index(self._seen, fallback=True)
+
+    def __len__(self) -> int:
+        """Messages of the record the facts are those of."""
+        return len(self._seen)
+
+    def get(self, fact: Fact[S]) -> S:
+        """``fact`` of the record last synced, grown over the messages new since it was asked.
+
+        Example:
+            >>> from langchain_core.messages import HumanMessage
+            >>> class Words:
+            ...     def grow(self, state, record, start, counter):
+            ...         new = record[start:]
+            ...         return (state or 0) + sum(len(str(m.content).split()) for m in new)
+            >>> words, facts = Words(), RecordFacts()
+            >>> facts.sync([HumanMessage("two words")])
+            >>> facts.get(words)
+            2
+            >>> facts.sync([HumanMessage("two words"), HumanMessage("and three more")])
+            >>> facts.get(words)  # grown over the new message only
+            5
+        """
+        known, state = self._derived.get(fact, (0, None))
+        if known == len(self._seen) and state is not None:
+            return cast("S", state)
+        grown = fact.grow(cast("S | None", state), self._seen, known, self.counter)
+        self._derived[fact] = (len(self._seen), grown)
+        return grown
+
+
+def counter_of(
+    token_counter: TokenCounterLike, facts: RecordFacts | None, *, where: str
+) -> TokenCounter:
+    """The counter a call counts with: ``facts``' own when given, else ``token_counter``.
+
+    Raises:
+        ValueError: both given, and they differ (the facts' sums would be another count's).
+    """
+    if facts is None:
+        return resolve_token_counter(token_counter)
+    if token_counter is not None and resolve_token_counter(token_counter) is not facts.counter:
+        msg = (
+            f"{where}: facts= counts with another counter than token_counter=; pass the "
+            "counter the RecordFacts was made with, or leave token_counter out."
+        )
+        raise ValueError(msg)
+    return facts.counter
+
+
+class FactsByThread:
+    """Each conversation's :class:`RecordFacts`, by thread id: what an adapter serving many keeps.
+
+    A turn checks its thread's facts out and back in, so two turns of one thread running
+    at once (a retry beside the call it retries) never share one: the second gets new
+    facts, which only costs it a count of its record. The least recently used thread's
+    facts go past ``limit`` threads.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> threads = FactsByThread()
+        >>> facts = threads.take("t1")
+        >>> facts.sync([HumanMessage("hi")])
+        >>> threads.give("t1", facts)
+        >>> threads.take("t1") is facts, threads.take("t1") is facts  # checked out: new ones
+        (True, False)
+    """
+
+    __slots__ = ("_counter", "_held", "_limit", "_lock")
+
+    def __init__(self, token_counter: TokenCounterLike = None, *, limit: int = 1_024) -> None:
+        """Facts counted with ``token_counter``, for up to ``limit`` threads."""
+        self._counter = resolve_token_counter(token_counter)
+        self._held: OrderedDict[Hashable, RecordFacts] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def take(self, thread: Hashable) -> RecordFacts:
+        """``thread``'s facts, checked out (new ones when it has none here)."""
+        with self._lock:
+            held = self._held.pop(thread, None)
+        return held if held is not None else RecordFacts(self._counter)
+
+    def give(self, thread: Hashable, facts: RecordFacts) -> None:
+        """Check ``facts`` back in as ``thread``'s."""
+        with self._lock:
+            self._held[thread] = facts
+            while len(self._held) > self._limit:
+                self._held.popitem(last=False)

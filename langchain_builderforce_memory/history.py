@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -38,6 +39,7 @@ from langchain_builderforce_memory.agents.policy import MaxTokens, token_budget
 from langchain_builderforce_memory.calibration import UsageCalibration
 from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.errors import ContextBudgetError
+from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
 from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
 from langchain_builderforce_memory.options import keyword_options
@@ -55,11 +57,8 @@ from langchain_builderforce_memory.transcript.fold import (
     finish_working_transcript,
 )
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
-from langchain_builderforce_memory.transcript.fold_state import SummarizerBackoff
-from langchain_builderforce_memory.transcript.horizon import ClearHorizon
-from langchain_builderforce_memory.transcript.markers import (
-    consolidation_marker,
-)
+from langchain_builderforce_memory.transcript.fold_state import FoldState
+from langchain_builderforce_memory.transcript.markers import consolidation_marker
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
 from langchain_builderforce_memory.transcript.stored import (
     RecordScan,
@@ -201,14 +200,15 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         self._store = ChatStore(self.backing)
         self._scan = RecordScan()  # the record's markers and memo, read incrementally
         self._index = RecordIndex()  # search(): extended with each new message
-        # This process's last fold and summarizer backoff: the backoff is per wrapper (a
-        # history has no state to checkpoint it in), the memo a fallback for stores
-        # that drop the marker's stamp.
-        self._memo: CompactMemo | None = None
-        self._backoff: SummarizerBackoff | None = None
-        # The clear tier's horizon of the last view read, held while the view fits so its
-        # prefix stays put (per wrapper, like the backoff).
-        self._horizon: ClearHorizon | None = None
+        # Per wrapper, as a history has no state to checkpoint them in: the facts of the
+        # record's conversation (token sums, tool results; a turn counts its new messages
+        # only) and this process's fold state (the last fold's memo, a fallback for stores
+        # that drop the marker's stamp; the summarizer's backoff; the clear horizon of the
+        # last view read). Reads run beside writes: one plan at a time reads and grows
+        # them (a plan holds no await, so a thread lock serves both twins).
+        self._facts = RecordFacts(self.token_counter)
+        self._state = FoldState()
+        self._state_lock = threading.Lock()
         # Whether the backing keeps a marker's stamp (None: not known until the first).
         self._markers_kept: bool | None = None
         # The session's usage calibration (per wrapper, in memory): the view read last is
@@ -318,23 +318,30 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     def _view(self, record: Sequence[BaseMessage], policy: FoldPolicy) -> list[BaseMessage]:
         if leading_system_count(record) == len(record):
             return list(record)
-        messages, memo = self._held(record)
-        plan = plan_working_transcript(
-            messages,
-            memo=memo,
-            policy=policy,
-            token_counter=self.token_counter,
-            can_summarize=False,
-            keep_memo=True,
-            horizon=self._horizon,
-        )
+        plan = self._plan(record, policy, fold=False)
         if self.summarizer is not None and plan.mode != "verbatim":
             # A folding history's reads stay within budget: between folds (a backoff, a
             # fold held back as futile) the oldest tail units wait for the next fold.
             plan = replace(plan, backed_off=True)
         done = finish_working_transcript(plan, None)
-        self._horizon = done.horizon
+        with self._state_lock:
+            self._state = replace(self._state, horizon=done.horizon)
         return done.messages
+
+    def _plan(self, record: Sequence[BaseMessage], policy: FoldPolicy, *, fold: bool) -> FoldPlan:
+        """The view policy's plan of ``record``: a fold's (``fold``) or a read's (no summarizer)."""
+        messages, memo = self._held(record)
+        with self._state_lock:
+            return plan_working_transcript(
+                messages,
+                memo=memo,
+                policy=policy,
+                can_summarize=fold,
+                backoff=self._state.backoff if fold else None,
+                keep_memo=True,
+                horizon=self._state.horizon,
+                facts=self._facts,
+            )
 
     def search(self, query: str, limit: int = 5) -> SearchResult:
         """The stored messages matching ``query`` that the working view no longer shows.
@@ -356,10 +363,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     def _held(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
         """The record without its markers, and the memo its last marker (or fold) holds."""
         messages, memo = self._scan.read(record)
-        if memo is None and self._memo is not None:
+        if memo is None and self._state.memo is not None:
             # A store that keeps no stamps (role and content only) loses the marker's
             # metadata; this process's own last fold still holds (validated by id).
-            memo = self._memo
+            memo = self._state.memo
         return messages, memo
 
     # ------------------------------------------------------------------ writes
@@ -504,16 +511,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         if self.summarizer is None:
             return None
-        messages, memo = self._held(record)
-        plan = plan_working_transcript(
-            messages,
-            memo=memo,
-            policy=self.fold_budget_policy,
-            token_counter=self.token_counter,
-            backoff=self._backoff,
-            keep_memo=True,
-            horizon=self._horizon,
-        )
+        plan = self._plan(record, self.fold_budget_policy, fold=True)
         return plan if plan.mode == "fold" else None
 
     def _after_fold(self, plan: FoldPlan, summary: str | None) -> AIMessage | None:
@@ -523,10 +521,12 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         (never a tool result: the tail starts off them), by its stored id.
         """
         done = finish_working_transcript(plan, summary, summarizer_calls=1)
-        self._backoff = done.backoff
+        with self._state_lock:
+            kept = done.memo if summary is not None else None
+            memo = kept if kept is not None else self._state.memo
+            self._state = replace(self._state, memo=memo, backoff=done.backoff)
         if summary is None or done.memo is None:
             return None  # logged where it failed; the view stays the held note or window
-        self._memo = done.memo
         if self._markers_kept is False:
             return None  # the store would keep it as a plain message: the memo holds it
         convo = plan.convo

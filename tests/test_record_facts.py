@@ -12,12 +12,22 @@ from itertools import accumulate
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory import RecordFacts, TiktokenCounter, windowed
+from langchain_builderforce_memory import (
+    RecordFacts,
+    TiktokenCounter,
+    build_working_transcript,
+    windowed,
+)
+from langchain_builderforce_memory.agents.core import MemoryCore
+from langchain_builderforce_memory.agents.driver import run_turn
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.directive import latest_directive_index
+from langchain_builderforce_memory.facts import FactsByThread
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+from langchain_builderforce_memory.transcript.clear import result_order, tool_results
 
 from .strategies import any_records, valid_records
 
@@ -141,3 +151,99 @@ def test_facts_that_count_with_another_counter_are_refused_naming_both() -> None
     with pytest.raises(ValueError, match=r"facts=.*token_counter="):
         windowed(_chat(0, 4), token_counter="approximate", facts=facts)
     assert windowed(_chat(0, 4), facts=facts) == windowed(_chat(0, 4), token_counter=facts.counter)
+
+
+def _built(
+    shown: list[BaseMessage], budget: int, memo: object, facts: RecordFacts | None
+) -> object:
+    try:
+        out = build_working_transcript(
+            shown,
+            memo=memo,  # type: ignore[arg-type]  # last turn's state, or None
+            summarizer=lambda prompt: "the note",
+            max_tokens=budget,
+            max_messages=24,
+            facts=facts,
+        )
+    except ValueError as exc:  # the budget floor: the same error with or without facts
+        return str(exc)
+    return out.messages, out.state.to_dict(), out.mode
+
+
+@PROPERTY
+@given(
+    record=st.one_of(valid_records(max_units=30), any_records()),
+    other=valid_records(max_units=10),
+    steps=STEPS,
+    budget=st.sampled_from([400, 2_000, 8_000]),
+)
+def test_the_fold_is_the_same_with_the_conversations_facts_whatever_happens_to_the_record(
+    record: list[BaseMessage],
+    other: list[BaseMessage],
+    steps: list[tuple[str, int]],
+    budget: int,
+) -> None:
+    facts = RecordFacts()
+    memo: object = None
+    for shown in _turns(record, other, steps):
+        before = list(shown)
+        plain = _built(shown, budget, memo, None)
+        assert _built(shown, budget, memo, facts) == plain
+        assert shown == before
+        memo = plain[1] if isinstance(plain, tuple) else None
+
+
+def _read_loop(thread: int, n: int) -> list[BaseMessage]:
+    out: list[BaseMessage] = [HumanMessage("Read the modules and fix the failing test.")]
+    while len(out) < n:
+        out += _read(thread, len(out))
+    return out
+
+
+def _read(thread: int, i: int) -> list[BaseMessage]:
+    cid = f"t{thread}c{i}"
+    return [
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": f"m{i % 30}.py"}, "id": cid}]
+        ),
+        ToolMessage(f"def f{i}(x):\n    return x\n" * 20, tool_call_id=cid, name="read_file"),
+    ]
+
+
+def test_a_thread_served_after_many_others_counts_only_its_new_messages() -> None:
+    # The middleware and the node keep each thread's facts: a server taking turns for more
+    # threads than a module cache would hold keeps every thread on the incremental path
+    # (with the module-level caches, the thread's whole record was counted again).
+    counter = _Counting()
+    core = MemoryCore(
+        MemoryPolicy(max_tokens=8_000), summarizer=lambda prompt: "the note", token_counter=counter
+    )
+    threads = {k: (_read_loop(k, 400), {}) for k in range(20)}
+    for _ in range(2):
+        for k, (record, state) in threads.items():
+            record = [*record, *_read(k, len(record))]
+            turn = run_turn(core, record, state, config={"configurable": {"thread_id": f"t{k}"}})
+            threads[k] = (record, {**state, **turn.update})
+    record, state = threads[0]
+    record = [*record, *_read(0, len(record))]
+    asked = counter.asked
+    run_turn(core, record, state, config={"configurable": {"thread_id": "t0"}})
+    assert counter.asked - asked < len(record) // 4
+
+
+def test_facts_by_thread_never_hand_one_conversations_facts_to_two_turns_at_once() -> None:
+    threads = FactsByThread()
+    mine = threads.take("t1")
+    assert threads.take("t1") is not mine  # checked out: a turn running beside gets its own
+    threads.give("t1", mine)
+    assert threads.take("t1") is mine
+
+
+def test_a_snapshot_of_the_tool_results_stays_as_it_was_while_the_facts_grow() -> None:
+    facts = RecordFacts()
+    record = _read_loop(0, 21)
+    first = tool_results(record, facts.counter, facts=facts)
+    grown = tool_results([*record, *_read(0, 21)], facts.counter, facts=facts)
+    assert (len(first), len(grown)) == (10, 11)
+    assert list(first) == list(grown)[:10] == list(tool_results(record, facts.counter))
+    assert result_order(first) == (list(range(2, 21, 2)), True)

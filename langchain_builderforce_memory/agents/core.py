@@ -52,6 +52,7 @@ from langchain_builderforce_memory.agents.turn import (
 from langchain_builderforce_memory.calibration import CALIBRATION_KEY, UsageCalibration
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.events import EVENT_KEY
+from langchain_builderforce_memory.facts import FactsByThread
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     ToolLike,
@@ -161,6 +162,8 @@ class MemoryCore:
         self.code_map_scope = code_map_scope
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
+        # Each thread's record facts (token sums, tool results), grown turn by turn.
+        self._facts = FactsByThread(self.counter)
 
     def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...]:
         """The code-map scope of a run (``ValueError`` for labels a store cannot take)."""
@@ -232,6 +235,7 @@ class MemoryCore:
             tools_tokens=tools_tokens(list(tools), token_counter=self.counter) if tools else 0,
             scaled=policy,
             limit=limit,
+            thread=_thread_of(config),
         )
         return self.sized(plan)
 
@@ -331,18 +335,22 @@ class MemoryCore:
 
     def fold_plan(self, plan: TurnPlan) -> FoldPlan:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
-        return plan_working_transcript(
-            plan.record,
-            memo=plan.fold.memo,
-            system_prompt=plan.system,
-            policy=fold_policy_of(plan.policy),
-            token_counter=self.counter,
-            can_summarize=self.summarizer is not None,
-            requested=plan.compact is not None,
-            focus=plan.compact.focus if plan.compact is not None else None,
-            backoff=plan.fold.backoff,
-            horizon=plan.fold.horizon,
-        )
+        facts = self._facts.take(plan.thread)
+        try:
+            return plan_working_transcript(
+                plan.record,
+                memo=plan.fold.memo,
+                system_prompt=plan.system,
+                policy=fold_policy_of(plan.policy),
+                can_summarize=self.summarizer is not None,
+                requested=plan.compact is not None,
+                focus=plan.compact.focus if plan.compact is not None else None,
+                backoff=plan.fold.backoff,
+                horizon=plan.fold.horizon,
+                facts=facts,
+            )
+        finally:
+            self._facts.give(plan.thread, facts)
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
         """Keep ``transcript`` for a retry of the same model call (see :class:`FoldCache`)."""
@@ -503,3 +511,9 @@ def fold_policy_of(policy: MemoryPolicy) -> FoldPolicy:
     is resolved or the calibration scales it, so a turn seldom pays for the validation.
     """
     return policy.fold_policy
+
+
+def _thread_of(config: RunnableConfig | None) -> str | None:
+    """The run's ``thread_id`` as text (any value a checkpointer takes), or ``None``."""
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)

@@ -103,6 +103,8 @@ class TurnPlan:
     limit: int = 0
     """The most :attr:`policy` may be lifted to: the user's budget in our tokens, with no
     safety margin (see :meth:`UsageCalibration.limit`)."""
+    thread: str | None = None
+    """The run's ``thread_id`` (``None`` without one): whose record facts the fold uses."""
 
 
 class PackOptions(TypedDict):

@@ -27,26 +27,30 @@ where it goes, and how it is held from turn to turn, is :mod:`.horizon`.
 from __future__ import annotations
 
 import bisect
-import functools
-import json
 import operator
-import re
-import weakref
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Final, Literal
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Final
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.incremental import PrefixCache, Recent
-from langchain_builderforce_memory.messages import message_id, stamp
-from langchain_builderforce_memory.tokens import TokenCounter
-from langchain_builderforce_memory.working.mapper import ToolObservationMapper
+from langchain_builderforce_memory.transcript.results import (
+    CLEARED_KIND,
+    TOOL_RESULTS,
+    ResultKind,
+    ToolResult,
+    ToolResults,
+    cleared_result,
+    tool_results,
+)
 
 __all__ = [
     "CLEARED_KIND",
+    "TOOL_RESULTS",
     "ResultKind",
     "ToolResult",
+    "ToolResults",
     "clearable",
     "cleared_result",
     "clearing_with_priority",
@@ -55,183 +59,6 @@ __all__ = [
     "tool_results",
     "working_set",
 ]
-
-CLEARED_KIND: Final = "cleared"
-"""The stamp ``kind`` of a tool result cleared in the view."""
-
-ResultKind = Literal["read", "edit", "search", "failed", "other"]
-"""What a tool result is, for the clear tier and the restore step."""
-
-
-_MAPPER: Final = ToolObservationMapper()
-
-_BULKY_NAMES: Final = re.compile(
-    r"(search|grep|find|glob|list|ls\b|dir|shell|bash|terminal|exec|run|command|cmd)", re.I
-)
-"""Tool names whose output is a listing or a log: cleared as search output."""
-
-_ARGS_CHARS: Final = 160
-"""How much of a call's arguments a placeholder shows."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """One tool result of a conversation, as the clear tier sees it."""
-
-    index: int
-    """Its index in the conversation."""
-    name: str
-    """The tool's name (from the call it answers)."""
-    args: str
-    """The call's arguments, as compact JSON."""
-    size: int
-    """Its tokens in the view."""
-    kind: ResultKind
-    """A read, an edit, a search / list / shell output, a failed call, or other."""
-    target: str | None
-    """The file it read or changed (``None`` for the rest)."""
-    message_id: str = ""
-    """:func:`~langchain_builderforce_memory.messages.message_id` of the result."""
-    placeholder_size: int = 60
-    """Its placeholder's tokens when cleared (:func:`cleared_result`, counted): the
-    placeholder quotes the call's arguments, so a shell command's costs more than a path."""
-
-
-def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
-    calls: dict[str, tuple[str, Mapping[str, object]]] = {}
-    for m in convo:
-        if isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                calls[str(call.get("id"))] = (call["name"], call["args"])
-    return calls
-
-
-def _classify(
-    name: str, args: Mapping[str, object], message: ToolMessage
-) -> tuple[ResultKind, str | None]:
-    if message.status == "error" or _MAPPER.failed(message):
-        return "failed", None
-    found = _MAPPER.map(name, args, message)
-    for o in found:
-        if o.kind == "read":
-            return "read", o.target
-    for o in found:
-        if o.kind in {"edited", "created", "deleted"}:
-            return "edit", o.target
-    if any(o.kind == "searched" for o in found) or _BULKY_NAMES.search(name):
-        return "search", None
-    return "other", None
-
-
-class _PerMessage:
-    """Values derived from one message, cached while the message lives.
-
-    A turn looks at every tool result of the run again; classifying a result, hashing its
-    id and building its placeholder are pure functions of the message, so they are worked
-    out once. Keyed by ``id(message)`` with a weak reference (a freed message leaves the
-    cache) and the identity of its content (an edited message is worked out again).
-    """
-
-    __slots__ = ("_entries",)
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[BaseMessage], int, object]] = {}
-
-    def _evict(self, key: int, _dead: object) -> None:
-        self._entries.pop(key, None)
-
-    def get(self, message: BaseMessage) -> object | None:
-        hit = self._entries.get(id(message))
-        if hit is not None and hit[0]() is message and hit[1] == id(message.content):
-            return hit[2]
-        return None
-
-    def put(self, message: BaseMessage, value: object) -> None:
-        if len(self._entries) > 200_000:
-            self._entries.clear()
-        key = id(message)
-        try:
-            ref = weakref.ref(message, functools.partial(self._evict, key))
-        except TypeError:
-            return
-        self._entries[key] = (ref, id(message.content), value)
-
-
-_INFO: Final = _PerMessage()
-_PLACEHOLDERS: Final = _PerMessage()
-
-
-def _info(
-    message: ToolMessage, call: tuple[str, Mapping[str, object]] | None
-) -> tuple[str, str, ResultKind, str | None, str]:
-    """(name, args JSON, kind, target, message id) of a tool result, cached."""
-    hit = _INFO.get(message)
-    if isinstance(hit, tuple) and hit[0] == (call[0] if call else message.name or "tool"):
-        return hit
-    name, args = call if call is not None else (message.name or "tool", {})
-    kind, target = _classify(name, args, message)
-    text = json.dumps(args, ensure_ascii=False, default=str, sort_keys=True)
-    value = (name, text, kind, target, message_id(message))
-    _INFO.put(message, value)
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class _ResultsSoFar:
-    """:func:`tool_results` of a record, kept to extend when the record grows."""
-
-    calls: dict[str, tuple[str, Mapping[str, object]]]
-    answered: frozenset[str]
-    results: tuple[ToolResult, ...]
-
-
-_RESULTS: Final[PrefixCache[_ResultsSoFar]] = PrefixCache()
-
-
-def tool_results(convo: Sequence[BaseMessage], counter: TokenCounter) -> list[ToolResult]:
-    """Every tool result in ``convo`` with its call, size and kind, in order.
-
-    O(new messages) over a record that grew at the end since the last call (see
-    :mod:`~langchain_builderforce_memory.incremental`).
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-        >>> call = AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"},
-        ...                                   "id": "c1"}])
-        >>> [(r.kind, r.target) for r in tool_results(
-        ...     [HumanMessage("go"), call, ToolMessage("code", tool_call_id="c1")],
-        ...     ApproximateTokenCounter())]
-        [('read', 'a.py')]
-    """
-    hit = _RESULTS.resume(convo, counter)
-    known, calls, answered, out = 0, {}, frozenset[str](), list[ToolResult]()
-    if hit is not None:
-        known, so_far = hit
-        if known == len(convo):
-            return list(so_far.results)
-        new_calls = _calls_by_id(convo[known:])
-        # A call id re-used after a result already answered it changes that result's
-        # call (the last call of an id wins): start over.
-        if so_far.answered.isdisjoint(new_calls):
-            calls = {**so_far.calls, **new_calls}
-            answered, out = so_far.answered, list(so_far.results)
-        else:
-            known = 0
-    if known == 0:
-        calls = _calls_by_id(convo)
-    new_answered: list[str] = []
-    for i in range(known, len(convo)):
-        m = convo[i]
-        if not isinstance(m, ToolMessage):
-            continue
-        name, text, kind, target, mid = _info(m, calls.get(m.tool_call_id))
-        result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
-        placeholder = counter.count_message(cleared_result(m, result))
-        out.append(replace(result, placeholder_size=placeholder))
-        new_answered.append(m.tool_call_id)
-    _RESULTS.save(convo, counter, _ResultsSoFar(calls, answered.union(new_answered), tuple(out)))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,11 +134,13 @@ def working_set(
     return chosen
 
 
-_ORDER: Final[PrefixCache[tuple[tuple[int, ...], bool]]] = PrefixCache()
+_ORDER: Final[PrefixCache[tuple[Sequence[int], bool]]] = PrefixCache()
 
 
-def result_order(results: Sequence[ToolResult]) -> tuple[tuple[int, ...], bool]:
+def result_order(results: Sequence[ToolResult]) -> tuple[Sequence[int], bool]:
     """Every result's index, and whether they ascend (``tool_results`` gives them so)."""
+    if isinstance(results, ToolResults):
+        return results.order
     hit = _ORDER.resume(results)
     known, (indices, ordered) = hit if hit is not None else (0, ((), True))
     if known == len(results):
@@ -324,7 +153,7 @@ def result_order(results: Sequence[ToolResult]) -> tuple[tuple[int, ...], bool]:
     return out
 
 
-_Order = tuple[tuple[int, ...], bool]
+_Order = tuple[Sequence[int], bool]
 """Every result's index, and whether they ascend (see :func:`result_order`)."""
 
 
@@ -477,30 +306,6 @@ def clearable(
     results before the horizon).
     """
     return list(clearing(results, start, horizon, keep_tokens)[0])
-
-
-def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
-    """The one-line stamped placeholder a cleared result shows in the view.
-
-    Example:
-        >>> r = ToolResult(3, "read_file", '{"path": "a.py"}', 2_000, "read", "a.py")
-        >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:46]
-        '[cleared from this view: read_file({"path": "a'
-    """
-    hit = _PLACEHOLDERS.get(message)
-    if isinstance(hit, ToolMessage):
-        return hit
-    args = result.args if len(result.args) <= _ARGS_CHARS else result.args[:_ARGS_CHARS] + "…"
-    text = (
-        f"[cleared from this view: {result.name}({args}) returned {result.size} tokens; "
-        "to see its output again, make the same call again]"
-    )
-    copy = message.model_copy(update={"content": text})
-    placeholder = stamp(
-        copy, CLEARED_KIND, of=result.message_id or message_id(message), tokens=result.size
-    )
-    _PLACEHOLDERS.put(message, placeholder)
-    return placeholder
 
 
 def _worth_clearing(result: ToolResult) -> bool:

@@ -35,6 +35,7 @@ from typing import Literal
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation, SystemMessage
 
+from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import as_messages, message_id
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
@@ -182,6 +183,7 @@ def _compacted(
             shown_restored,
             directive_id=memo.directive_id,
             restate_earlier=plan.restate_earlier,
+            anchors=plan.anchors,
         )
         clear = (
             clear_range(
@@ -206,6 +208,7 @@ def _compacted(
         cleared_from=convo,
         directive_id=memo.directive_id,
         restate_earlier=plan.restate_earlier,
+        anchors=plan.anchors,
     )
     fitted, elision = fit_view(
         _checked(view), policy.max_tokens, counter, where="build_working_transcript"
@@ -290,7 +293,7 @@ def _folded(
         counter,
         max_tokens=note_reserve(counter, to) - 16,
     )
-    directive = pinned_directive_index(convo, verbatim_start(convo, to))
+    directive = pinned_directive_index(convo, verbatim_start(convo, to), anchors=plan.anchors)
     memo = CompactMemo(
         note=note,
         covered_end=to,
@@ -374,6 +377,7 @@ def _plan_turn(
     summarizer: Summarizer | None,
     token_counter: TokenCounterLike,
     policy: FoldPolicy,
+    facts: RecordFacts | None,
 ) -> FoldPlan:
     """The twins' shared first step (their only difference is how the summarizer is called)."""
     return plan_working_transcript(
@@ -383,6 +387,7 @@ def _plan_turn(
         policy=policy,
         token_counter=token_counter,
         can_summarize=summarizer is not None,
+        facts=facts,
     )
 
 
@@ -402,6 +407,7 @@ def build_working_transcript(
     clear_at_least: int | None = None,
     restore_tokens: int | None = None,
     clear_tool_results: bool = True,
+    facts: RecordFacts | None = None,
 ) -> WorkingTranscript:
     """This turn's view of a run: verbatim, the held note reused, a new fold, or the window.
 
@@ -436,6 +442,10 @@ def build_working_transcript(
         restore_tokens: Tokens of file outputs re-attached after a fold's note (``None``:
             an eighth of ``max_tokens``; 0: none); the clear tier keeps twice that verbatim.
         clear_tool_results: Run the clear tier before folding.
+        facts: The conversation's :class:`~langchain_builderforce_memory.facts.RecordFacts`
+            (of the messages after the leading system ones), kept with the memo from turn
+            to turn: a turn then counts and classifies only its new messages. Without
+            it, each call goes over the whole record.
 
     Returns:
         The view (always valid for strict providers), the memo, the fold and the mode.
@@ -469,6 +479,7 @@ def build_working_transcript(
             restore_tokens=restore_tokens,
             clear_tool_results=clear_tool_results,
         ),
+        facts,
     )
     return fold_turn(plan, chosen)
 
@@ -489,6 +500,7 @@ async def abuild_working_transcript(
     clear_at_least: int | None = None,
     restore_tokens: int | None = None,
     clear_tool_results: bool = True,
+    facts: RecordFacts | None = None,
 ) -> WorkingTranscript:
     """Async twin of :func:`build_working_transcript`.
 
@@ -518,5 +530,6 @@ async def abuild_working_transcript(
             restore_tokens=restore_tokens,
             clear_tool_results=clear_tool_results,
         ),
+        facts,
     )
     return await afold_turn(plan, chosen)

@@ -3,11 +3,9 @@
 :func:`plan_working_transcript` decides verbatim / clear / reuse the held memo / fold
 ``[from, to)`` / window, and :class:`FoldPlan` carries that decision to
 :func:`~langchain_builderforce_memory.transcript.fold.finish_working_transcript`, which
-assembles the view. It is kept apart from :mod:`~langchain_builderforce_memory.transcript.
-fold` because it is pure and has more callers than the fold's twins: the agent adapters,
-the chat history and ``bfmem inspect`` plan with their own :class:`FoldPolicy`, and only
-the summarizer call that follows differs between them. (Where the cut goes and how a
-compacted view is put together is :mod:`~langchain_builderforce_memory.transcript.plan`.)
+assembles the view. It is pure, and has more callers than the fold's twins (the agent
+adapters, the chat history, ``bfmem inspect``). Where the cut goes and how a compacted
+view is put together is :mod:`~langchain_builderforce_memory.transcript.plan`.
 
 Why INCREMENTAL: re-summarizing every few turns costs a model call a turn and rewrites the
 view's prefix every turn, so no provider prefix cache hits. The note is kept in a small
@@ -27,16 +25,9 @@ from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langchain_builderforce_memory.blocks import thinking_span
-from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.incremental import prefix_sums
+from langchain_builderforce_memory.facts import RecordFacts, counter_of
 from langchain_builderforce_memory.messages import leading_system_count, message_id
-from langchain_builderforce_memory.tokens import (
-    TokenCounter,
-    TokenCounterLike,
-    resolve_token_counter,
-)
-from langchain_builderforce_memory.transcript.clear import ToolResult, tool_results
+from langchain_builderforce_memory.tokens import TokenCounter, TokenCounterLike
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     elide_message,
@@ -45,6 +36,7 @@ from langchain_builderforce_memory.transcript.fold_state import FoldState, Summa
 from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.memo import TAIL_SHARE, CompactMemo, FoldPolicy
 from langchain_builderforce_memory.transcript.plan import (
+    Anchors,
     compact_tail_start_for_budget,
     memory_note,
     note_reserve,
@@ -52,6 +44,7 @@ from langchain_builderforce_memory.transcript.plan import (
     system_messages,
     verbatim_start,
 )
+from langchain_builderforce_memory.transcript.results import TOOL_RESULTS, ToolResult
 from langchain_builderforce_memory.transcript.view import (
     ClearStep,
     clear_range,
@@ -104,7 +97,7 @@ class FoldPlan:
     backed_off: bool = False
     """A fold was due but the summarizer is backed off (the view degrades within budget)."""
 
-    results: tuple[ToolResult, ...] = ()
+    results: Sequence[ToolResult] = ()
     """The conversation's tool results (empty when the record fits as it is)."""
     clear: ClearStep = field(default_factory=ClearStep)
     """What the clear tier clears in this view."""
@@ -112,6 +105,9 @@ class FoldPlan:
     """For a fold: the file outputs to re-attach after the new note."""
     held_horizon: ClearHorizon | None = None
     """The clear tier's horizon carried from the last turn (held while the view fits)."""
+    anchors: Anchors | None = None
+    """Where the conversation's latest directive and running thinking step are
+    (``None``: looked up where needed)."""
     restate_earlier: bool = True
     """Whether a held note's view keeps restating the instruction its fold restated once
     a newer one has arrived (see :func:`~.plan.held_directive_index`); ``False`` when the
@@ -158,13 +154,17 @@ def plan_working_transcript(
     backoff: SummarizerBackoff | None = None,
     keep_memo: bool = False,
     horizon: ClearHorizon | None = None,
+    facts: RecordFacts | None = None,
 ) -> FoldPlan:
     """Decide this turn's view (pure; the view policy, see :mod:`.view`).
 
     ``requested``: the agent asked for a fold (``compact_context``): fold now, whatever
     the budget, down to the minimum tail, with ``focus`` in the summarizer prompt.
     ``memo``: last turn's :class:`~.fold_state.FoldState` (or its ``to_dict()``, or a bare
-    memo). ``backoff`` / ``horizon``: given apart, they win over the state's.
+    memo). ``backoff`` / ``horizon``: given apart, they win over the state's. ``facts``:
+    the conversation's :class:`~langchain_builderforce_memory.facts.RecordFacts` (of the
+    messages after the leading system ones), kept from turn to turn so a turn counts only
+    its new messages; without it, each call starts from nothing.
 
     The tiers, in order, each taking the turn as it stands or passing: the whole record
     when it fits (verbatim, memo reset); the clear tier over the record; the held note's
@@ -183,9 +183,10 @@ def plan_working_transcript(
         messages,
         system_prompt,
         policy,
-        resolve_token_counter(token_counter),
+        counter_of(token_counter, facts, where="build_working_transcript"),
         backoff if backoff is not None else state.backoff,
         horizon if horizon is not None else state.horizon,
+        facts,
     )
     plan, convo = turn.plan, turn.plan.convo
     if requested and can_summarize:
@@ -198,7 +199,7 @@ def plan_working_transcript(
     held = _held_memo(state.memo, convo)
     if fits and held is None:
         return plan
-    turn = replace(turn, plan=replace(plan, results=tuple(tool_results(convo, plan.counter))))
+    turn = replace(turn, plan=replace(plan, results=turn.facts.get(TOOL_RESULTS).results))
     cleared = _record_cleared(turn) if held is None else None
     if cleared is not None:
         return cleared
@@ -222,8 +223,12 @@ class _Turn:
     """The verbatim plan: system prefix, conversation, policy, counter, backoff, horizon."""
     sums: Sequence[int]
     """Running token totals of the conversation (``sums[i]``: its first ``i`` messages)."""
+    anchors: Anchors
+    """The conversation's latest directive and running thinking step."""
     system_tokens: int
     """The system prefix's tokens."""
+    facts: RecordFacts
+    """The conversation's facts, synced to it."""
 
     @property
     def tokens(self) -> int:
@@ -238,12 +243,15 @@ def _turn_of(
     counter: TokenCounter,
     backoff: SummarizerBackoff | None,
     horizon: ClearHorizon | None,
+    facts: RecordFacts | None,
 ) -> _Turn:
     """The turn's facts, after checking the budget holds the system prompt plus a turn."""
     lead = leading_system_count(messages)
     system = [*system_messages(system_prompt), *messages[:lead]]
     convo = messages[lead:]
-    sums = prefix_sums(convo, counter)
+    facts = facts if facts is not None else RecordFacts(counter)
+    facts.sync(convo)
+    sums, anchors = facts.sums, Anchors(facts.directive, facts.thinking)
     plan = FoldPlan(
         "verbatim",
         system,
@@ -254,6 +262,7 @@ def _turn_of(
         backoff=backoff,
         total_tokens=sums[-1],
         held_horizon=horizon,
+        anchors=anchors,
     )
     system_tokens = sum(counter.count_message(m) for m in system)
     check_budget_floor(
@@ -261,9 +270,9 @@ def _turn_of(
         policy.max_tokens,
         counter,
         where="build_working_transcript",
-        opening_tokens=_directive_tokens(convo, counter),
+        opening_tokens=_directive_tokens(convo, facts),
     )
-    return _Turn(plan, sums, system_tokens)
+    return _Turn(plan, sums, anchors, system_tokens, facts)
 
 
 def _record_cleared(turn: _Turn) -> FoldPlan | None:
@@ -297,16 +306,19 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
     """Measure the held note's view (note, re-attached files, directive, tail) and clear it."""
     plan, sums = turn.plan, turn.sums
     convo, policy, counter = plan.convo, plan.policy, plan.counter
-    last_user = latest_directive_index(convo, fallback=False)
+    anchors = turn.anchors
+    last_user = anchors.directive
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
-    span = thinking_span(convo)
+    span = anchors.thinking
     if span is not None and 0 <= last_user < span[0]:
         # With thinking on, the loop's opening turn is pinned with the directive (issue 13).
         directive_tokens += sums[span[1]] - sums[span[0]]
     if held is None:
         return _HeldView(last_user, directive_tokens)
     tail_start = verbatim_start(convo, held.covered_end)
-    opening, opening_thinking = restated_opening(convo, tail_start, held.directive_id)
+    opening, opening_thinking = restated_opening(
+        convo, tail_start, held.directive_id, anchors=anchors
+    )
     directive = opening >= 0
     note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
     restored = restored_of(convo, held, plan.results)
@@ -463,10 +475,10 @@ _RESTORE_OVERHEAD: Final = 40
 """Tokens a re-attached output costs beyond its own: its header line and framing."""
 
 
-def _directive_tokens(convo: Sequence[BaseMessage], counter: TokenCounter) -> int | None:
-    """The latest user turn's size (found incrementally), or ``None`` without one."""
-    last_user = latest_directive_index(convo, fallback=False)
-    return counter.count_message(convo[last_user]) if last_user >= 0 else None
+def _directive_tokens(convo: Sequence[BaseMessage], facts: RecordFacts) -> int | None:
+    """The latest user turn's size, or ``None`` without one."""
+    last_user = facts.directive
+    return facts.sums[last_user + 1] - facts.sums[last_user] if last_user >= 0 else None
 
 
 def _tail_start(

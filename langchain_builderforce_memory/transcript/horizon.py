@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeGuard
 
-from langchain_builderforce_memory.incremental import PrefixCache
 from langchain_builderforce_memory.transcript.clear import (
     ToolResult,
+    ToolResults,
     clearing_with_priority,
     result_order,
 )
@@ -104,20 +104,23 @@ def _index(value: object) -> TypeGuard[int]:
 
 @dataclass(frozen=True, slots=True)
 class _CutsSoFar:
-    chunk: int
     total: int
     next_cut: int
     points: tuple[int, ...]
 
 
-_CUTS: Final[PrefixCache[_CutsSoFar]] = PrefixCache()
-
-
 def _cuts(results: Sequence[ToolResult], chunk: int) -> _CutsSoFar:
-    """The cut points of ``results``, extended over the new results."""
-    hit = _CUTS.resume(results)
-    known, so_far = hit if hit is not None and hit[1].chunk == chunk else (0, None)
-    if so_far is not None and known == len(results):
+    """The cut points of ``results``, extended over the results new since they were asked.
+
+    Kept with a record's :class:`~.clear.ToolResults` (a turn sums only its new results);
+    any other sequence is summed whole.
+    """
+    key = ("cuts", chunk)
+    held = results.grown(key) if isinstance(results, ToolResults) else None
+    known, so_far = (held[0], held[1]) if held is not None else (0, None)
+    if not isinstance(so_far, _CutsSoFar):
+        known, so_far = 0, None
+    elif known == len(results):
         return so_far
     step = max(1, chunk)
     total, next_cut = (so_far.total, so_far.next_cut) if so_far else (0, step)
@@ -127,8 +130,9 @@ def _cuts(results: Sequence[ToolResult], chunk: int) -> _CutsSoFar:
         if total >= next_cut:
             points.append(r.index + 1)
             next_cut = (total // step + 1) * step
-    out = _CutsSoFar(chunk, total, next_cut, tuple(points))
-    _CUTS.save(results, None, out)
+    out = _CutsSoFar(total, next_cut, tuple(points))
+    if isinstance(results, ToolResults):
+        results.derived[key] = (len(results), out)
     return out
 
 
@@ -241,7 +245,7 @@ def _saves(
     horizon: int,
     priority_end: int,
     keep_tokens: int,
-    order: tuple[tuple[int, ...], bool] | None = None,
+    order: tuple[Sequence[int], bool] | None = None,
 ) -> int:
     return clearing_with_priority(results, start, horizon, priority_end, keep_tokens, order)[1]
 

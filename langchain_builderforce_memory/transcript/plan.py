@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -52,6 +53,7 @@ from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_
 
 __all__ = [
     "MEMORY_NOTE_KIND",
+    "Anchors",
     "assemble_compacted",
     "compact_tail_start",
     "compact_tail_start_for_budget",
@@ -222,7 +224,35 @@ def compact_tail_start_for_budget(
     return back
 
 
-def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int:
+@dataclass(frozen=True, slots=True)
+class Anchors:
+    """Where a conversation's latest directive and its running turn's thinking step are.
+
+    Found once a turn (from the conversation's
+    :class:`~langchain_builderforce_memory.facts.RecordFacts`) and handed to each step
+    that places the directive, so none of them looks through the record again.
+    """
+
+    directive: int
+    """The latest directive's index, or -1 (no fallback)."""
+    thinking: tuple[int, int] | None
+    """:func:`~langchain_builderforce_memory.blocks.thinking_span` of the conversation."""
+
+    @classmethod
+    def of(cls, convo: Sequence[BaseMessage]) -> Anchors:
+        """The anchors of ``convo``, looked up.
+
+        Example:
+            >>> from langchain_core.messages import AIMessage, HumanMessage
+            >>> Anchors.of([HumanMessage("go"), AIMessage("ok")])
+            Anchors(directive=0, thinking=None)
+        """
+        return cls(latest_directive_index(convo, fallback=False), thinking_span(convo))
+
+
+def pinned_directive_index(
+    convo: Sequence[BaseMessage], tail_start: int, *, anchors: Anchors | None = None
+) -> int:
     """Index of the user turn to re-inject verbatim ahead of the tail, or -1.
 
     The ACTIVE directive is the MOST RECENT user turn. Pinning the first one (the seed's
@@ -236,12 +266,18 @@ def pinned_directive_index(convo: Sequence[BaseMessage], tail_start: int) -> int
         >>> pinned_directive_index(convo, 3), pinned_directive_index(convo, 2)
         (2, -1)
     """
-    last = latest_directive_index(convo, fallback=False)
+    last = (
+        anchors.directive if anchors is not None else latest_directive_index(convo, fallback=False)
+    )
     return last if 0 <= last < tail_start else -1
 
 
 def held_directive_index(
-    convo: Sequence[BaseMessage], tail_start: int, directive_id: str | None
+    convo: Sequence[BaseMessage],
+    tail_start: int,
+    directive_id: str | None,
+    *,
+    anchors: Anchors | None = None,
 ) -> int:
     """The user turn a fold restated (``directive_id``), else :func:`pinned_directive_index`.
 
@@ -261,7 +297,7 @@ def held_directive_index(
         >>> held_directive_index(convo, 2, "u0"), held_directive_index(convo, 2, None)
         (0, -1)
     """
-    last = pinned_directive_index(convo, tail_start)
+    last = pinned_directive_index(convo, tail_start, anchors=anchors)
     if last >= 0 or directive_id is None or tail_start <= 0:
         return last
     turns = all_indices(_USER_TURNS, convo, is_directive)
@@ -277,7 +313,11 @@ _USER_TURNS: Final[PrefixCache[tuple[int, ...]]] = PrefixCache()
 
 
 def restated_opening(
-    convo: Sequence[BaseMessage], tail_start: int, directive_id: str | None = None
+    convo: Sequence[BaseMessage],
+    tail_start: int,
+    directive_id: str | None = None,
+    *,
+    anchors: Anchors | None = None,
 ) -> tuple[int, tuple[int, int] | None]:
     """The directive restated ahead of a tail at ``tail_start`` and the span pinned with it.
 
@@ -293,14 +333,11 @@ def restated_opening(
         >>> restated_opening(convo, 3)
         (0, None)
     """
-    directive = held_directive_index(convo, tail_start, directive_id)
+    anchors = anchors if anchors is not None else Anchors.of(convo)
+    directive = held_directive_index(convo, tail_start, directive_id, anchors=anchors)
     if directive < 0:
         return -1, None
-    span = (
-        thinking_span(convo)
-        if directive == latest_directive_index(convo, fallback=False)
-        else opening_span(convo, directive)
-    )
+    span = anchors.thinking if directive == anchors.directive else opening_span(convo, directive)
     if span is not None and directive < span[0] and span[1] <= tail_start:
         return directive, span
     return directive, None
@@ -316,6 +353,7 @@ def assemble_compacted(
     cleared_from: Sequence[BaseMessage] | None = None,
     directive_id: str | None = None,
     restate_earlier: bool = True,
+    anchors: Anchors | None = None,
 ) -> list[BaseMessage]:
     """A compacted view: system, the note, re-attached files, the directive, the tail.
 
@@ -340,6 +378,7 @@ def assemble_compacted(
             also once a newer one has arrived (see :func:`held_directive_index`).
         restate_earlier: Restate ``directive_id``'s turn when a newer one is in the tail
             (it keeps the front in place; ``False`` when the view has no room for it).
+        anchors: The record's :class:`Anchors`, when the caller has them.
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -355,8 +394,9 @@ def assemble_compacted(
     out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
     out.extend(restored)
     record = convo if cleared_from is None else cleared_from
-    last, span = restated_opening(record, tail_start, directive_id)
-    if last >= 0 and not restate_earlier and last != latest_directive_index(record, fallback=False):
+    anchors = anchors if anchors is not None else Anchors.of(record)
+    last, span = restated_opening(record, tail_start, directive_id, anchors=anchors)
+    if last >= 0 and not restate_earlier and last != anchors.directive:
         last, span = -1, None
     if last >= 0:
         out.append(restated_directive(convo[last]))

@@ -38,7 +38,7 @@ from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
 from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
 from langchain_builderforce_memory.directive import latest_directive_index, restated_directive
-from langchain_builderforce_memory.facts import RecordFacts
+from langchain_builderforce_memory.facts import RecordFacts, counter_of
 from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import (
     as_messages,
@@ -315,7 +315,7 @@ def windowed(
     validate_budget(max_messages=max_messages, max_tokens=max_tokens)
     ceiling = auto_ceiling(max_messages, max_tokens)
     messages = as_messages(messages, where="windowed")
-    counter = _counter_of(token_counter, facts)
+    counter = counter_of(token_counter, facts, where="windowed")
     lead = leading_system_count(messages)
     system = list(messages[:lead])
     convo = messages[lead:] if lead else messages  # never changed: no copy of a long record
@@ -354,18 +354,6 @@ def windowed(
     log_repairs(repairs, "windowed")
     fitted, _ = fit_to_budget(view, max_tokens, counter, where="windowed")
     return fitted
-
-
-def _counter_of(token_counter: TokenCounterLike, facts: RecordFacts | None) -> TokenCounter:
-    if facts is None:
-        return resolve_token_counter(token_counter)
-    if token_counter is not None and resolve_token_counter(token_counter) is not facts.counter:
-        msg = (
-            "windowed: facts= counts with another counter than token_counter=; pass the "
-            "counter the RecordFacts was made with, or leave token_counter out."
-        )
-        raise ValueError(msg)
-    return facts.counter
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,97 @@
+"""One agent turn's context step, for one conversation and for many served in turn.
+
+A server runs the middleware for many threads, one model call after another. Each thread
+here is a single-directive coding loop (reads of varied files, so the clear tier and the
+fold both work), grown by one tool round a turn; the step is ``run_turn`` (what the
+middleware and the node run before each model call), with the thread's ``thread_id`` in
+the config. Reported: the median step at a record size, for 1 conversation and for
+``--conversations`` served round-robin, at the same sizes. Facts kept per thread (issue
+23) make the two equal; facts kept in module-level caches of a few records fall off the
+incremental path once more threads than they hold take turns.
+
+Run: python benchmarks/served_in_turn.py [--conversations 64] [--sizes 600 4800]
+     [--turns 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory.agents.core import MemoryCore
+from langchain_builderforce_memory.agents.driver import run_turn
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
+
+
+def tool_round(thread: int, i: int) -> list[BaseMessage]:
+    """One read of a file (one of 40), its output ~300 tokens."""
+    cid = f"t{thread}c{i}"
+    path = f"src/module_{i % 40}.py"
+    body = "\n".join(f"def f{i}_{k}(x):\n    return x * {k}" for k in range(25))
+    return [
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": path}, "id": cid}]),
+        ToolMessage(body, tool_call_id=cid, name="read_file"),
+    ]
+
+
+def loop_of(thread: int, n: int) -> list[BaseMessage]:
+    out: list[BaseMessage] = [HumanMessage("Read the modules and fix the failing test.")]
+    i = 0
+    while len(out) < n:
+        out += tool_round(thread, i)
+        i += 1
+    return out
+
+
+class Conversation:
+    """One thread: its record, its state and its config."""
+
+    def __init__(self, thread: int, size: int) -> None:
+        self.thread = thread
+        self.record = loop_of(thread, size)
+        self.state: dict[str, Any] = {}
+        self.config: Any = {"configurable": {"thread_id": f"thread-{thread}"}}
+        self.rounds = len(self.record)
+
+    def step(self, core: MemoryCore) -> float:
+        """Grow the record by a tool round, then time one context step."""
+        self.record = self.record + tool_round(self.thread, self.rounds)
+        self.rounds += 2
+        start = time.perf_counter()
+        turn = run_turn(core, self.record, self.state, config=self.config)
+        took = time.perf_counter() - start
+        self.state.update(turn.update)
+        return took
+
+
+def median_step(conversations: int, size: int, turns: int) -> float:
+    """Median seconds of a step, ``conversations`` threads served round-robin."""
+    core = MemoryCore(MemoryPolicy(max_tokens=32_000), summarizer=lambda prompt: "the note")
+    threads = [Conversation(k, size) for k in range(conversations)]
+    for c in threads:  # first sight: every thread's record counted once, folds made
+        c.step(core)
+        c.step(core)
+    times = [c.step(core) for _ in range(turns) for c in threads]
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=64)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[600, 4_800])
+    parser.add_argument("--turns", type=int, default=20)
+    args = parser.parse_args()
+    print(f"| messages | 1 conversation p50 ms | {args.conversations} in turn p50 ms | ratio |")
+    print("|---:|---:|---:|---:|")
+    for size in args.sizes:
+        one = median_step(1, size, args.turns * 4)
+        many = median_step(args.conversations, size, args.turns)
+        print(f"| {size:,} | {one * 1e3:.2f} | {many * 1e3:.2f} | {many / one:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

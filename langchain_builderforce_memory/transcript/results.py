@@ -1,0 +1,294 @@
+"""A conversation's tool results, as the clear tier and the restore step see them.
+
+Each result is classified once (a read, an edit, a search / list / shell output, a failed
+call) with the call it answers, its size and its placeholder's size when cleared. They are
+a :class:`~langchain_builderforce_memory.facts.Fact` of the record: kept in its
+:class:`~langchain_builderforce_memory.facts.RecordFacts`, a turn classifies and counts
+only the results new since the last.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+import re
+import weakref
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
+from langchain_builderforce_memory.messages import message_id, stamp
+from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.working.mapper import ToolObservationMapper
+
+__all__ = [
+    "CLEARED_KIND",
+    "TOOL_RESULTS",
+    "ResultKind",
+    "ToolResult",
+    "ToolResults",
+    "cleared_result",
+    "tool_results",
+]
+
+CLEARED_KIND: Final = "cleared"
+"""The stamp ``kind`` of a tool result cleared in the view."""
+
+ResultKind = Literal["read", "edit", "search", "failed", "other"]
+"""What a tool result is, for the clear tier and the restore step."""
+
+
+_MAPPER: Final = ToolObservationMapper()
+
+_BULKY_NAMES: Final = re.compile(
+    r"(search|grep|find|glob|list|ls\b|dir|shell|bash|terminal|exec|run|command|cmd)", re.I
+)
+"""Tool names whose output is a listing or a log: cleared as search output."""
+
+_ARGS_CHARS: Final = 160
+"""How much of a call's arguments a placeholder shows."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One tool result of a conversation, as the clear tier sees it."""
+
+    index: int
+    """Its index in the conversation."""
+    name: str
+    """The tool's name (from the call it answers)."""
+    args: str
+    """The call's arguments, as compact JSON."""
+    size: int
+    """Its tokens in the view."""
+    kind: ResultKind
+    """A read, an edit, a search / list / shell output, a failed call, or other."""
+    target: str | None
+    """The file it read or changed (``None`` for the rest)."""
+    message_id: str = ""
+    """:func:`~langchain_builderforce_memory.messages.message_id` of the result."""
+    placeholder_size: int = 60
+    """Its placeholder's tokens when cleared (:func:`cleared_result`, counted): the
+    placeholder quotes the call's arguments, so a shell command's costs more than a path."""
+
+
+def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
+    calls: dict[str, tuple[str, Mapping[str, object]]] = {}
+    for m in convo:
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                calls[str(call.get("id"))] = (call["name"], call["args"])
+    return calls
+
+
+def _classify(
+    name: str, args: Mapping[str, object], message: ToolMessage
+) -> tuple[ResultKind, str | None]:
+    if message.status == "error" or _MAPPER.failed(message):
+        return "failed", None
+    found = _MAPPER.map(name, args, message)
+    for o in found:
+        if o.kind == "read":
+            return "read", o.target
+    for o in found:
+        if o.kind in {"edited", "created", "deleted"}:
+            return "edit", o.target
+    if any(o.kind == "searched" for o in found) or _BULKY_NAMES.search(name):
+        return "search", None
+    return "other", None
+
+
+class _PerMessage:
+    """Values derived from one message, cached while the message lives.
+
+    A turn looks at every tool result of the run again; classifying a result, hashing its
+    id and building its placeholder are pure functions of the message, so they are worked
+    out once. Keyed by ``id(message)`` with a weak reference (a freed message leaves the
+    cache) and the identity of its content (an edited message is worked out again).
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[BaseMessage], int, object]] = {}
+
+    def _evict(self, key: int, _dead: object) -> None:
+        self._entries.pop(key, None)
+
+    def get(self, message: BaseMessage) -> object | None:
+        hit = self._entries.get(id(message))
+        if hit is not None and hit[0]() is message and hit[1] == id(message.content):
+            return hit[2]
+        return None
+
+    def put(self, message: BaseMessage, value: object) -> None:
+        if len(self._entries) > 200_000:
+            self._entries.clear()
+        key = id(message)
+        try:
+            ref = weakref.ref(message, functools.partial(self._evict, key))
+        except TypeError:
+            return
+        self._entries[key] = (ref, id(message.content), value)
+
+
+_INFO: Final = _PerMessage()
+_PLACEHOLDERS: Final = _PerMessage()
+
+
+def _info(
+    message: ToolMessage, call: tuple[str, Mapping[str, object]] | None
+) -> tuple[str, str, ResultKind, str | None, str]:
+    """(name, args JSON, kind, target, message id) of a tool result, cached."""
+    hit = _INFO.get(message)
+    if isinstance(hit, tuple) and hit[0] == (call[0] if call else message.name or "tool"):
+        return hit
+    name, args = call if call is not None else (message.name or "tool", {})
+    kind, target = _classify(name, args, message)
+    text = json.dumps(args, ensure_ascii=False, default=str, sort_keys=True)
+    value = (name, text, kind, target, message_id(message))
+    _INFO.put(message, value)
+    return value
+
+
+class ToolResults(Prefix[ToolResult]):
+    """A conversation's tool results in order, with their indices (:data:`TOOL_RESULTS`).
+
+    A read-only sequence to every reader; :func:`result_order` reads :attr:`order` off it
+    instead of walking the results again.
+    """
+
+    __slots__ = ("derived", "order")
+
+    def __init__(
+        self,
+        items: list[ToolResult],
+        indices: list[int],
+        ordered: bool,
+        derived: dict[Hashable, tuple[int, object]],
+    ) -> None:
+        """The results so far of ``items`` (and ``indices``, their indices), append-only."""
+        super().__init__(items)
+        self.order: tuple[Sequence[int], bool] = (Prefix(indices), ordered)
+        """Every result's index, and whether they ascend (see :func:`result_order`)."""
+        self.derived = derived
+        """What is worked out from the results, shared by every snapshot of one record's:
+        ``key -> (n, value)``, the value over the first ``n`` results. A snapshot of at
+        least ``n`` results extends it over its new ones (see :func:`clear_cut_points`)."""
+
+    def grown(self, key: Hashable) -> tuple[int, object] | None:
+        """``(n, value)`` kept for ``key`` over at most these results, or ``None``."""
+        held = self.derived.get(key)
+        return held if held is not None and held[0] <= len(self) else None
+
+
+class _ResultsSoFar:
+    """The :data:`TOOL_RESULTS` of a record: its calls by id, and its results."""
+
+    __slots__ = ("answered", "calls", "derived", "indices", "items", "ordered", "results")
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[str, Mapping[str, object]]] = {}
+        self.answered: set[str] = set()
+        self.items: list[ToolResult] = []
+        self.indices: list[int] = []
+        self.ordered = True
+        self.derived: dict[Hashable, tuple[int, object]] = {}
+        self.results = ToolResults(self.items, self.indices, self.ordered, self.derived)
+
+
+class _ToolResultsFact:
+    """Every tool result of a record with its call, size and kind.
+
+    A :class:`~langchain_builderforce_memory.facts.Fact`: a turn classifies and counts
+    only the results new since the last.
+    """
+
+    __slots__ = ()
+
+    def grow(
+        self,
+        state: _ResultsSoFar | None,
+        record: Sequence[BaseMessage],
+        start: int,
+        counter: TokenCounter,
+    ) -> _ResultsSoFar:
+        """The results of ``record``, the new messages' added to ``state``'s."""
+        new_calls = _calls_by_id(record[start:])
+        if state is None or not state.answered.isdisjoint(new_calls):
+            # A call id re-used after a result already answered it changes that result's
+            # call (the last call of an id wins): start over.
+            state, start, new_calls = _ResultsSoFar(), 0, _calls_by_id(record)
+        state.calls.update(new_calls)
+        known = len(state.items)
+        for i in range(start, len(record)):
+            m = record[i]
+            if not isinstance(m, ToolMessage):
+                continue
+            name, text, kind, target, mid = _info(m, state.calls.get(m.tool_call_id))
+            result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
+            placeholder = counter.count_message(cleared_result(m, result))
+            state.items.append(replace(result, placeholder_size=placeholder))
+            state.indices.append(i)
+            state.answered.add(m.tool_call_id)
+        if len(state.items) > known:
+            seq = state.indices[max(0, known - 1) :]
+            state.ordered = state.ordered and all(map(operator.lt, seq, seq[1:]))
+            state.results = ToolResults(state.items, state.indices, state.ordered, state.derived)
+        return state
+
+
+TOOL_RESULTS: Final = _ToolResultsFact()
+"""The :class:`~langchain_builderforce_memory.facts.Fact` of a record's tool results."""
+
+
+def tool_results(
+    convo: Sequence[BaseMessage], counter: TokenCounter, *, facts: RecordFacts | None = None
+) -> ToolResults:
+    """Every tool result in ``convo`` with its call, size and kind, in order.
+
+    ``facts``: the conversation's :class:`~langchain_builderforce_memory.facts.RecordFacts`
+    (synced here to ``convo``): then a turn counts only the results new since the last.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> call = AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"},
+        ...                                   "id": "c1"}])
+        >>> [(r.kind, r.target) for r in tool_results(
+        ...     [HumanMessage("go"), call, ToolMessage("code", tool_call_id="c1")],
+        ...     ApproximateTokenCounter())]
+        [('read', 'a.py')]
+    """
+    facts = facts if facts is not None else RecordFacts(counter)
+    counter_of(counter, facts, where="tool_results")
+    facts.sync(convo)
+    return facts.get(TOOL_RESULTS).results
+
+
+def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
+    """The one-line stamped placeholder a cleared result shows in the view.
+
+    Example:
+        >>> r = ToolResult(3, "read_file", '{"path": "a.py"}', 2_000, "read", "a.py")
+        >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:46]
+        '[cleared from this view: read_file({"path": "a'
+    """
+    hit = _PLACEHOLDERS.get(message)
+    if isinstance(hit, ToolMessage):
+        return hit
+    args = result.args if len(result.args) <= _ARGS_CHARS else result.args[:_ARGS_CHARS] + "…"
+    text = (
+        f"[cleared from this view: {result.name}({args}) returned {result.size} tokens; "
+        "to see its output again, make the same call again]"
+    )
+    copy = message.model_copy(update={"content": text})
+    placeholder = stamp(
+        copy, CLEARED_KIND, of=result.message_id or message_id(message), tokens=result.size
+    )
+    _PLACEHOLDERS.put(message, placeholder)
+    return placeholder

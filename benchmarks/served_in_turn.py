@@ -1,13 +1,14 @@
-"""One agent turn's context step, for one conversation and for many served in turn.
+"""One agent turn's context step, for conversations served one by one and in turn.
 
 A server runs the middleware for many threads, one model call after another. Each thread
 here is a single-directive coding loop (reads of varied files, so the clear tier and the
 fold both work), grown by one tool round a turn; the step is ``run_turn`` (what the
 middleware and the node run before each model call), with the thread's ``thread_id`` in
-the config. Reported: the median step at a record size, for 1 conversation and for
-``--conversations`` served round-robin, at the same sizes. Facts kept per thread (issue
-23) make the two equal; facts kept in module-level caches of a few records fall off the
-incremental path once more threads than they hold take turns.
+the config. Reported: the median step at a record size, with ``--conversations``
+threads served one after another (each alone for all its turns) and round-robin: the
+same turns, in another order. Facts kept per thread (issue 23) make the two equal; facts
+kept in module-level caches of a few records fall off the incremental path once more
+threads than they hold take turns.
 
 Run: python benchmarks/served_in_turn.py [--conversations 64] [--sizes 600 4800]
      [--turns 20]
@@ -68,14 +69,21 @@ class Conversation:
         return took
 
 
-def median_step(conversations: int, size: int, turns: int) -> float:
-    """Median seconds of a step, ``conversations`` threads served round-robin."""
+def median_step(conversations: int, size: int, turns: int, *, in_turn: bool) -> float:
+    """Median seconds of a step: each thread served ``turns`` times, in turn or one by one.
+
+    The same turns of the same threads either way, so only the order differs: one thread
+    after another (each served alone), or round-robin (as a server sees them).
+    """
     core = MemoryCore(MemoryPolicy(max_tokens=32_000), summarizer=lambda prompt: "the note")
     threads = [Conversation(k, size) for k in range(conversations)]
     for c in threads:  # first sight: every thread's record counted once, folds made
         c.step(core)
         c.step(core)
-    times = [c.step(core) for _ in range(turns) for c in threads]
+    if in_turn:
+        times = [c.step(core) for _ in range(turns) for c in threads]
+    else:
+        times = [c.step(core) for c in threads for _ in range(turns)]
     return statistics.median(times)
 
 
@@ -85,11 +93,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[600, 4_800])
     parser.add_argument("--turns", type=int, default=20)
     args = parser.parse_args()
-    print(f"| messages | 1 conversation p50 ms | {args.conversations} in turn p50 ms | ratio |")
+    n = args.conversations
+    print(f"| messages | {n} one by one p50 ms | {n} in turn p50 ms | in turn / one by one |")
     print("|---:|---:|---:|---:|")
     for size in args.sizes:
-        one = median_step(1, size, args.turns * 4)
-        many = median_step(args.conversations, size, args.turns)
+        one = median_step(args.conversations, size, args.turns, in_turn=False)
+        many = median_step(args.conversations, size, args.turns, in_turn=True)
         print(f"| {size:,} | {one * 1e3:.2f} | {many * 1e3:.2f} | {many / one:.2f}x |", flush=True)
 
 

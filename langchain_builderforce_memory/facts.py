@@ -24,8 +24,8 @@ import itertools
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator, Sequence
-from typing import Protocol, TypeVar, cast, overload
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Generic, Protocol, TypeVar, cast, overload
 
 from langchain_core.messages import BaseMessage
 
@@ -37,10 +37,11 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 
-__all__ = ["Fact", "FactsByThread", "Prefix", "RecordFacts"]
+__all__ = ["Fact", "LastIndex", "PerThread", "Prefix", "RecordFacts"]
 
 S = TypeVar("S")
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class Fact(Protocol[S]):
@@ -257,17 +258,45 @@ def counter_of(
     return facts.counter
 
 
-class FactsByThread:
-    """Each conversation's :class:`RecordFacts`, by thread id: what an adapter serving many keeps.
+class LastIndex:
+    """A :class:`Fact`: the index of the record's last message that passes ``test`` (or -1).
 
-    A turn checks its thread's facts out and back in, so two turns of one thread running
-    at once (a retry beside the call it retries) never share one: the second gets new
-    facts, which only costs it a count of its record. The least recently used thread's
-    facts go past ``limit`` threads.
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> last_answer, facts = LastIndex(lambda m: m.type == "ai"), RecordFacts()
+        >>> facts.sync([HumanMessage("q"), AIMessage("a"), HumanMessage("q2")])
+        >>> facts.get(last_answer)
+        1
+    """
+
+    __slots__ = ("test",)
+
+    def __init__(self, test: Callable[[BaseMessage], bool]) -> None:
+        """The fact of the last message passing ``test``."""
+        self.test = test
+
+    def grow(
+        self, state: int | None, record: Sequence[BaseMessage], start: int, counter: TokenCounter
+    ) -> int:
+        """The last passing index: among the new messages, else the one found before."""
+        test = self.test
+        for i in range(len(record) - 1, start - 1, -1):
+            if test(record[i]):
+                return i
+        return -1 if state is None else state
+
+
+class PerThread(Generic[V]):
+    """What an adapter serving many threads keeps for each (its record facts, say).
+
+    A turn checks its thread's value out and back in, so two turns of one thread running
+    at once (a retry beside the call it retries) never share one: the second gets a new
+    one from ``factory``, which only costs it the work the value saves. The least
+    recently used thread's value goes past ``limit`` threads.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
-        >>> threads = FactsByThread()
+        >>> threads = PerThread(RecordFacts)
         >>> facts = threads.take("t1")
         >>> facts.sync([HumanMessage("hi")])
         >>> threads.give("t1", facts)
@@ -275,24 +304,24 @@ class FactsByThread:
         (True, False)
     """
 
-    __slots__ = ("_counter", "_held", "_limit", "_lock")
+    __slots__ = ("_factory", "_held", "_limit", "_lock")
 
-    def __init__(self, token_counter: TokenCounterLike = None, *, limit: int = 1_024) -> None:
-        """Facts counted with ``token_counter``, for up to ``limit`` threads."""
-        self._counter = resolve_token_counter(token_counter)
-        self._held: OrderedDict[Hashable, RecordFacts] = OrderedDict()
+    def __init__(self, factory: Callable[[], V], *, limit: int = 2_048) -> None:
+        """Values made by ``factory``, kept for up to ``limit`` threads."""
+        self._factory = factory
+        self._held: OrderedDict[Hashable, V] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 
-    def take(self, thread: Hashable) -> RecordFacts:
-        """``thread``'s facts, checked out (new ones when it has none here)."""
+    def take(self, thread: Hashable) -> V:
+        """``thread``'s value, checked out (a new one when it has none here)."""
         with self._lock:
             held = self._held.pop(thread, None)
-        return held if held is not None else RecordFacts(self._counter)
+        return held if held is not None else self._factory()
 
-    def give(self, thread: Hashable, facts: RecordFacts) -> None:
-        """Check ``facts`` back in as ``thread``'s."""
+    def give(self, thread: Hashable, value: V) -> None:
+        """Check ``value`` back in as ``thread``'s."""
         with self._lock:
-            self._held[thread] = facts
+            self._held[thread] = value
             while len(self._held) > self._limit:
                 self._held.popitem(last=False)

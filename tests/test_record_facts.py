@@ -23,11 +23,24 @@ from langchain_builderforce_memory import (
 from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
+from langchain_builderforce_memory.agents.state import (
+    WORKING_MEMORY_KEY,
+    WrittenMemory,
+    latest_directive,
+    read_run_memory,
+    scoped_record,
+)
 from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.facts import FactsByThread
+from langchain_builderforce_memory.facts import PerThread
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript.clear import result_order, tool_results
+from langchain_builderforce_memory.transcript.markers import (
+    consolidation_marker,
+    last_consolidation_index,
+)
+from langchain_builderforce_memory.working.mapper import ToolObservationMapper
+from langchain_builderforce_memory.working.memory import WorkingMemory
 
 from .strategies import any_records, valid_records
 
@@ -231,8 +244,8 @@ def test_a_thread_served_after_many_others_counts_only_its_new_messages() -> Non
     assert counter.asked - asked < len(record) // 4
 
 
-def test_facts_by_thread_never_hand_one_conversations_facts_to_two_turns_at_once() -> None:
-    threads = FactsByThread()
+def test_a_threads_facts_are_never_handed_to_two_turns_at_once() -> None:
+    threads = PerThread(RecordFacts)
     mine = threads.take("t1")
     assert threads.take("t1") is not mine  # checked out: a turn running beside gets its own
     threads.give("t1", mine)
@@ -247,3 +260,52 @@ def test_a_snapshot_of_the_tool_results_stays_as_it_was_while_the_facts_grow() -
     assert (len(first), len(grown)) == (10, 11)
     assert list(first) == list(grown)[:10] == list(tool_results(record, facts.counter))
     assert result_order(first) == (list(range(2, 21, 2)), True)
+
+
+@PROPERTY
+@given(
+    record=st.one_of(valid_records(max_units=30), any_records()),
+    other=valid_records(max_units=10),
+    steps=STEPS,
+    marked=st.lists(st.integers(0, 10_000), max_size=3),
+)
+def test_the_scope_and_the_task_are_the_same_with_the_records_facts(
+    record: list[BaseMessage],
+    other: list[BaseMessage],
+    steps: list[tuple[str, int]],
+    marked: list[int],
+) -> None:
+    # What the adapters read off the whole record each turn (the last consolidation marker,
+    # the working memory's task) comes from the thread's facts; the same answers.
+    facts = RecordFacts()
+    for shown in _turns(_with_markers(record, marked), other, steps):
+        facts.sync(shown)
+        assert last_consolidation_index(shown, facts=facts) == last_consolidation_index(shown)
+        assert scoped_record(shown, facts=facts) == scoped_record(shown)
+        assert latest_directive(shown, facts=facts) == latest_directive(shown)
+
+
+def _with_markers(record: list[BaseMessage], at: list[int]) -> list[BaseMessage]:
+    out = list(record)
+    for k in at:
+        out.insert(k % (len(out) + 1), consolidation_marker(f"note {k}"))
+    return out
+
+
+def test_the_working_memory_a_thread_wrote_is_reused_not_rebuilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rebuilt: list[object] = []
+    rebuild = WorkingMemory.from_snapshot
+    monkeypatch.setattr(
+        WorkingMemory, "from_snapshot", lambda snap: rebuilt.append(snap) or rebuild(snap)
+    )
+    held, mapper = WrittenMemory(), ToolObservationMapper()
+    record = _read_loop(0, 41)
+    first = read_run_memory(record, {}, mapper, held=held)
+    grown = [*record, *_read(0, 41)]
+    again = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper, held=held)
+    assert len(rebuilt) == 1  # the first turn's empty state only
+    fresh = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper)
+    assert again.state == fresh.state
+    assert len(rebuilt) == 2

@@ -29,7 +29,8 @@ from langchain_builderforce_memory.agents.sizing import cut_tail, sized_plan
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
-    RunMemoryState,
+    RunMemoryRead,
+    WrittenMemory,
     read_run_memory,
     scoped_record,
     state_get,
@@ -45,14 +46,16 @@ from langchain_builderforce_memory.agents.toolstate import (
 from langchain_builderforce_memory.agents.turn import (
     FitPlan,
     FoldCache,
+    MemoryRead,
     PackOptions,
     TurnPlan,
     TurnView,
+    thread_of,
 )
 from langchain_builderforce_memory.calibration import CALIBRATION_KEY, UsageCalibration
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.events import EVENT_KEY
-from langchain_builderforce_memory.facts import FactsByThread
+from langchain_builderforce_memory.facts import PerThread, RecordFacts
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     ToolLike,
@@ -162,8 +165,10 @@ class MemoryCore:
         self.code_map_scope = code_map_scope
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
-        # Each thread's record facts (token sums, tool results), grown turn by turn.
-        self._facts = FactsByThread(self.counter)
+        # Per thread, grown turn by turn: the record's facts (token sums, tool results) and
+        # the working memory its last turn wrote.
+        self._facts = PerThread(functools.partial(RecordFacts, self.counter))
+        self._memories = PerThread(WrittenMemory)
 
     def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...]:
         """The code-map scope of a run (``ValueError`` for labels a store cannot take)."""
@@ -203,30 +208,26 @@ class MemoryCore:
         policy = self.request_policy(calibration, model, tools, model_settings, cap=cap)
         limit = self.request_limit(calibration, policy, model, tools, model_settings, cap=cap)
         memo_raw = state_get(state, MEMO_KEY)
-        run: RunMemoryState | None = None
-        brief: str | None = None
-        changed = False
-        recall_task: str | None = None
-        scope: tuple[str, ...] | None = None
-        if self.policy.working_memory:
-            read = read_run_memory(source, state, self.mapper)
-            run, changed, brief = read.state, read.changed, read.memory.brief()
-            task = read.memory.task
-            if self.code_maps is not None:
-                scope = self.scope_for(config)
-                if task and run.get("code_maps_task") != task:
-                    recall_task = task
+        thread = thread_of(config)
+        facts = self._facts.take((thread, "record"))
+        try:
+            facts.sync(source)
+            memory = self._read_memory(source, state, config, facts, thread)
+            record = scoped_record(source, facts=facts)
+            directive = facts.latest_directive_index() if record is source else None
+        finally:
+            self._facts.give((thread, "record"), facts)
         plan = TurnPlan(
             source=source,
-            record=scoped_record(source),
+            record=record,
             system=system,
             memo_raw=memo_raw,
             fold=FoldState.read(memo_raw, where=MEMO_KEY),
-            run=run,
-            run_changed=changed,
-            brief=brief,
-            recall_task=recall_task,
-            scope=scope,
+            run=memory.run,
+            run_changed=memory.changed,
+            brief=memory.brief,
+            recall_task=memory.recall_task,
+            scope=memory.scope,
             cached=self._folds.get(source, memo_raw, system),
             compact=compact_request(state),
             policy=policy,
@@ -235,9 +236,41 @@ class MemoryCore:
             tools_tokens=tools_tokens(list(tools), token_counter=self.counter) if tools else 0,
             scaled=policy,
             limit=limit,
-            thread=_thread_of(config),
+            thread=thread,
+            directive=directive,
         )
         return self.sized(plan)
+
+    def _read_memory(
+        self,
+        source: list[BaseMessage],
+        state: object,
+        config: RunnableConfig | None,
+        facts: RecordFacts,
+        thread: str | None,
+    ) -> MemoryRead:
+        """The working memory's part of a turn: the new observations, the brief, recall."""
+        if not self.policy.working_memory:
+            return MemoryRead()
+        read = self._read_run(source, state, thread, facts)
+        run, task = read.state, read.memory.task
+        scope = self.scope_for(config) if self.code_maps is not None else None
+        recall = task if scope is not None and task and run.get("code_maps_task") != task else None
+        return MemoryRead(run, read.changed, read.memory.brief(), recall, scope)
+
+    def _read_run(
+        self,
+        record: Sequence[BaseMessage],
+        state: object,
+        thread: str | None,
+        facts: RecordFacts | None = None,
+    ) -> RunMemoryRead:
+        """:func:`~.state.read_run_memory`, with what the thread's last turn wrote."""
+        held = self._memories.take(thread)
+        try:
+            return read_run_memory(record, state, self.mapper, facts=facts, held=held)
+        finally:
+            self._memories.give(thread, held)
 
     def calibration(
         self, source: Sequence[BaseMessage], state: object, model: object | None
@@ -335,7 +368,7 @@ class MemoryCore:
 
     def fold_plan(self, plan: TurnPlan) -> FoldPlan:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
-        facts = self._facts.take(plan.thread)
+        facts = self._facts.take((plan.thread, "conversation"))
         try:
             return plan_working_transcript(
                 plan.record,
@@ -350,7 +383,7 @@ class MemoryCore:
                 facts=facts,
             )
         finally:
-            self._facts.give(plan.thread, facts)
+            self._facts.give((plan.thread, "conversation"), facts)
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
         """Keep ``transcript`` for a retry of the same model call (see :class:`FoldCache`)."""
@@ -496,7 +529,7 @@ class MemoryCore:
         """The final working-memory update, and what to consolidate: (update, snapshot, scope)."""
         if not self.policy.working_memory:
             return {}, None, None
-        read = read_run_memory(record, state, self.mapper)
+        read = self._read_run(record, state, thread_of(config))
         update: dict[str, Any] = {WORKING_MEMORY_KEY: read.state} if read.changed else {}
         if self.code_maps is None:
             return update, None, None
@@ -511,9 +544,3 @@ def fold_policy_of(policy: MemoryPolicy) -> FoldPolicy:
     is resolved or the calibration scales it, so a turn seldom pays for the validation.
     """
     return policy.fold_policy
-
-
-def _thread_of(config: RunnableConfig | None) -> str | None:
-    """The run's ``thread_id`` as text (any value a checkpointer takes), or ``None``."""
-    thread = ((config or {}).get("configurable") or {}).get("thread_id")
-    return None if thread is None else str(thread)

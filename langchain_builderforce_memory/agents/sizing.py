@@ -69,7 +69,9 @@ def sized_plan(plan: TurnPlan, counter: TokenCounter, *, asked: object, where: s
     lead = leading_system_count(plan.record)
     system = [*([plan.system] if plan.system is not None else []), *plan.record[:lead]]
     system_tokens = sum(counter.count_message(m) for m in system)
-    directive = latest_directive_index(plan.record)  # incremental: O(new messages)
+    directive = plan.directive
+    if directive is None:
+        directive = latest_directive_index(plan.record)
     opening = counter.count_message(plan.record[directive]) if directive >= lead else None
     floor = minimal_human_tokens(counter)
     floor = floor if opening is None else min(floor, opening)

@@ -28,7 +28,7 @@ from langchain_builderforce_memory.callbacks import (
     observations_from_tool_call,
 )
 from langchain_builderforce_memory.directive import latest_directive_text
-from langchain_builderforce_memory.incremental import Recent
+from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
@@ -99,29 +99,39 @@ def state_get(state: object, key: str) -> object:
     return getattr(state, key, None)
 
 
-def scoped_record(record: list[BaseMessage]) -> list[BaseMessage]:
+def scoped_record(
+    record: list[BaseMessage], *, facts: RecordFacts | None = None
+) -> list[BaseMessage]:
     """The part of the record the view is built from: after the last consolidation marker.
 
     A record with a durable marker (a manual "Consolidate", or a fold persisted by
     :class:`~langchain_builderforce_memory.history.CompactingChatMessageHistory`) starts
     the model's view at the marker; leading system messages stay in front. Without a
     marker the record itself is returned (no copy: the fold's caches key on it).
+    ``facts``: the record's own, synced to it.
     """
     lead = leading_system_count(record)
-    if last_consolidation_index(record) < lead:
+    if last_consolidation_index(record, facts=facts) < lead:
         return record
     return [*record[:lead], *scope_to_consolidation(record[lead:])]
 
 
-def latest_directive(record: Sequence[BaseMessage]) -> str | None:
+def latest_directive(
+    record: Sequence[BaseMessage], *, facts: RecordFacts | None = None
+) -> str | None:
     """The latest user message a user wrote (generated user turns carry a stamp).
+
+    ``facts``: the record's own, synced to it (the directive is then not looked for).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> latest_directive([HumanMessage("fix it"), AIMessage("done")])
         'fix it'
     """
-    return latest_directive_text(record, _MAX_TASK_CHARS)
+    if facts is None:
+        return latest_directive_text(record, _MAX_TASK_CHARS)
+    text = record[facts.directive].text.strip() if facts.directive >= 0 else ""
+    return text[:_MAX_TASK_CHARS] or None
 
 
 def _resume_at(record: Sequence[BaseMessage], scanned: int, scanned_id: str | None) -> int:
@@ -175,15 +185,32 @@ def _observe_new(
                 )
 
 
-def _prior_memory(raw: object) -> tuple[Mapping[str, Any], WorkingMemory]:
+class WrittenMemory:
+    """The working memory a thread's last turn wrote, kept by the adapter for its next.
+
+    The state holds only the snapshot; rebuilding the memory (and its brief) from it
+    each turn costs the size of the memory. Kept per thread (see
+    :class:`~langchain_builderforce_memory.facts.PerThread`), never in a module cache.
+    """
+
+    __slots__ = ("written",)
+
+    def __init__(self) -> None:
+        """Nothing written yet."""
+        self.written: tuple[Mapping[str, Any], WorkingMemorySnapshot, WorkingMemory] | None = None
+        """The snapshot as stored in the state, a copy of it as written, and its memory."""
+
+
+def _prior_memory(
+    raw: object, held: WrittenMemory | None
+) -> tuple[Mapping[str, Any], WorkingMemory]:
     prior: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     snapshot = prior.get("snapshot")
-    if isinstance(snapshot, Mapping):
-        known = _MEMORIES.get(id(snapshot))
-        # The snapshot this module wrote last turn, unchanged since (compared by value
-        # with the copy kept of it): reuse its memory and brief instead of re-reading.
-        if known is not None and known[0] is snapshot and known[1] == snapshot:
-            return prior, known[2].copy()
+    known = held.written if held is not None else None
+    # The snapshot this thread's last turn wrote, unchanged since (compared by value with
+    # the copy kept of it): reuse its memory and brief instead of re-reading.
+    if known is not None and known[0] is snapshot and known[1] == snapshot:
+        return prior, known[2].copy()
     try:
         return prior, WorkingMemory.from_snapshot(snapshot if isinstance(snapshot, Mapping) else {})
     except ValueError:
@@ -191,18 +218,20 @@ def _prior_memory(raw: object) -> tuple[Mapping[str, Any], WorkingMemory]:
         return {}, WorkingMemory()
 
 
-_Written = tuple[Mapping[str, Any], WorkingMemorySnapshot, WorkingMemory]
-_MEMORIES: Final[Recent[int, _Written]] = Recent(64)
-"""Snapshots written by :func:`read_run_memory` (held, so an ``id`` is not reused), a copy
-of each as written, and the memory it was written from."""
-
-
 def read_run_memory(
-    record: Sequence[BaseMessage], state: object, mapper: ToolObservationMapper
+    record: Sequence[BaseMessage],
+    state: object,
+    mapper: ToolObservationMapper,
+    *,
+    facts: RecordFacts | None = None,
+    held: WrittenMemory | None = None,
 ) -> RunMemoryRead:
     """The run's working memory after reading the tool results added since the last turn.
 
-    O(new messages) a turn: the state remembers how far the record was read.
+    O(new messages) a turn: the state remembers how far the record was read (and
+    ``facts``, the record's own synced to it, where its task is). ``held``: what this
+    thread's last turn wrote, kept by the caller; the memory is rebuilt from the state's
+    snapshot without it.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -213,7 +242,7 @@ def read_run_memory(
         >>> read.state["snapshot"]["read"], read.state["scanned"], read.memory.task
         (['a.py'], 3, 'fix a')
     """
-    prior, memory = _prior_memory(state_get(state, WORKING_MEMORY_KEY))
+    prior, memory = _prior_memory(state_get(state, WORKING_MEMORY_KEY), held)
     scanned = prior.get("scanned", 0)
     scanned_id = prior.get("scanned_id")
     start = _resume_at(
@@ -223,13 +252,14 @@ def read_run_memory(
     )
     before = (memory.size, memory.task)
     _observe_new(memory, record, start, mapper)
-    task = latest_directive(record)
+    task = latest_directive(record, facts=facts)
     if task:
         memory.set_task(task)
     last_id = message_id(record[-1]) if record else None
     snapshot = memory.snapshot
     memory.brief()  # worked out once per change; the copy kept carries it to the next turn
-    _MEMORIES.put(id(snapshot), (snapshot, memory.snapshot, memory.copy()))
+    if held is not None:
+        held.written = (snapshot, memory.snapshot, memory.copy())
     run = RunMemoryState(snapshot=snapshot, scanned=len(record), scanned_id=last_id)
     for key in ("code_maps", "code_maps_task"):
         value = prior.get(key)

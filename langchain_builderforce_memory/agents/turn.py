@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from typing_extensions import TypedDict
 
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
@@ -30,7 +31,7 @@ from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.summary import Summarizer
 from langchain_builderforce_memory.transcript.view import ViewSteps
 
-__all__ = ["FitPlan", "FoldCache", "PackOptions", "TurnPlan", "TurnView"]
+__all__ = ["FitPlan", "FoldCache", "MemoryRead", "PackOptions", "TurnPlan", "TurnView", "thread_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,9 @@ class TurnPlan:
     """The most :attr:`policy` may be lifted to: the user's budget in our tokens, with no
     safety margin (see :meth:`UsageCalibration.limit`)."""
     thread: str | None = None
+    """The run's ``thread_id`` (``None`` without one): whose record facts the fold uses."""
+    directive: int | None = None
+    """The latest directive's index in :attr:`record` (``None``: looked up where needed)."""
     """The run's ``thread_id`` (``None`` without one): whose record facts the fold uses."""
 
 
@@ -185,3 +189,25 @@ class FoldCache:
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
+
+
+def thread_of(config: RunnableConfig | None) -> str | None:
+    """The run's ``thread_id`` as text (any value a checkpointer takes), or ``None``."""
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRead:
+    """What the working memory gave a turn (all empty with working memory off)."""
+
+    run: RunMemoryState | None = None
+    """The working memory's state after reading the record."""
+    changed: bool = False
+    """Whether :attr:`run` must be written."""
+    brief: str | None = None
+    """The brief sent in the volatile tail."""
+    recall_task: str | None = None
+    """The task to recall code maps for, when it changed."""
+    scope: tuple[str, ...] | None = None
+    """The code-map scope (``None``: no code-map store)."""

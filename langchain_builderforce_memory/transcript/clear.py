@@ -34,7 +34,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.incremental import PrefixCache, Recent
+from langchain_builderforce_memory.incremental import PrefixCache
 from langchain_builderforce_memory.transcript.results import (
     CLEARED_KIND,
     TOOL_RESULTS,
@@ -171,30 +171,35 @@ def results_before(
     return [r for r in results if r.index < index]
 
 
-_MEMO_LIMIT: Final = 256
-"""Answers kept by :func:`memo_over` (a turn asks a handful; they hold as the record grows)."""
-_MEMO: Final[Recent[tuple[Hashable, int], tuple[list[ToolResult], object]]] = Recent(_MEMO_LIMIT)
+def memo_over(results: Sequence[ToolResult], before: list[ToolResult], key: Hashable) -> object:
+    """What :func:`remember_over` kept for ``key`` over ``before``, or ``None``.
 
-
-def memo_over(before: list[ToolResult], key: Hashable) -> object | None:
-    """What :func:`remember_over` kept for ``key`` and exactly these results, or ``None``.
-
-    For answers that depend only on the results before some index: as the record grows,
-    those stay the same objects, so the check is a list comparison at C speed.
+    For answers that depend only on the results before some index (``before``, the first
+    results of ``results``): as the record grows they stay the same, so the answer is
+    kept with the record's :class:`~.results.ToolResults` and holds until an edit makes
+    new ones. Other sequences keep nothing.
     """
-    hit = _MEMO.get((key, len(before)))
-    if hit is None or hit[0] != before:
-        return None
-    if hit[0] and hit[0][-1] is not before[-1]:
-        # Equal results, new objects (a record restored from a checkpoint): keep these,
-        # so the next check is by identity again.
-        _MEMO.put((key, len(before)), (before, hit[1]))
-    return hit[1]
+    store = _memo_store(results, before)
+    held = store.get(("memo", key, len(before))) if store is not None else None
+    return held[1] if held is not None else None
 
 
-def remember_over(before: list[ToolResult], key: Hashable, value: object) -> None:
-    """Keep ``value`` as the answer for ``key`` over exactly ``before``."""
-    _MEMO.put((key, len(before)), (before, value))
+def remember_over(
+    results: Sequence[ToolResult], before: list[ToolResult], key: Hashable, value: object
+) -> None:
+    """Keep ``value`` as the answer for ``key`` over ``before`` (see :func:`memo_over`)."""
+    store = _memo_store(results, before)
+    if store is not None:
+        store[("memo", key, len(before))] = (0, value)
+
+
+def _memo_store(
+    results: Sequence[ToolResult], before: list[ToolResult]
+) -> dict[Hashable, tuple[int, object]] | None:
+    """The record's own store, when ``before`` is the first results of it (they ascend)."""
+    if isinstance(results, ToolResults) and results.order[1] and len(before) <= len(results):
+        return results.derived
+    return None
 
 
 def clearing(
@@ -207,7 +212,7 @@ def clearing(
     """:func:`clearable`'s results and their saving (kept per horizon)."""
     before = results_before(results, horizon, order)
     key = ("clearable", start, horizon, keep_tokens)
-    hit = memo_over(before, key)
+    hit = memo_over(results, before, key)
     if isinstance(hit, tuple):
         return hit
     # Reads a note covers are not in the view: sparing them would spare nothing.
@@ -220,7 +225,7 @@ def clearing(
         r for r in before[first:] if r.index >= start and r.index not in kept and _worth_clearing(r)
     )
     value = (cleared, _saving(cleared))
-    remember_over(before, key, value)
+    remember_over(results, before, key, value)
     return value
 
 
@@ -250,7 +255,7 @@ def priority_clearing(
     """
     before = results_before(results, end, order)
     key = ("priority", start)
-    hit = memo_over(before, key)
+    hit = memo_over(results, before, key)
     if isinstance(hit, tuple):
         return hit
     seen: set[tuple[str, str]] = set()
@@ -263,7 +268,7 @@ def priority_clearing(
             chosen.append(r)
         seen.add(call)
     value = tuple(sorted(chosen, key=_INDEX))
-    remember_over(before, key, value)
+    remember_over(results, before, key, value)
     return value
 
 

@@ -75,7 +75,7 @@ from langchain_builderforce_memory.transcript.view import (
     ViewSteps,
     clear_range,
     fit_view,
-    restored_message,
+    restored_messages,
     restored_of,
     with_clear,
 )
@@ -173,7 +173,7 @@ def _compacted(
     """The note's view (re-attached files after it), cleared and elided to the budget."""
     convo, counter, policy = plan.convo, plan.counter, plan.policy
     restored = restored_of(convo, memo, plan.results)
-    shown_restored = [restored_message(convo[r.index], r) for r in restored]
+    shown_restored = restored_messages(convo, restored, plan.results)
     if clear is None:  # a new note: clear its tail only if it still does not fit
         base = assemble_compacted(
             plan.system,

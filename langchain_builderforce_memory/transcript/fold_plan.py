@@ -50,7 +50,7 @@ from langchain_builderforce_memory.transcript.view import (
     clear_range,
     furthest_clear,
     restore_plan,
-    restored_message,
+    restored_messages,
     restored_of,
     with_clear,
 )
@@ -325,7 +325,7 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
     tokens = (
         turn.system_tokens
         + note_tokens
-        + sum(counter.count_message(restored_message(convo[r.index], r)) for r in restored)
+        + sum(map(counter.count_message, restored_messages(convo, restored, plan.results)))
         + _restated_tokens(sums, opening, opening_thinking, last_user, directive_tokens)
         + sums[-1]
         - sums[tail_start]

@@ -32,6 +32,7 @@ from typing import Final, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.facts import LastIndex, RecordFacts
 from langchain_builderforce_memory.incremental import PrefixCache, last_index
 from langchain_builderforce_memory.messages import message_id, stamp, stamp_of
 
@@ -177,18 +178,28 @@ def is_consolidation_marker(message: BaseMessage) -> bool:
     return consolidation_marker_of(message) is not None
 
 
-def last_consolidation_index(messages: Sequence[BaseMessage]) -> int:
+def last_consolidation_index(
+    messages: Sequence[BaseMessage], *, facts: RecordFacts | None = None
+) -> int:
     """The index of the LAST consolidation marker in ``messages``, or -1 if none.
+
+    ``facts``: ``messages``' own :class:`~langchain_builderforce_memory.facts.RecordFacts`,
+    synced to them: the marker is then looked for among the new messages only.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
         >>> last_consolidation_index([HumanMessage("a"), consolidation_marker("s")])
         1
     """
+    if facts is not None:
+        return facts.get(LAST_MARKER)
     return last_index(_LAST_MARKER, messages, is_consolidation_marker)
 
 
 _LAST_MARKER: Final[PrefixCache[int]] = PrefixCache()
+
+LAST_MARKER: Final = LastIndex(is_consolidation_marker)
+"""The :class:`~langchain_builderforce_memory.facts.Fact`: a record's last consolidation marker."""
 
 
 def scope_to_consolidation(messages: Sequence[M]) -> list[M]:

@@ -31,6 +31,7 @@ from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.clear import (
     ToolResult,
+    ToolResults,
     apply_clear,
     clearable,
     clearing_with_priority,
@@ -61,6 +62,7 @@ __all__ = [
     "protected_start",
     "restore_plan",
     "restored_message",
+    "restored_messages",
     "restored_of",
     "with_clear",
 ]
@@ -311,6 +313,32 @@ def restored_message(message: BaseMessage, result: ToolResult) -> HumanMessage:
     return shown
 
 
+def restored_messages(
+    convo: Sequence[BaseMessage], restored: Sequence[ToolResult], results: Sequence[ToolResult]
+) -> list[HumanMessage]:
+    """:func:`restored_message` of each result in ``restored``, the same copies every turn.
+
+    Kept with the record's :class:`~.results.ToolResults` (``results``), so a file
+    re-attached turn after turn is one object whose count is cached, however many
+    conversations a process serves.
+    """
+    derived = results.derived if isinstance(results, ToolResults) else None
+    out: list[HumanMessage] = []
+    for r in restored:
+        message = convo[r.index]
+        key = ("restored", r.index, r.name, r.args, r.target)
+        held = derived.get(key) if derived is not None else None
+        kept = held[1] if held is not None else None
+        if isinstance(kept, tuple) and kept[0] is message and kept[1] is message.content:
+            out.append(kept[2])
+            continue
+        shown = restored_message(message, r)
+        if derived is not None:
+            derived[key] = (0, (message, message.content, shown))
+        out.append(shown)
+    return out
+
+
 _RestoredKey = tuple[int, int, str, str, str | None]
 _RESTORED: Final[Recent[_RestoredKey, tuple[BaseMessage, HumanMessage]]] = Recent(256)
 """Re-attached outputs by their source message (held, so its ``id`` is not reused)."""
@@ -324,14 +352,14 @@ def restored_of(
         return []
     before = results_before(results, memo.covered_end)
     key = ("restored", memo.restored)
-    hit = memo_over(before, key)
+    hit = memo_over(results, before, key)
     if isinstance(hit, tuple):  # asked every turn the note is held: the same answer
         return list(hit)
     wanted = set(memo.restored)
     # A result's own message_id is message_id(convo[r.index]) (tool_results sets it).
     found = tuple(r for r in before if (r.message_id or message_id(convo[r.index])) in wanted)
     if all(map(_OWN_ID, before)):  # else the answer depends on convo too: not kept
-        remember_over(before, key, found)
+        remember_over(results, before, key, found)
     return list(found)
 
 

@@ -1,4 +1,4 @@
-"""Time ``windowed`` per turn in one long single-directive tool loop (5,000 / 50,000 messages).
+"""Time a turn of one long single-directive tool loop (5,000 / 50,000 messages).
 
 A single directive followed by thousands of tool rounds is one provider turn: whatever a
 step recomputes "from the directive on" costs O(record) there. Each turn appends a tool
@@ -6,7 +6,9 @@ round and windows the whole record, as an agent does before every model call; th
 counter is the default (cached). The target (issue 27): a turn at 50,000 messages costs
 at most twice a turn at 5,000. Timed with the conversation's ``RecordFacts`` handed in (a
 turn checks the record once and counts its new messages) and without (the module's
-caches, which check and copy the record for each fact).
+caches, which check and copy the record for each fact). Then the chat history's turn
+(``add_messages`` of a tool round, then ``messages``), folding as it goes at its default
+budget: its facts and its scan of the stored record are the wrapper's own.
 
 Run: python benchmarks/long_loop.py [--turns 50]
 """
@@ -19,6 +21,7 @@ import time
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_builderforce_memory import CompactingChatMessageHistory
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.transcript.window import windowed
 
@@ -55,6 +58,20 @@ def per_turn(n: int, turns: int, facts: RecordFacts | None) -> float:
     return statistics.median(times)
 
 
+def history_turn(n: int, turns: int) -> float:
+    """Median seconds of a chat history's add + read a turn, grown by one tool round."""
+    history = CompactingChatMessageHistory(summarizer=lambda prompt: "the note")
+    history.add_messages(loop_of(n))
+    _ = history.messages  # first sight: every message counted once, the first folds made
+    times = []
+    for t in range(turns):
+        start = time.perf_counter()
+        history.add_messages(tool_round(n + t))
+        _ = history.messages
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=50)
@@ -64,6 +81,10 @@ def main() -> None:
         for n, median in medians.items():
             print(f"{n:>7,} messages, {label}: windowed {median * 1e3:6.2f} ms/turn (median)")
         print(f"50,000 / 5,000, {label}: {medians[50_000] / medians[5_000]:.1f}x")
+    medians = {n: history_turn(n, args.turns) for n in SIZES}
+    for n, median in medians.items():
+        print(f"{n:>7,} messages, chat history: add + read {median * 1e3:6.2f} ms/turn (median)")
+    print(f"50,000 / 5,000, chat history: {medians[50_000] / medians[5_000]:.1f}x")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import aiologic
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.facts import Prefix
 from langchain_builderforce_memory.transcript.markers import is_consolidation_marker
 
 __all__ = ["ChatStore", "is_sync_only"]
@@ -73,13 +74,13 @@ class ChatStore:
         self._written: BaseMessage | None = None  # the last message written, to judge by
         self._faithful: bool | None = None  # whether the store gives it back unchanged
 
-    def read(self) -> list[BaseMessage]:
-        """The whole stored record (a new list), read from the store."""
+    def read(self) -> Sequence[BaseMessage]:
+        """The whole stored record, read from the store (read-only: copy it to change it)."""
         with self._io:
             record = list(self.backing.messages)
         return self._keep(record)
 
-    async def aread(self) -> list[BaseMessage]:
+    async def aread(self) -> Sequence[BaseMessage]:
         """Async twin of :meth:`read`."""
         async with self._io:
             if self._sync_only:
@@ -167,11 +168,15 @@ class ChatStore:
         if self._known is not None:
             self._known.extend(messages)
 
-    def _keep(self, record: list[BaseMessage]) -> list[BaseMessage]:
-        """Keep ``record`` as the known one (judging the store once), and a copy to hand out."""
+    def _keep(self, record: list[BaseMessage]) -> Sequence[BaseMessage]:
+        """Keep ``record`` as the known one (judging the store once); a fixed view of it.
+
+        The known list only grows (this wrapper's appends) or is replaced, so the view is
+        a :class:`~langchain_builderforce_memory.facts.Prefix`: no copy per read.
+        """
         written = self._written
         if self._faithful is None and written is not None:
             # Searched from the end: another writer may have appended after it.
             self._faithful = any(m == written for m in reversed(record))
         self._known = record
-        return list(record)
+        return Prefix(record)

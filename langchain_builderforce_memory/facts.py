@@ -81,6 +81,10 @@ class Prefix(Sequence[T]):
     def __len__(self) -> int:
         return self._n
 
+    def base(self) -> tuple[list[T], int]:
+        """The list this is a prefix of, and its length: equal bases extend each other."""
+        return self._items, self._n
+
     @overload
     def __getitem__(self, index: int) -> T: ...
     @overload
@@ -134,7 +138,16 @@ class RecordFacts:
         (0, 1)
     """
 
-    __slots__ = ("_derived", "_directive", "_seen", "_turn_start", "counter", "rebuilds", "sums")
+    __slots__ = (
+        "_base",
+        "_derived",
+        "_directive",
+        "_seen",
+        "_turn_start",
+        "counter",
+        "rebuilds",
+        "sums",
+    )
 
     def __init__(self, token_counter: TokenCounterLike = None) -> None:
         """Facts counted with ``token_counter`` (default: the approximate estimate)."""
@@ -148,9 +161,13 @@ class RecordFacts:
         self._directive = -1
         self._turn_start = -1
         self._derived: dict[object, tuple[int, object]] = {}
+        self._base: list[BaseMessage] | None = None  # the list a Prefix record was last over
 
     def sync(self, record: Sequence[BaseMessage]) -> None:
         """Make the facts those of ``record``: its new messages counted, or all after an edit."""
+        if isinstance(record, Prefix) and self._grown_prefix(record):
+            return
+        self._base = record.base()[0] if isinstance(record, Prefix) else None
         known = len(self._seen)
         if (
             known == len(record)
@@ -164,17 +181,36 @@ class RecordFacts:
             self.rebuilds += 1
             known = 0
             self._seen.extend(record)
+        self._count(known)
+
+    def _count(self, known: int) -> None:
+        """Grow the sums and indices over the messages seen from ``known`` on."""
         count = self.counter.count_message
-        sums = self.sums
+        seen, sums = self._seen, self.sums
         total = sums[-1]
-        for i in range(known, len(record)):
-            message = record[i]
+        for i in range(known, len(seen)):
+            message = seen[i]
             total += count(message)
             sums.append(total)
             if is_directive(message):
                 self._directive = i
             if opens_turn(message):
                 self._turn_start = i
+
+    def _grown_prefix(self, record: Prefix[BaseMessage]) -> bool:
+        """Synced to ``record`` by its new messages alone, when it is over the same list.
+
+        A :class:`Prefix` is over a list that only grows at the end: a record over the
+        list the facts last saw, at least as long, starts with the messages seen. No
+        comparison (and no copy of the record) is needed.
+        """
+        items, n = record.base()
+        known = len(self._seen)
+        if items is not self._base or n < known:
+            return False
+        self._seen.extend(items[known:n])
+        self._count(known)
+        return True
 
     def _extends(self, record: Sequence[BaseMessage]) -> bool:
         """Whether ``record`` starts with the messages seen; they are then all of it.

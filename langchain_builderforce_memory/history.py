@@ -286,11 +286,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     @property
     def full_messages(self) -> list[BaseMessage]:
         """The whole stored record, markers included, oldest first (a new list)."""
-        return self._read()
+        return list(self._read())
 
     async def aget_full_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`full_messages`."""
-        return await self._aread()
+        return list(await self._aread())
 
     def view_of(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The working view of ``record``: pure, and never calls the summarizer.
@@ -360,14 +360,14 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             search_outside_view, self._index, record, view, query, limit=limit
         )
 
-    def _held(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
+    def _held(
+        self, record: Sequence[BaseMessage]
+    ) -> tuple[Sequence[BaseMessage], CompactMemo | None]:
         """The record without its markers, and the memo its last marker (or fold) holds."""
         messages, memo = self._scan.read(record)
-        if memo is None and self._state.memo is not None:
-            # A store that keeps no stamps (role and content only) loses the marker's
-            # metadata; this process's own last fold still holds (validated by id).
-            memo = self._state.memo
-        return messages, memo
+        # A store that keeps no stamps (role and content only) loses the marker's metadata;
+        # this process's own last fold still holds (validated by id).
+        return messages, memo if memo is not None else self._state.memo
 
     # ------------------------------------------------------------------ writes
 
@@ -476,10 +476,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     # ------------------------------------------------------------------ the backing store
 
-    def _read(self) -> list[BaseMessage]:
+    def _read(self) -> Sequence[BaseMessage]:
         return self._store.read()
 
-    async def _aread(self) -> list[BaseMessage]:
+    async def _aread(self) -> Sequence[BaseMessage]:
         return await self._store.aread()
 
     def _append(self, messages: Sequence[BaseMessage]) -> None:

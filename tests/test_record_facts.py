@@ -31,7 +31,7 @@ from langchain_builderforce_memory.agents.state import (
     scoped_record,
 )
 from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.facts import PerThread
+from langchain_builderforce_memory.facts import PerThread, Prefix
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript.clear import result_order, tool_results
@@ -309,3 +309,41 @@ def test_the_working_memory_a_thread_wrote_is_reused_not_rebuilt(
     fresh = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper)
     assert again.state == fresh.state
     assert len(rebuilt) == 2
+
+
+def test_a_record_over_a_list_that_grows_is_synced_without_walking_its_front(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The chat history hands its scan's own list as a Prefix (no copy a read): the facts
+    # then take its new messages alone, without comparing (or copying) what they saw.
+    counter = _Counting()
+    facts = RecordFacts(counter)
+    items = _chat(0, 500)
+    facts.sync(Prefix(items))
+    asked = counter.asked
+    items.extend(_chat(1, 3))
+    walked: list[int] = []
+    walk = Prefix.__iter__
+    monkeypatch.setattr(Prefix, "__iter__", lambda self: walked.append(len(self)) or walk(self))
+    facts.sync(Prefix(items))
+    assert (counter.asked - asked, walked, facts.rebuilds) == (3, [], 0)
+    assert facts.sums == [0, *accumulate(map(ApproximateTokenCounter().count_message, items))]
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        pytest.param(lambda items: Prefix(items, 10), id="an older snapshot"),
+        pytest.param(lambda items: Prefix([*items[:-1], HumanMessage("edited")]), id="a new list"),
+        pytest.param(lambda items: list(items), id="a plain list"),
+    ],
+)
+def test_facts_over_a_prefix_are_the_records_whatever_comes_next(then: object) -> None:
+    facts = RecordFacts()
+    items = _chat(0, 40)
+    facts.sync(Prefix(items))
+    record = then(items)  # type: ignore[operator]
+    facts.sync(record)
+    counter = ApproximateTokenCounter()
+    assert facts.sums == [0, *accumulate(map(counter.count_message, record))]
+    assert facts.directive == latest_directive_index(list(record), fallback=False)

@@ -248,7 +248,7 @@ def _turn_of(
     """The turn's facts, after checking the budget holds the system prompt plus a turn."""
     lead = leading_system_count(messages)
     system = [*system_messages(system_prompt), *messages[:lead]]
-    convo = messages[lead:]
+    convo = messages[lead:] if lead else messages  # no copy: the plan never changes it
     facts = facts if facts is not None else RecordFacts(counter)
     facts.sync(convo)
     sums, anchors = facts.sums, Anchors(facts.directive, facts.thinking)

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.facts import Prefix
 from langchain_builderforce_memory.messages import clean_text, leading_system_count, message_id
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
@@ -88,7 +89,8 @@ def record_memo(record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Compa
         >>> [m.id for m in messages], memo.covered_end, memo.last_covered_id
         (['a', 'b', 'c'], 2, 'b')
     """
-    return RecordScan().read(record)
+    messages, memo = RecordScan().read(record)
+    return list(messages), memo
 
 
 def _memo_of(
@@ -144,8 +146,15 @@ class RecordScan:
         self._marker: BaseMessage | None = None
         self._marker_at = 0
 
-    def read(self, record: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CompactMemo | None]:
-        """``record``'s messages without markers (a new list), and the memo it holds."""
+    def read(
+        self, record: Sequence[BaseMessage]
+    ) -> tuple[Sequence[BaseMessage], CompactMemo | None]:
+        """``record``'s messages without markers, and the memo it holds.
+
+        The messages are a :class:`~langchain_builderforce_memory.facts.Prefix` of the
+        scan's own list, which only grows (a restart makes a new one): a fixed snapshot,
+        with no copy of the record made per read.
+        """
         with self._lock:
             seen = self._seen
             if seen > len(record) or (seen and message_id(record[seen - 1]) != self._seen_id):
@@ -157,7 +166,7 @@ class RecordScan:
                     self._messages.append(m)
             self._seen = len(record)
             self._seen_id = message_id(record[-1]) if record else None
-            messages = list(self._messages)
+            messages = Prefix(self._messages)
             marker, marker_at = self._marker, self._marker_at
         return messages, _memo_of(messages, marker, marker_at)
 

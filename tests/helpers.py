@@ -611,9 +611,10 @@ def keeps_front(
     before: Sequence[BaseMessage], view: Sequence[BaseMessage], max_messages: int
 ) -> bool:
     """True when ``view`` starts with the whole of ``before``, or with ``before`` less the
-    instruction it restated (and the thinking step pinned with it) when ``view`` fills the
-    message window: the one move a held note's views may make (see
-    ``FoldPlan.restate_earlier``)."""
+    instruction it restated (and the thinking step pinned with it) when putting them back
+    would overflow the message window: the one move a held note's views may make (see
+    ``FoldPlan.restate_earlier``). The window need not be exactly full after the move: the
+    instruction and its thinking step go together, two messages for one over."""
     from langchain_builderforce_memory.messages import (
         DIRECTIVE_KIND,
         is_stamped,
@@ -623,13 +624,15 @@ def keeps_front(
     if list(view[: len(before)]) == list(before):
         return True
     restated = [i for i, m in enumerate(before) if is_stamped(m, DIRECTIVE_KIND)]
-    if len(restated) != 1 or len(view) - leading_system_count(view) != max_messages:
+    if len(restated) != 1:
         return False
     shown = {id(m) for m in view}
     start = end = restated[0]
     end += 1
     while end < len(before) and id(before[end]) not in shown:
         end += 1  # its opening thinking step, dropped with it
+    if len(view) - leading_system_count(view) + end - start <= max_messages:
+        return False  # there was room for them: the move was not forced
     rest = [*before[:start], *before[end:]]
     return list(view[: len(rest)]) == rest
 

@@ -169,6 +169,46 @@ def test_the_view_keeps_its_prefix_until_a_fold_even_across_a_new_directive(
     # stays until the next fold, so the front does not move (it used to, ~35k tokens
     # re-sent a new instruction in benchmarks/contenders.py), unless a full message
     # window has no room for it (keeps_front).
+    _assert_front_kept(record, policy)
+
+
+def _thinking_turn() -> list[BaseMessage]:
+    think = {"type": "thinking", "thinking": "first, the plan", "signature": "sig"}
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    return [
+        HumanMessage([{"type": "text", "text": "x"}, image]),
+        AIMessage([think, {"type": "text", "text": ""}]),
+    ]
+
+
+def test_the_restated_instruction_and_its_thinking_step_go_together_when_the_window_is_over() -> (
+    None
+):
+    # Found by the property above: the held note's view restated the instruction with its
+    # thinking step pinned after it; a new turn made the window one over, and the two went
+    # together (a forced move), leaving it one under.
+    think = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+    use = {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "c1"}}
+    call = {"name": "read_file", "args": {"path": "c1"}, "id": "c1", "type": "tool_call"}
+    then = {"name": "read_file", "args": {"path": "src/c2.py"}, "id": "c2", "type": "tool_call"}
+    record = [
+        *_thinking_turn(),
+        *[AIMessage("") for _ in range(12)],
+        AIMessage([think, {"type": "text", "text": "reading"}, use], tool_calls=[call]),
+        ToolMessage("", tool_call_id="c1", name="read_file"),
+        AIMessage("", tool_calls=[then]),
+        ToolMessage("", tool_call_id="c2", name="read_file"),
+        *[AIMessage("") for _ in range(13)],
+        *_thinking_turn(),
+        *[AIMessage("") for _ in range(3)],
+    ]
+    policy = FoldPolicy(
+        max_tokens=8_000, max_messages=20, tail_tokens=500, min_tail_messages=1, max_tail_messages=3
+    )
+    _assert_front_kept(record, policy)
+
+
+def _assert_front_kept(record: list[BaseMessage], policy: FoldPolicy) -> None:
     previous: tuple[list[BaseMessage], str, bool] | None = None
     for _prefix, out in replay(record, policy, "n"):
         view = out.messages  # type: ignore[attr-defined]

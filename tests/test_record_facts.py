@@ -34,7 +34,13 @@ from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import PerThread, Prefix
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from langchain_builderforce_memory.transcript.clear import result_order, tool_results
+from langchain_builderforce_memory.transcript import clear
+from langchain_builderforce_memory.transcript.clear import (
+    clearing,
+    priority_clearing,
+    result_order,
+    tool_results,
+)
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     last_consolidation_index,
@@ -347,3 +353,20 @@ def test_facts_over_a_prefix_are_the_records_whatever_comes_next(then: object) -
     counter = ApproximateTokenCounter()
     assert facts.sums == [0, *accumulate(map(counter.count_message, record))]
     assert facts.directive == latest_directive_index(list(record), fallback=False)
+
+
+def test_a_clear_answer_asked_again_is_found_without_copying_the_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Asked every turn for a held horizon: the answer is kept with the record's results by
+    # how many come before the horizon, so a hit copies none of them.
+    facts = RecordFacts()
+    results = tool_results(_read_loop(0, 61), facts.counter, facts=facts)
+    first = (priority_clearing(results, 0, 40), clearing(results, 0, 40, 0))
+    copied: list[int] = []
+    copy = clear.results_before
+    monkeypatch.setattr(
+        clear, "results_before", lambda *args: copied.append(args[1]) or copy(*args)
+    )
+    assert (priority_clearing(results, 0, 40), clearing(results, 0, 40, 0)) == first
+    assert copied == []

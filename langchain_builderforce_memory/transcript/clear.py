@@ -26,7 +26,6 @@ where it goes, and how it is held from turn to turn, is :mod:`.horizon`.
 
 from __future__ import annotations
 
-import bisect
 import operator
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.facts import bisect_index
 from langchain_builderforce_memory.incremental import PrefixCache
 from langchain_builderforce_memory.transcript.results import (
     CLEARED_KIND,
@@ -165,39 +165,47 @@ def results_before(
     A bisection when the indices ascend (as :func:`tool_results` gives them). ``order``:
     ``result_order(results)``, when the caller already has it.
     """
-    indices, ordered = order if order is not None else result_order(results)
-    if ordered:
-        return list(results[: bisect.bisect_left(indices, index)])
+    count = count_before(results, index, order)
+    if count is not None:
+        return list(results[:count])
     return [r for r in results if r.index < index]
 
 
-def memo_over(results: Sequence[ToolResult], before: list[ToolResult], key: Hashable) -> object:
-    """What :func:`remember_over` kept for ``key`` over ``before``, or ``None``.
+def count_before(
+    results: Sequence[ToolResult], index: int, order: _Order | None = None
+) -> int | None:
+    """How many results come before conversation ``index``; ``None`` when out of order."""
+    indices, ordered = order if order is not None else result_order(results)
+    return bisect_index(indices, index) if ordered else None
 
-    For answers that depend only on the results before some index (``before``, the first
-    results of ``results``): as the record grows they stay the same, so the answer is
+
+def memo_over(results: Sequence[ToolResult], count: int | None, key: Hashable) -> object:
+    """What :func:`remember_over` kept for ``key`` over the first ``count`` results, or ``None``.
+
+    For answers that depend only on the results before some index (the first ``count``,
+    from :func:`count_before`): as the record grows they stay the same, so the answer is
     kept with the record's :class:`~.results.ToolResults` and holds until an edit makes
-    new ones. Other sequences keep nothing.
+    new ones; the results need not be copied to ask. Other sequences keep nothing.
     """
-    store = _memo_store(results, before)
-    held = store.get(("memo", key, len(before))) if store is not None else None
+    store = _memo_store(results, count)
+    held = store.get(("memo", key, count)) if store is not None else None
     return held[1] if held is not None else None
 
 
 def remember_over(
-    results: Sequence[ToolResult], before: list[ToolResult], key: Hashable, value: object
+    results: Sequence[ToolResult], count: int | None, key: Hashable, value: object
 ) -> None:
-    """Keep ``value`` as the answer for ``key`` over ``before`` (see :func:`memo_over`)."""
-    store = _memo_store(results, before)
+    """Keep ``value`` as the answer for ``key`` over the first ``count`` results."""
+    store = _memo_store(results, count)
     if store is not None:
-        store[("memo", key, len(before))] = (0, value)
+        store[("memo", key, count)] = (0, value)
 
 
 def _memo_store(
-    results: Sequence[ToolResult], before: list[ToolResult]
+    results: Sequence[ToolResult], count: int | None
 ) -> dict[Hashable, tuple[int, object]] | None:
-    """The record's own store, when ``before`` is the first results of it (they ascend)."""
-    if isinstance(results, ToolResults) and results.order[1] and len(before) <= len(results):
+    """The record's own store, when the first ``count`` results are what is asked about."""
+    if isinstance(results, ToolResults) and count is not None and count <= len(results):
         return results.derived
     return None
 
@@ -210,23 +218,33 @@ def clearing(
     order: _Order | None = None,
 ) -> tuple[tuple[ToolResult, ...], int]:
     """:func:`clearable`'s results and their saving (kept per horizon)."""
-    before = results_before(results, horizon, order)
+    order = order if order is not None else result_order(results)
+    count = count_before(results, horizon, order)
     key = ("clearable", start, horizon, keep_tokens)
-    hit = memo_over(results, before, key)
+    hit = memo_over(results, count, key)
     if isinstance(hit, tuple):
         return hit
+    before = results_before(results, horizon, order)
     # Reads a note covers are not in the view: sparing them would spare nothing.
     kept = {r.index for r in working_set(before, keep_tokens, since=start)}
-    # Only the results from ``start`` on can be cleared: bisect to them rather than walk
-    # every result a note covers (most of a long run's).
-    indices, ordered = order if order is not None else result_order(results)
-    first = bisect.bisect_left(indices, start, 0, len(before)) if ordered else 0
     cleared = tuple(
-        r for r in before[first:] if r.index >= start and r.index not in kept and _worth_clearing(r)
+        r
+        for r in before[_first_from(order, start, len(before)) :]
+        if r.index >= start and r.index not in kept and _worth_clearing(r)
     )
     value = (cleared, _saving(cleared))
-    remember_over(results, before, key, value)
+    remember_over(results, count, key, value)
     return value
+
+
+def _first_from(order: _Order, start: int, end: int) -> int:
+    """Where the results from conversation ``start`` on begin among the first ``end``.
+
+    Only those can be cleared: bisect to them rather than walk every result a note
+    covers (most of a long run's).
+    """
+    indices, ordered = order
+    return bisect_index(indices, start, 0, end) if ordered else 0
 
 
 _PRIORITY_KINDS: Final = frozenset({"search", "failed"})
@@ -253,14 +271,16 @@ def priority_clearing(
         >>> [r.index for r in priority_clearing(rs, 0, 5)]  # judged before 5: not yet
         [3]
     """
-    before = results_before(results, end, order)
+    order = order if order is not None else result_order(results)
+    count = count_before(results, end, order)
     key = ("priority", start)
-    hit = memo_over(results, before, key)
+    hit = memo_over(results, count, key)
     if isinstance(hit, tuple):
         return hit
+    before = results_before(results, end, order)
     seen: set[tuple[str, str]] = set()
     chosen: list[ToolResult] = []
-    for r in reversed(before):
+    for r in reversed(before[_first_from(order, start, len(before)) :]):
         if r.index < start:
             continue
         call = (r.name, r.args)
@@ -268,7 +288,7 @@ def priority_clearing(
             chosen.append(r)
         seen.add(call)
     value = tuple(sorted(chosen, key=_INDEX))
-    remember_over(results, before, key, value)
+    remember_over(results, count, key, value)
     return value
 
 

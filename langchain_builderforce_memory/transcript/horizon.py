@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeGuard
 
+from langchain_builderforce_memory.facts import bisect_index
 from langchain_builderforce_memory.transcript.clear import (
     ToolResult,
     ToolResults,
@@ -149,8 +150,8 @@ def _ends(results: Sequence[ToolResult], start: int, protect_from: int) -> list[
     """The horizons to choose from: just after each result in ``[start, protect_from)``."""
     indices, ordered = result_order(results)
     if ordered:
-        lo = bisect.bisect_left(indices, start)
-        hi = bisect.bisect_left(indices, protect_from)
+        lo = bisect_index(indices, start)
+        hi = bisect_index(indices, protect_from)
         return [i + 1 for i in indices[lo:hi]]
     return sorted({r.index + 1 for r in results if start <= r.index < protect_from})
 
@@ -253,7 +254,7 @@ def _saves(
 def _position(results: Sequence[ToolResult], index: int) -> int:
     """Where the result at conversation ``index`` is in ``results`` (-1: none there)."""
     indices, ordered = result_order(results)
-    k = bisect.bisect_left(indices, index) if ordered else -1
+    k = bisect_index(indices, index) if ordered else -1
     if not (0 <= k < len(results) and results[k].index == index):
         k = next((j for j, r in enumerate(results) if r.index == index), -1)
     return k

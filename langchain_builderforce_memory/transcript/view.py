@@ -35,6 +35,7 @@ from langchain_builderforce_memory.transcript.clear import (
     apply_clear,
     clearable,
     clearing_with_priority,
+    count_before,
     memo_over,
     priority_clearing,
     remember_over,
@@ -350,16 +351,17 @@ def restored_of(
     """The results ``memo`` re-attaches, found again by id among what it covers."""
     if not memo.restored:
         return []
-    before = results_before(results, memo.covered_end)
+    count = count_before(results, memo.covered_end)
     key = ("restored", memo.restored)
-    hit = memo_over(results, before, key)
+    hit = memo_over(results, count, key)
     if isinstance(hit, tuple):  # asked every turn the note is held: the same answer
         return list(hit)
+    before = results_before(results, memo.covered_end)
     wanted = set(memo.restored)
     # A result's own message_id is message_id(convo[r.index]) (tool_results sets it).
     found = tuple(r for r in before if (r.message_id or message_id(convo[r.index])) in wanted)
     if all(map(_OWN_ID, before)):  # else the answer depends on convo too: not kept
-        remember_over(results, before, key, found)
+        remember_over(results, count, key, found)
     return list(found)
 
 

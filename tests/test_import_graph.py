@@ -40,9 +40,7 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def runtime_imports(
-    tree: ast.AST, *, types: bool = False
-) -> Iterator[ast.Import | ast.ImportFrom]:
+def runtime_imports(tree: ast.AST, *, types: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement that can run (``if TYPE_CHECKING:`` bodies skipped unless
     ``types``)."""
     stack: list[ast.AST] = [tree]
@@ -185,3 +183,35 @@ def test_every_module_stays_under_the_line_limit() -> None:
     }
     over = {name: n for name, n in sizes.items() if n > MODULE_LINE_LIMIT}
     assert not over, f"modules over {MODULE_LINE_LIMIT} lines (split them): {over}"
+
+
+MODULE_CACHES_LEFT = {
+    "langchain_builderforce_memory.blocks._TURN_STARTS",
+    "langchain_builderforce_memory.directive._LATEST",
+    "langchain_builderforce_memory.directive._RESTATED",
+    "langchain_builderforce_memory.handoff.budget._SCHEMAS",
+    "langchain_builderforce_memory.handoff.volatile._TAILS",
+    "langchain_builderforce_memory.transcript.markers._LAST_MARKER",
+    "langchain_builderforce_memory.transcript.plan._NOTES",
+    "langchain_builderforce_memory.transcript.plan._USER_TURNS",
+    "langchain_builderforce_memory.transcript.view._RESTORED",
+}
+"""The module-level record caches (``PrefixCache`` / ``Recent``) still standing; besides
+them, ``incremental.prefix_sums`` keeps its own table. Issue 23 removes them all (a
+conversation's facts live in its RecordFacts, kept by the caller): this only shrinks, and
+a new one fails."""
+
+
+def test_no_new_module_level_cache_appears() -> None:
+    import importlib
+
+    from langchain_builderforce_memory.incremental import PrefixCache, Recent
+
+    found = set()
+    for name in module_names(PACKAGE_DIR):
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if isinstance(value, PrefixCache | Recent):
+                found.add(f"{name}.{attr}")
+    assert found <= MODULE_CACHES_LEFT, f"new module-level caches: {found - MODULE_CACHES_LEFT}"
+    assert found >= MODULE_CACHES_LEFT, f"gone (drop them here): {MODULE_CACHES_LEFT - found}"

@@ -37,9 +37,11 @@ from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript import clear
 from langchain_builderforce_memory.transcript.clear import (
     clearing,
+    in_use_files,
     priority_clearing,
     result_order,
     tool_results,
+    working_set,
 )
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
@@ -370,3 +372,22 @@ def test_a_clear_answer_asked_again_is_found_without_copying_the_results(
     )
     assert (priority_clearing(results, 0, 40), clearing(results, 0, 40, 0)) == first
     assert copied == []
+
+
+@PROPERTY
+@given(
+    record=valid_records(max_units=40),
+    counts=st.lists(st.integers(0, 60), min_size=1, max_size=12),
+    keep=st.sampled_from([0, 300, 3_000]),
+)
+def test_the_working_set_before_a_horizon_is_the_same_asked_of_the_records_results(
+    record: list[BaseMessage], counts: list[int], keep: int
+) -> None:
+    # The clear tier asks the file ranking of the results before each horizon it tries, in
+    # any order; the record's ToolResults keep a few counts to extend from.
+    facts = RecordFacts()
+    results = tool_results(record, facts.counter, facts=facts)
+    for count in counts:
+        n = min(count, len(results))
+        assert working_set(results, keep, count=n) == working_set(list(results)[:n], keep)
+        assert in_use_files(results, count=n) == in_use_files(list(results)[:n])

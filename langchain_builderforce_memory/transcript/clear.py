@@ -34,7 +34,6 @@ from typing import Final
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.facts import bisect_index
-from langchain_builderforce_memory.incremental import PrefixCache
 from langchain_builderforce_memory.transcript.results import (
     CLEARED_KIND,
     TOOL_RESULTS,
@@ -75,21 +74,45 @@ class _FileStats:
     """Each file's latest read."""
 
 
-_FILES: Final[PrefixCache[_FileStats]] = PrefixCache(prefixes=8)
-"""With prefixes: each clear horizon tried asks for the results before it."""
+_FILE_MARKS: Final = 8
+"""Counts of results whose file stats a record keeps: each clear horizon tried asks for
+the results before it, and the next nearest below is extended rather than started over."""
 
 
-def _file_stats(results: Sequence[ToolResult]) -> _FileStats:
-    """The ranking's counts over ``results``, extended over the results new since."""
-    hit = _FILES.resume(results)
-    if hit is not None and hit[0] == len(results):
-        return hit[1]
-    known, so_far = hit if hit is not None else (0, None)
+def _file_stats(results: Sequence[ToolResult], count: int | None = None) -> _FileStats:
+    """The ranking's counts over the first ``count`` results (default: all of them).
+
+    Kept with a record's :class:`~.results.ToolResults`, and extended from the nearest
+    count kept below; any other sequence is counted whole.
+    """
+    n = len(results) if count is None else count
+    derived = results.derived if isinstance(results, ToolResults) else None
+    if derived is None:
+        return _grown_stats(None, results[:n])
+    held = derived.get(("files", n))
+    if held is not None and isinstance(held[1], _FileStats):
+        return held[1]
+    marked = derived.get(("file marks",), (0, ()))[1]
+    marks = marked if isinstance(marked, tuple) else ()
+    base = max((m for m in marks if m <= n), default=0)
+    below = derived.get(("files", base))
+    so_far = below[1] if below is not None and isinstance(below[1], _FileStats) else None
+    stats = _grown_stats(so_far, results[base if so_far else 0 : n])
+    kept = (*[m for m in marks if m != n][1 - _FILE_MARKS :], n)
+    for gone in set(marks) - set(kept):
+        derived.pop(("files", gone), None)
+    derived[("files", n)] = (0, stats)
+    derived[("file marks",)] = (0, kept)
+    return stats
+
+
+def _grown_stats(so_far: _FileStats | None, results: Sequence[ToolResult]) -> _FileStats:
+    """``so_far``'s counts (none: empty) extended over ``results``."""
     last = dict(so_far.last) if so_far else {}
     count = dict(so_far.count) if so_far else {}
     latest = dict(so_far.latest_read) if so_far else {}
     edited = set(so_far.edited) if so_far else set()
-    for r in results[known:]:
+    for r in results:
         if r.target is None:
             continue
         last[r.target] = r.index
@@ -98,35 +121,34 @@ def _file_stats(results: Sequence[ToolResult]) -> _FileStats:
             edited.add(r.target)
         elif r.kind == "read":
             latest[r.target] = r
-    out = _FileStats(last, count, frozenset(edited), latest)
-    _FILES.save(results, None, out)
-    return out
+    return _FileStats(last, count, frozenset(edited), latest)
 
 
-def in_use_files(results: Sequence[ToolResult]) -> list[str]:
+def in_use_files(results: Sequence[ToolResult], *, count: int | None = None) -> list[str]:
     """Files the run is working on, best first.
 
     Edited before only read, then the most recently touched, then the most often touched
-    (the working memory's ranking). Counted over the results new since the last call.
+    (the working memory's ranking), over the first ``count`` results (default: all).
     """
-    stats = _file_stats(results)
-    last, count, edited = stats.last, stats.count, stats.edited
-    return sorted(last, key=lambda p: (p not in edited, -last[p], -count[p]))
+    stats = _file_stats(results, count)
+    last, touched, edited = stats.last, stats.count, stats.edited
+    return sorted(last, key=lambda p: (p not in edited, -last[p], -touched[p]))
 
 
 def working_set(
-    results: Sequence[ToolResult], keep_tokens: int, *, since: int = 0
+    results: Sequence[ToolResult], keep_tokens: int, *, since: int = 0, count: int | None = None
 ) -> list[ToolResult]:
     """The latest read of each in-use file, in rank order, as many as ``keep_tokens`` holds.
 
     A read too big for what is left is skipped and the next file tried, so one huge file
     does not crowd out the rest. ``since``: reads before this index are not in the view (a
     note covers them) and take no room; the files are still ranked over every result.
+    ``count``: over the first ``count`` results only (default: all of them).
     """
-    latest = _file_stats(results).latest_read
+    latest = _file_stats(results, count).latest_read
     chosen: list[ToolResult] = []
     room = keep_tokens
-    for path in in_use_files(results):
+    for path in in_use_files(results, count=count):
         read = latest.get(path)
         if read is not None and read.index >= since and read.size <= room:
             chosen.append(read)
@@ -134,23 +156,15 @@ def working_set(
     return chosen
 
 
-_ORDER: Final[PrefixCache[tuple[Sequence[int], bool]]] = PrefixCache()
-
-
 def result_order(results: Sequence[ToolResult]) -> tuple[Sequence[int], bool]:
-    """Every result's index, and whether they ascend (``tool_results`` gives them so)."""
+    """Every result's index, and whether they ascend (``tool_results`` gives them so).
+
+    Read off a record's :class:`~.results.ToolResults`; worked out for any other sequence.
+    """
     if isinstance(results, ToolResults):
         return results.order
-    hit = _ORDER.resume(results)
-    known, (indices, ordered) = hit if hit is not None else (0, ((), True))
-    if known == len(results):
-        return indices, ordered
-    more = [r.index for r in results[known:]]
-    seq = [*indices[-1:], *more]  # the last known index, then the new ones
-    ordered = ordered and all(map(operator.lt, seq, seq[1:]))
-    out = ((*indices, *more), ordered)
-    _ORDER.save(results, None, out)
-    return out
+    indices = [r.index for r in results]
+    return indices, all(map(operator.lt, indices, indices[1:]))
 
 
 _Order = tuple[Sequence[int], bool]
@@ -226,7 +240,11 @@ def clearing(
         return hit
     before = results_before(results, horizon, order)
     # Reads a note covers are not in the view: sparing them would spare nothing.
-    kept = {r.index for r in working_set(before, keep_tokens, since=start)}
+    if count is not None:  # the first ``count`` results: ranked with the record's counts kept
+        spared = working_set(results, keep_tokens, since=start, count=count)
+    else:
+        spared = working_set(before, keep_tokens, since=start)
+    kept = {r.index for r in spared}
     cleared = tuple(
         r
         for r in before[_first_from(order, start, len(before)) :]

@@ -60,7 +60,7 @@ from langchain_core.messages.utils import count_tokens_approximately, trim_messa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contenders import NOTE, NoteModel, common_prefix
-from langchain_builderforce_memory import TiktokenCounter, request_problems, windowed
+from langchain_builderforce_memory import RecordFacts, TiktokenCounter, request_problems, windowed
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
@@ -104,7 +104,8 @@ Step = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 class Ours:
     """``build_working_transcript``, its state carried between turns as the middleware
-    carries it in graph state."""
+    carries it in graph state, and its record facts kept as the middleware keeps them per
+    thread."""
 
     def __init__(
         self, budget: int, tally: Tally, *, clear: bool, max_messages: MessageCeiling = "auto"
@@ -112,6 +113,7 @@ class Ours:
         self.budget, self.tally, self.clear = budget, tally, clear
         self.max_messages = max_messages
         self.state: dict[str, object] | None = None
+        self.facts = RecordFacts()
         tally.summarizer_calls = tally.summarizer_calls or 0
 
     def summarize(self, prompt: Sequence[BaseMessage]) -> str:
@@ -127,6 +129,7 @@ class Ours:
             max_tokens=self.budget,
             max_messages=self.max_messages,
             clear_tool_results=self.clear,
+            facts=self.facts,
         )
         self.state = out.state.to_dict()
         return out.messages

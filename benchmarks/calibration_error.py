@@ -27,7 +27,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, messages_from_dict
 
 from langchain_builderforce_memory.calibration import UsageCalibration
-from langchain_builderforce_memory.incremental import prefix_sums
+from langchain_builderforce_memory.facts import prefix_sums
 from langchain_builderforce_memory.tokens import (
     ApproximateTokenCounter,
     TiktokenCounter,

@@ -30,8 +30,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_builderforce_memory.incremental import PrefixCache, last_index
-
 __all__ = [
     "THINKING_TYPES",
     "call_ids",
@@ -311,18 +309,18 @@ def current_turn_start(messages: Sequence[BaseMessage]) -> int:
         >>> current_turn_start([HumanMessage("a"), AIMessage("b"), HumanMessage("c")])
         2
     """
-    # Incremental: a single-directive tool loop makes the current turn the whole record,
-    # and the fold asks on every model call; only the messages new since are looked at.
-    found = last_index(_TURN_STARTS, messages, opens_turn)
-    return found if found >= 0 else len(messages)
+    # Read from the end. The fold asks on every model call, and in a single-directive
+    # tool loop the turn is the whole record: it asks the conversation's RecordFacts
+    # (``facts.turn_start``), which read only the new messages.
+    return next(
+        (i for i in range(len(messages) - 1, -1, -1) if opens_turn(messages[i])),
+        len(messages),
+    )
 
 
 def opens_turn(message: BaseMessage) -> bool:
     """Whether ``message`` begins a provider turn (a user message, not a tool result)."""
     return _turn_role(message) == "user"
-
-
-_TURN_STARTS: Final[PrefixCache[int]] = PrefixCache()
 
 
 def thinking_problems(

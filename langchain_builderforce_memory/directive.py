@@ -12,18 +12,18 @@ falls back, when the caller asks, to the latest user-role message that is not a 
 tail, so a view still has a user turn to open on and never opens on the brief.
 
 Asked every turn of a single-directive tool loop, where the directive is thousands of
-messages back, the answer is kept incrementally (:class:`~langchain_builderforce_memory.
-incremental.PrefixCache`): a turn costs its new messages.
+messages back, the answer is kept by the conversation's
+:class:`~langchain_builderforce_memory.facts.RecordFacts` (``facts.directive``): a turn
+costs its new messages. Asked here, without facts, the record is read from its end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.incremental import PrefixCache, Recent, last_index
+from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.messages import (
     DIRECTIVE_KIND,
     VOLATILE_TAIL_KIND,
@@ -40,9 +40,6 @@ __all__ = [
     "latest_directive_text",
     "restated_directive",
 ]
-
-_LATEST: Final[PrefixCache[int]] = PrefixCache()
-"""The latest directive of the records last asked about."""
 
 
 def is_directive(message: BaseMessage) -> bool:
@@ -80,7 +77,7 @@ def latest_directive_index(convo: Sequence[BaseMessage], *, fallback: bool = Tru
         >>> latest_directive_index([note, AIMessage("a")], fallback=False)
         -1
     """
-    found = last_index(_LATEST, convo, is_directive)
+    found = next((i for i in range(len(convo) - 1, -1, -1) if is_directive(convo[i])), -1)
     if found >= 0 or not fallback:
         return found
     return next(
@@ -108,33 +105,31 @@ def latest_directive_text(record: Sequence[BaseMessage], max_chars: int) -> str 
     return text[:max_chars] if text else None
 
 
-def restated_directive(message: BaseMessage) -> BaseMessage:
+def restated_directive(message: BaseMessage, *, copies: Copies | None = None) -> BaseMessage:
     """The latest user turn, restated in front of a view that cut past it (window or fold).
 
     A copy stamped ``"directive"`` (same class, id and content), so later passes know it
     was placed there, while every directive lookup still takes it as the user's own
     instruction (:func:`~langchain_builderforce_memory.messages.is_generated` is false for
-    it). The same copy is returned turn after turn, so the per-message token cache keeps
-    hitting. A message that already carries a stamp is returned as it is.
+    it). With the conversation's ``copies``
+    (:attr:`~langchain_builderforce_memory.facts.RecordFacts.copies`) the same copy is
+    returned turn after turn, so the per-message token cache keeps hitting. A message
+    that already carries a stamp is returned as it is.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.copies import Copies
         >>> from langchain_builderforce_memory.messages import stamp_of
-        >>> task = HumanMessage("Refactor the parser.", id="u1")
-        >>> again = restated_directive(task)
-        >>> stamp_of(again), again.content, again is restated_directive(task)
+        >>> task, copies = HumanMessage("Refactor the parser.", id="u1"), Copies()
+        >>> again = restated_directive(task, copies=copies)
+        >>> stamp_of(again), again.content, again is restated_directive(task, copies=copies)
         ({'kind': 'directive', 'of': 'u1'}, 'Refactor the parser.', True)
     """
     if is_stamped(message):
         return message
-    hit = _RESTATED.get(id(message))
-    # The entry holds the message itself, so its id cannot be reused while it is cached.
-    if hit is not None and hit[0] is message and hit[1] is message.content:
-        return hit[2]
-    copy = stamp(message, DIRECTIVE_KIND, of=message_id(message))
-    _RESTATED.put(id(message), (message, message.content, copy))
-    return copy
-
-
-_RESTATED: Recent[int, tuple[BaseMessage, object, BaseMessage]] = Recent(64)
-"""Restated copies by the user turn they restate (a few threads' latest directives)."""
+    return copy_of(
+        copies,
+        ("directive", id(message)),
+        (message, message.content),
+        lambda: stamp(message, DIRECTIVE_KIND, of=message_id(message)),
+    )

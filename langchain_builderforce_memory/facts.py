@@ -31,6 +31,7 @@ from typing import Generic, Protocol, TypeVar, cast, overload
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.blocks import opening_span, opens_turn
+from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import is_directive, latest_directive_index
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -38,7 +39,18 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 
-__all__ = ["Fact", "LastIndex", "PerThread", "Prefix", "RecordFacts", "bisect_index"]
+__all__ = [
+    "DIRECTIVES",
+    "AllIndices",
+    "Fact",
+    "LastIndex",
+    "PerThread",
+    "Prefix",
+    "RecordFacts",
+    "bisect_index",
+    "counter_of",
+    "prefix_sums",
+]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -159,6 +171,7 @@ class RecordFacts:
         "_directive",
         "_seen",
         "_turn_start",
+        "copies",
         "counter",
         "rebuilds",
         "sums",
@@ -172,6 +185,9 @@ class RecordFacts:
         """``sums[i]``: the tokens of the record's first ``i`` messages. Read, never change."""
         self.rebuilds = 0
         """Times a record that did not extend the one seen made the facts start over."""
+        self.copies = Copies()
+        """The messages the conversation's views make (its note, restated directive,
+        re-attached outputs, brief), the same objects turn after turn."""
         self._seen: list[BaseMessage] = []
         self._directive = -1
         self._turn_start = -1
@@ -290,6 +306,22 @@ class RecordFacts:
         return grown
 
 
+def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:
+    """Running token totals: ``sums[i]`` is the tokens of ``messages[:i]`` (length n + 1).
+
+    Counted afresh (each message's count is cached by the counter). A caller asking turn
+    after turn keeps a :class:`RecordFacts` instead: its :attr:`~RecordFacts.sums` grow
+    by the new messages.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> prefix_sums([HumanMessage("x" * 40), HumanMessage("y" * 40)], ApproximateTokenCounter())
+        [0, 15, 30]
+    """
+    return [0, *itertools.accumulate(map(counter.count_message, messages))]
+
+
 def counter_of(
     token_counter: TokenCounterLike, facts: RecordFacts | None, *, where: str
 ) -> TokenCounter:
@@ -335,6 +367,43 @@ class LastIndex:
             if test(record[i]):
                 return i
         return -1 if state is None else state
+
+
+class AllIndices:
+    """A :class:`Fact`: the indices of the record's messages that pass ``test``, in order.
+
+    The list is grown in place and must not be changed by its readers.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> questions, facts = AllIndices(lambda m: m.type == "human"), RecordFacts()
+        >>> facts.sync([HumanMessage("q"), AIMessage("a"), HumanMessage("q2")])
+        >>> facts.get(questions)
+        [0, 2]
+    """
+
+    __slots__ = ("test",)
+
+    def __init__(self, test: Callable[[BaseMessage], bool]) -> None:
+        """The fact of the messages passing ``test``."""
+        self.test = test
+
+    def grow(
+        self,
+        state: list[int] | None,
+        record: Sequence[BaseMessage],
+        start: int,
+        counter: TokenCounter,
+    ) -> list[int]:
+        """The indices found before, then the new messages' that pass."""
+        found = [] if state is None else state
+        test = self.test
+        found.extend(i for i in range(start, len(record)) if test(record[i]))
+        return found
+
+
+DIRECTIVES = AllIndices(is_directive)
+"""Every directive's index in the record (a held note's restated turn is looked up here)."""
 
 
 class PerThread(Generic[V]):

@@ -20,7 +20,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_builderforce_memory.agents.state import MEMO_KEY
 from langchain_builderforce_memory.handoff import is_volatile_tail
-from langchain_builderforce_memory.incremental import clear_caches
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.testing import (
     ScriptedChatModel,
@@ -111,7 +110,7 @@ def test_the_held_horizon_is_carried_in_the_fold_state_and_kept_unchanged_while_
 def test_a_resumed_thread_builds_the_same_views() -> None:
     record = read_loop(70, 4_000, files=12)
     first = [o.messages for o in _run(record)]
-    clear_caches()  # a new process: nothing cached but what the state carries
+    # A new process: nothing carried but the state (no module keeps a record's facts).
     resumed = [o.messages for o in _run(record, through_json=True)]
     assert resumed == first
 

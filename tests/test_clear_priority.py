@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory.incremental import clear_caches
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.clear import (
@@ -132,8 +131,7 @@ def test_a_stateless_call_clears_by_priority_and_stays_a_pure_function_of_the_re
     grep = _result_index(record, 9)
     assert step.horizon <= grep  # the fixed cut point nearest the start
     assert grep in _cleared(step)
-    # The same answer from fresh caches and from copies of the messages.
-    clear_caches()
+    # The same answer from copies of the messages.
     copies = [m.model_copy() for m in record]
     again = clear_range(
         tool_results(copies, ApproximateTokenCounter()),
@@ -160,7 +158,6 @@ def _coding_calls(n: int) -> list[Call]:
 def test_a_stateless_caller_gets_the_same_views_whatever_it_asked_before() -> None:
     record = _record(_coding_calls(60))
     warm = [working_turn(prefix, None).messages for prefix in model_turns(record)]
-    clear_caches()
     cold = working_turn(record, None).messages
     assert cold == warm[-1]
     assert any((stamp_of(m) or {}).get("kind") == CLEARED_KIND for m in cold)

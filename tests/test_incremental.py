@@ -1,8 +1,8 @@
-"""The per-record caches that make a turn O(new messages) never change an answer.
+"""A conversation's facts, kept turn after turn, never change an answer.
 
-Each cached fact (tool results, cut points, the latest user turn, the last marker, the
-clear tier's choice, whole views turn by turn) is compared with the same fact computed
-cold: after :func:`clear_caches` and with a fresh token counter. The record is grown,
+Each fact kept in a :class:`RecordFacts` (tool results, cut points, the latest user turn,
+the last marker, the clear tier's choice, whole views turn by turn) is compared with the
+same fact computed cold: with fresh facts and a fresh token counter. The record is grown,
 edited in the middle, replaced by a shorter one, restored as equal copies, and
 interleaved with another thread's record.
 """
@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_builderforce_memory import blocks
 from langchain_builderforce_memory.blocks import current_turn_start
 from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.incremental import PrefixCache, clear_caches, last_index
+from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript.clear import ToolResult, clearable, tool_results
@@ -50,70 +50,13 @@ def _loop(n: int, size: int = 400) -> list[BaseMessage]:
 
 
 def _cold_results(convo: Sequence[BaseMessage]) -> list[ToolResult]:
-    clear_caches()
-    return tool_results(convo, ApproximateTokenCounter())
+    return list(tool_results(convo, ApproximateTokenCounter()))
 
 
-# ------------------------------------------------------------------ the cache itself
+# ------------------------------------------------------------------ no module keeps facts
 
 
-def test_a_record_that_grew_resumes_where_it_was_left() -> None:
-    cache: PrefixCache[str] = PrefixCache()
-    record = _loop(3)
-    cache.save(record, None, "three rounds")
-    assert cache.resume([*record, HumanMessage("more")]) == (len(record), "three rounds")
-    assert cache.resume(record) == (len(record), "three rounds")
-
-
-def test_an_edited_shorter_or_other_record_is_not_resumed() -> None:
-    cache: PrefixCache[str] = PrefixCache()
-    record = _loop(3)
-    cache.save(record, None, "state")
-    edited = list(record)
-    edited[2] = ToolMessage("changed", tool_call_id="c0", id="t0")
-    assert cache.resume(edited) is None
-    assert cache.resume(record[:4]) is None  # RemoveMessage shrank it
-    other = [*record[:2], HumanMessage("another thread")]
-    assert cache.resume(other) is None
-
-
-def test_a_restored_copy_starts_afresh_and_the_owner_must_be_the_same_object() -> None:
-    cache: PrefixCache[str] = PrefixCache()
-    record = _loop(2)
-    owner = ApproximateTokenCounter()
-    cache.save(record, owner, "state")
-    restored = [m.model_copy() for m in record]  # a checkpoint gives equal new objects
-    assert cache.resume(restored, owner) is None
-    assert cache.resume(record, ApproximateTokenCounter()) is None
-    assert cache.resume(record, owner) == (len(record), "state")
-
-
-def test_records_sharing_their_opening_keep_their_own_entries() -> None:
-    cache: PrefixCache[int] = PrefixCache()
-    a = _loop(2)
-    b = [*a[:2], HumanMessage("b")]
-    cache.save(a, None, 1)
-    cache.save(b, None, 2)
-    assert cache.resume([*a, HumanMessage("x")]) == (len(a), 1)
-    assert cache.resume([*b, HumanMessage("y")]) == (len(b), 2)
-
-
-def test_a_cleared_copy_sharing_the_records_ends_does_not_evict_the_record() -> None:
-    # The fold's view of a record with old results cleared opens with the same messages
-    # and ends with the same newest ones; it used to count as "extending" the record and
-    # replaced its entry, so the next turn started over from the first message.
-    cache: PrefixCache[str] = PrefixCache()
-    record = _loop(4)
-    cleared = list(record)
-    cleared[2] = ToolMessage("[cleared]", tool_call_id="c0", id="t0")
-    cache.save(record, None, "record")
-    cache.save(cleared, None, "cleared")
-    grown = [*record, _call("c9")]
-    assert cache.resume(grown) == (len(record), "record")
-    assert cache.resume([*cleared, _call("c9")]) == (len(cleared), "cleared")
-
-
-def test_the_current_turn_start_looks_at_new_messages_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_current_turn_start_is_read_from_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
     looked: list[BaseMessage] = []
     real = blocks._turn_role
 
@@ -122,46 +65,31 @@ def test_the_current_turn_start_looks_at_new_messages_only(monkeypatch: pytest.M
         return real(m)
 
     monkeypatch.setattr(blocks, "_turn_role", counted)
+    record = [*_loop(50), HumanMessage("next"), _call("c99")]
+    assert current_turn_start(record) == len(record) - 2
+    assert looked == [record[-1], record[-2]]  # newest first, then it stops
+    assert current_turn_start([_call("z"), *record[1:-2]]) == len(record) - 2  # no user turn
+
+
+def test_kept_facts_look_at_the_new_messages_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    looked: list[BaseMessage] = []
+    real = blocks._turn_role
+
+    def counted(m: BaseMessage) -> str:
+        looked.append(m)
+        return real(m)
+
+    monkeypatch.setattr(blocks, "_turn_role", counted)
+    facts = RecordFacts()
     record = _loop(50)
-    assert current_turn_start(record) == 0
+    facts.sync(record)
     looked.clear()
     grown = [*record, _call("c99"), ToolMessage("y", tool_call_id="c99", id="t99")]
-    assert current_turn_start(grown) == 0
-    assert looked == [grown[-1], grown[-2]]  # newest first, then it stops
-    assert current_turn_start([*grown, HumanMessage("next")]) == len(grown)
-    assert current_turn_start([_call("z"), *record[1:]]) == len(record)  # edited: no user turn
-
-
-@pytest.mark.parametrize(("prefixes", "resumed_at"), [(0, 2), (8, 4)])
-def test_a_cache_with_prefixes_resumes_a_shorter_prefix_from_the_longest_below_it(
-    prefixes: int, resumed_at: int
-) -> None:
-    # The clear tier asks for the results before each horizon it tries: 4, 9, 2, then 6
-    # of them. Without kept prefixes, 9 replaced 4, and 6 resumed from 2.
-    cache: PrefixCache[int] = PrefixCache(prefixes=prefixes)
-    record = _loop(5)
-    for n in (4, 9, 2):
-        cache.save(record[:n], None, n)
-    assert cache.resume(record[:6]) == (resumed_at, resumed_at)
-    assert cache.resume(record) == (9, 9)  # the longest kept, not the newest
-
-
-def test_last_index_tests_only_the_new_messages_and_follows_edits() -> None:
-    cache: PrefixCache[int] = PrefixCache()
-    tested: list[BaseMessage] = []
-
-    def is_user(m: BaseMessage) -> bool:
-        tested.append(m)
-        return isinstance(m, HumanMessage)
-
-    record = _loop(3)
-    assert last_index(cache, record, is_user) == 0
-    tested.clear()
-    grown = [*record, _call("c9")]
-    assert last_index(cache, grown, is_user) == 0
-    assert tested == [grown[-1]]
-    assert last_index(cache, [record[0]], is_user) == 0
-    assert last_index(cache, [_call("z"), *record[1:]], is_user) == -1
+    facts.sync(grown)
+    assert facts.turn_start == 0
+    assert looked == grown[-2:]
+    facts.sync([_call("z"), *record[1:]])  # edited: rebuilt, and no user turn
+    assert facts.turn_start == len(record)
 
 
 # ------------------------------------------------------------------ facts, warm vs cold
@@ -169,23 +97,25 @@ def test_last_index_tests_only_the_new_messages_and_follows_edits() -> None:
 
 def test_tool_results_follow_growth_edits_and_a_shorter_record() -> None:
     counter = ApproximateTokenCounter()
+    facts = RecordFacts(counter)
     record = _loop(6)
     for n in range(1, len(record) + 1):
-        assert tool_results(record[:n], counter) == _cold_results(record[:n])
+        assert tool_results(record[:n], counter, facts=facts) == _cold_results(record[:n])
     edited = list(record)
     edited[4] = ToolMessage("y" * 5_000, tool_call_id="c1", id="t1-edited", status="error")
-    tool_results(record, counter)
-    assert tool_results(edited, counter) == _cold_results(edited)
-    assert tool_results(record[:5], counter) == _cold_results(record[:5])
+    tool_results(record, counter, facts=facts)
+    assert tool_results(edited, counter, facts=facts) == _cold_results(edited)
+    assert tool_results(record[:5], counter, facts=facts) == _cold_results(record[:5])
 
 
 def test_a_call_id_reused_after_its_result_starts_over() -> None:
     counter = ApproximateTokenCounter()
+    facts = RecordFacts(counter)
     record = _loop(2)
-    tool_results(record, counter)
+    tool_results(record, counter, facts=facts)
     # The last call of an id wins: the earlier result now answers a "bash" call.
     grown = [*record, _call("c0", name="bash", path="ls")]
-    warm = tool_results(grown, counter)
+    warm = tool_results(grown, counter, facts=facts)
     assert warm == _cold_results(grown)
     assert warm[0].name == "bash"
 
@@ -206,9 +136,10 @@ def test_latest_user_and_marker_indices_follow_edits() -> None:
 
 def test_horizons_and_clearing_match_a_cold_computation() -> None:
     counter = ApproximateTokenCounter()
+    facts = RecordFacts(counter)
     record = _loop(30, size=3_000)
     for n in (10, 31, 47, 61):
-        results = tool_results(record[:n], counter)
+        results = tool_results(record[:n], counter, facts=facts)
         points = clear_cut_points(results, 2_000)
         warm = [clearable(results, start=0, horizon=p, keep_tokens=1_500) for p in points]
         chosen = [
@@ -217,7 +148,6 @@ def test_horizons_and_clearing_match_a_cold_computation() -> None:
             )
             for need in (1_000, 9_000, 30_000)
         ]
-        clear_caches()
         cold_results = _cold_results(record[:n])
         assert [
             clearable(cold_results, start=0, horizon=p, keep_tokens=1_500) for p in points
@@ -235,10 +165,9 @@ def test_horizons_and_clearing_match_a_cold_computation() -> None:
             for need in (1_000, 9_000, 30_000)
         ] == chosen
     # Results given out of order are judged as given, not by a stale bisection.
-    results = tool_results(record, counter)
+    results = tool_results(record, counter, facts=facts)
     shuffled = [*results[5:], *results[:5]]
     expected = clearable(list(shuffled), start=0, horizon=20, keep_tokens=0)
-    clear_caches()
     assert clearable(shuffled, start=0, horizon=20, keep_tokens=0) == expected
 
 
@@ -248,9 +177,7 @@ def test_horizons_and_clearing_match_a_cold_computation() -> None:
 _View = tuple[list[tuple[str, object, object]], CompactMemo | None, str]
 
 
-def _view(
-    record: list[BaseMessage], memo: CompactMemo | None, counter: ApproximateTokenCounter
-) -> _View | str:
+def _view(record: list[BaseMessage], memo: CompactMemo | None, facts: RecordFacts) -> _View | str:
     """The view's messages, memo and mode; or the ValueError a too-small budget raises."""
     try:
         out = build_working_transcript(
@@ -259,7 +186,7 @@ def _view(
             summarizer=ScriptedSummarizer("n" * 400),
             system_prompt="You are a coding agent.",
             max_tokens=20_000,
-            token_counter=counter,
+            facts=facts,
         )
     except ValueError as exc:  # the documented floor: system messages over the budget
         return str(exc)
@@ -270,8 +197,8 @@ def _view(
 
 
 def _replay_warm_and_cold(record: list[BaseMessage], edits: list[int]) -> None:
-    """Every turn's view with warm caches equals the view computed cold."""
-    warm_counter = ApproximateTokenCounter()
+    """Every turn's view with the facts kept equals the view computed cold."""
+    kept = RecordFacts(ApproximateTokenCounter())
     memo: CompactMemo | None = None
     for turn, prefix in enumerate(model_turns(record)):
         current = list(prefix)
@@ -283,9 +210,8 @@ def _replay_warm_and_cold(record: list[BaseMessage], edits: list[int]) -> None:
                 current[i] = old.model_copy(update={"content": "edited " + "y" * 8_000})
         if turn - 1 in edits:
             current = current[: max(1, len(current) * 2 // 3)]  # shrunk by RemoveMessage
-        warm = _view(current, memo, warm_counter)
-        clear_caches()
-        cold = _view(current, memo, ApproximateTokenCounter())
+        warm = _view(current, memo, kept)
+        cold = _view(current, memo, RecordFacts(ApproximateTokenCounter()))
         assert warm == cold, f"turn {turn}: the warm view differs from the cold one"
         memo = warm[1] if not isinstance(warm, str) else None
 
@@ -306,12 +232,12 @@ def test_two_threads_interleaved_match_cold_views() -> None:
     a = _loop(40, size=5_000)
     b = [*a[:3], HumanMessage("a different task"), *_loop(40, size=3_000)[1:]]
     counter = ApproximateTokenCounter()
+    kept = {"a": RecordFacts(counter), "b": RecordFacts(counter)}
     memos: dict[str, CompactMemo | None] = {"a": None, "b": None}
     for n in range(4, 80, 3):
         for name, record in (("a", a), ("b", b)):
-            warm = _view(record[:n], memos[name], counter)
-            clear_caches()
-            assert warm == _view(record[:n], memos[name], ApproximateTokenCounter())
+            warm = _view(record[:n], memos[name], kept[name])
+            assert warm == _view(record[:n], memos[name], RecordFacts(ApproximateTokenCounter()))
             assert not isinstance(warm, str)
             memos[name] = warm[1]
 
@@ -330,7 +256,6 @@ def test_the_working_memory_is_reused_only_while_its_snapshot_is_unchanged() -> 
     grown = [*record, _call("c99", path="src/new.py")]
     grown.append(ToolMessage("new", tool_call_id="c99", id="t99"))
     warm = read_run_memory(grown, state, mapper)
-    clear_caches()
     cold = read_run_memory(grown, state, mapper)
     assert warm.state == cold.state
     assert warm.memory.brief() == cold.memory.brief()
@@ -373,9 +298,10 @@ def test_the_working_set_over_a_growing_record_matches_a_cold_one() -> None:
     from langchain_builderforce_memory.transcript.clear import in_use_files, working_set
 
     counter = ApproximateTokenCounter()
+    facts = RecordFacts(counter)
     record = _loop(40, size=2_000)
     for n in (9, 30, 55, 81):
-        results = tool_results(record[:n], counter)
+        results = tool_results(record[:n], counter, facts=facts)
         warm = (in_use_files(results), working_set(results, 3_000))
         cold = _cold_results(record[:n])
         assert (in_use_files(cold), working_set(cold, 3_000)) == warm

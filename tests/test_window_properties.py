@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.blocks import thinking_span
-from langchain_builderforce_memory.incremental import prefix_sums
+from langchain_builderforce_memory.facts import prefix_sums
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,

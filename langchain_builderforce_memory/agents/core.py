@@ -63,6 +63,7 @@ from langchain_builderforce_memory.handoff import (
     is_volatile_tail,
     tools_tokens,
 )
+from langchain_builderforce_memory.handoff.budget import SchemaTexts
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
@@ -165,10 +166,10 @@ class MemoryCore:
         self.code_map_scope = code_map_scope
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
-        # Per thread, grown turn by turn: the record's facts (token sums, tool results) and
-        # the working memory its last turn wrote.
+        # Per thread, grown turn by turn: the record's facts, the memory its last turn wrote.
         self._facts = PerThread(functools.partial(RecordFacts, self.counter))
         self._memories = PerThread(WrittenMemory)
+        self._schemas = SchemaTexts()
 
     def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...]:
         """The code-map scope of a run (``ValueError`` for labels a store cannot take)."""
@@ -233,11 +234,14 @@ class MemoryCore:
             policy=policy,
             calibration=calibration,
             overflow=overflowed is not None,
-            tools_tokens=tools_tokens(list(tools), token_counter=self.counter) if tools else 0,
+            tools_tokens=tools_tokens(tools, token_counter=self.counter, schemas=self._schemas)
+            if tools
+            else 0,
             scaled=policy,
             limit=limit,
             thread=thread,
             directive=directive,
+            copies=facts.copies,
         )
         return self.sized(plan)
 

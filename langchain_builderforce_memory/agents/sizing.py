@@ -28,7 +28,7 @@ def full_tail(plan: TurnPlan) -> HumanMessage | None:
     """The volatile tail before any cut: the brief, then the recalled code maps."""
     if plan.run is None:
         return None
-    return volatile_tail([plan.brief, plan.run.get("code_maps")])
+    return volatile_tail([plan.brief, plan.run.get("code_maps")], copies=plan.copies)
 
 
 def cut_tail(plan: TurnPlan, counter: TokenCounter) -> HumanMessage | None:

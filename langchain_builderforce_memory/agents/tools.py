@@ -39,7 +39,6 @@ from langchain_builderforce_memory.agents.toolstate import (
     read_compact,
     read_view_mark,
 )
-from langchain_builderforce_memory.incremental import prefix_sums
 from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.search import (
     DEFAULT_ANSWER_TOKENS,
@@ -231,7 +230,7 @@ class CompactContextTool(BaseTool):
         record = _record(runtime, self.messages_key)
         if runtime is None or record is None:
             return f"compact_context: no message record under {self.messages_key!r} here."
-        tokens = prefix_sums(record, self.core.counter)[-1]
+        tokens = sum(map(self.core.counter.count_message, record))
         held = read_compact(runtime.state)
         if held is not None and held["pending"]:
             return "Already requested: the compaction happens before your next step."

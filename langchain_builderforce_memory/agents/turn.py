@@ -22,6 +22,7 @@ from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.toolstate import CompactRequest
 from langchain_builderforce_memory.calibration import UsageCalibration
+from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.events import Event
 from langchain_builderforce_memory.handoff import HandoffPack
 from langchain_builderforce_memory.store import CodeMapRecall
@@ -108,7 +109,8 @@ class TurnPlan:
     """The run's ``thread_id`` (``None`` without one): whose record facts the fold uses."""
     directive: int | None = None
     """The latest directive's index in :attr:`record` (``None``: looked up where needed)."""
-    """The run's ``thread_id`` (``None`` without one): whose record facts the fold uses."""
+    copies: Copies | None = None
+    """The thread's generated messages (its brief), the same objects turn after turn."""
 
 
 class PackOptions(TypedDict):

@@ -14,20 +14,22 @@ ceiling is held back from it.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, TypeAlias
 
 from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 
 __all__ = [
     "DEFAULT_RESERVE_FRACTION_DIVISOR",
+    "SchemaTexts",
     "ToolLike",
     "handoff_budget",
     "handoff_budget_for_model",
@@ -90,44 +92,74 @@ def _tool_schema(tool: ToolLike) -> Mapping[str, Any]:
     return convert_to_openai_tool(tool)
 
 
-def _schema_json(tool: ToolLike) -> str:
-    """The JSON a tool's schema is counted as; kept per tool object for a non-dict tool.
+class SchemaTexts:
+    """The JSON each tool's schema is counted as, kept by whoever sends the tools every turn.
 
     ``convert_to_openai_tool`` builds a pydantic JSON schema: a fifth of a millisecond a
-    tool, on every turn of every request. The kept text is checked against the tool's
-    name, description and argument schema (what the schema is made from).
+    tool, on every turn of every request. The middleware keeps one of these (not a
+    module-level table); a kept text is checked against the tool's name, description and
+    argument schema (what the schema is made from), and holds the tool, so its ``id`` is
+    not reused.
+
+    Example:
+        >>> from langchain_core.tools import tool
+        >>> @tool
+        ... def ls(path: str) -> str:
+        ...     "List a directory."
+        ...     return path
+        >>> texts = SchemaTexts()
+        >>> texts.json(ls) is texts.json(ls)
+        True
     """
-    if isinstance(tool, Mapping):
-        return json.dumps(tool, ensure_ascii=False, sort_keys=True)
-    made_of = (
-        getattr(tool, "name", None),
-        getattr(tool, "description", None),
-        id(getattr(tool, "args_schema", None)),
-    )
-    hit = _SCHEMAS.get(id(tool))
-    if hit is not None and hit[0] is tool and hit[1] == made_of:
-        return hit[2]
-    text = json.dumps(_tool_schema(tool), ensure_ascii=False, sort_keys=True)
-    _SCHEMAS.put(id(tool), (tool, made_of, text))
-    return text
+
+    __slots__ = ("_held", "_limit", "_lock")
+
+    def __init__(self, *, limit: int = 256) -> None:
+        """Texts of up to ``limit`` tools (the least recently used go first)."""
+        self._held: OrderedDict[int, tuple[object, tuple[object, object, int], str]] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def json(self, tool: ToolLike) -> str:
+        """The JSON ``tool``'s schema is counted as."""
+        if isinstance(tool, Mapping):
+            return json.dumps(tool, ensure_ascii=False, sort_keys=True)
+        made_of = (
+            getattr(tool, "name", None),
+            getattr(tool, "description", None),
+            id(getattr(tool, "args_schema", None)),
+        )
+        with self._lock:
+            hit = self._held.get(id(tool))
+        if hit is not None and hit[0] is tool and hit[1] == made_of:
+            return hit[2]
+        text = json.dumps(_tool_schema(tool), ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            self._held[id(tool)] = (tool, made_of, text)
+            while len(self._held) > self._limit:
+                self._held.popitem(last=False)
+        return text
 
 
-_SCHEMAS: Final[Recent[int, tuple[object, tuple[object, object, int], str]]] = Recent(256)
-"""Schema JSON by tool object (held, so its ``id`` is not reused)."""
-
-
-def tools_tokens(tools: Sequence[ToolLike], *, token_counter: TokenCounterLike = None) -> int:
+def tools_tokens(
+    tools: Sequence[ToolLike],
+    *,
+    token_counter: TokenCounterLike = None,
+    schemas: SchemaTexts | None = None,
+) -> int:
     """Tokens the tool schemas cost: each schema's JSON, counted as text.
 
     Dicts count as they are; other tool-likes as their OpenAI tool schema
-    (``convert_to_openai_tool``).
+    (``convert_to_openai_tool``). ``schemas``: texts kept from the last call (the
+    middleware's), else each schema is built afresh.
 
     Example:
         >>> tools_tokens([{"type": "function", "function": {"name": "ls"}}])
         20
     """
     counter = resolve_token_counter(token_counter)
-    return sum(counter.count_text(_schema_json(t)) for t in tools)
+    texts = schemas if schemas is not None else SchemaTexts()
+    return sum(counter.count_text(texts.json(t)) for t in tools)
 
 
 def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLike] | None]:

@@ -23,7 +23,6 @@ from langchain_builderforce_memory.handoff.note import (
     min_note_tokens,
 )
 from langchain_builderforce_memory.handoff.volatile import is_volatile_tail
-from langchain_builderforce_memory.incremental import message_sizes
 from langchain_builderforce_memory.messages import (
     ToolCallUnit,
     is_stamped,
@@ -139,7 +138,7 @@ def _plan_history(
         return _untouched(history, budget)
     lead = leading_system_count(history)
     system, convo = tuple(history[:lead]), history[lead:]
-    sizes = message_sizes(convo, counter)
+    sizes = [counter.count_message(m) for m in convo]
     system_tokens = count_tokens(system, counter)
     d = latest_directive_index(convo)
     core = system_tokens + (sizes[d] if d >= 0 else 0)

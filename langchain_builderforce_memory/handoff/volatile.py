@@ -27,11 +27,10 @@ stays in the text for the model and for caching layers that split on it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.incremental import Recent
+from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.messages import VOLATILE_TAIL_KIND, is_stamped, role_of, stamp
 
 __all__ = [
@@ -49,12 +48,16 @@ VOLATILE_TAIL_CLOSE = "</run-state>"
 """Closes the tail's text."""
 
 
-def volatile_tail(sections: Iterable[str | None]) -> HumanMessage | None:
+def volatile_tail(
+    sections: Iterable[str | None], *, copies: Copies | None = None
+) -> HumanMessage | None:
     r"""The ONE tail message for these sections, or ``None`` when every section is empty.
 
     Sections are stripped, empty ones skipped, and the rest joined by a blank line inside
     ``<run-state>`` ... ``</run-state>``. The message is stamped (kind
-    ``"volatile_tail"``), which is how :func:`is_volatile_tail` knows it.
+    ``"volatile_tail"``), which is how :func:`is_volatile_tail` knows it. With the
+    conversation's ``copies`` a brief that did not change is the last turn's object (the
+    brief changes only when the working memory does), so its count stays cached.
 
     Example:
         >>> volatile_tail(["", None]) is None
@@ -66,16 +69,9 @@ def volatile_tail(sections: Iterable[str | None]) -> HumanMessage | None:
     if not body:
         return None
     text = f"{VOLATILE_TAIL_TAG}\n{body}\n{VOLATILE_TAIL_CLOSE}"
-    tail = _TAILS.get(text)
-    if tail is None:
-        # The brief changes only when the working memory does: one object per text keeps
-        # its token count cached across the turns it is sent.
-        tail = stamp(HumanMessage(text), VOLATILE_TAIL_KIND)
-        _TAILS.put(text, tail)
-    return tail
-
-
-_TAILS: Final[Recent[str, HumanMessage]] = Recent(64)
+    return copy_of(
+        copies, ("volatile_tail", text), (), lambda: stamp(HumanMessage(text), VOLATILE_TAIL_KIND)
+    )
 
 
 def is_volatile_tail(message: BaseMessage) -> bool:

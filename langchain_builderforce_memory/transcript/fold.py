@@ -173,7 +173,7 @@ def _compacted(
     """The note's view (re-attached files after it), cleared and elided to the budget."""
     convo, counter, policy = plan.convo, plan.counter, plan.policy
     restored = restored_of(convo, memo, plan.results)
-    shown_restored = restored_messages(convo, restored, plan.results)
+    shown_restored = restored_messages(convo, restored, copies=plan.copies)
     if clear is None:  # a new note: clear its tail only if it still does not fit
         base = assemble_compacted(
             plan.system,
@@ -184,6 +184,7 @@ def _compacted(
             directive_id=memo.directive_id,
             restate_earlier=plan.restate_earlier,
             anchors=plan.anchors,
+            copies=plan.copies,
         )
         clear = (
             clear_range(
@@ -209,6 +210,7 @@ def _compacted(
         directive_id=memo.directive_id,
         restate_earlier=plan.restate_earlier,
         anchors=plan.anchors,
+        copies=plan.copies,
     )
     fitted, elision = fit_view(
         _checked(view), policy.max_tokens, counter, where="build_working_transcript"

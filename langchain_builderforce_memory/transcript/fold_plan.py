@@ -25,8 +25,9 @@ from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from langchain_builderforce_memory.facts import RecordFacts, counter_of
-from langchain_builderforce_memory.messages import leading_system_count, message_id
+from langchain_builderforce_memory.copies import Copies
+from langchain_builderforce_memory.facts import DIRECTIVES, RecordFacts, counter_of
+from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import TokenCounter, TokenCounterLike
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
@@ -108,37 +109,12 @@ class FoldPlan:
     anchors: Anchors | None = None
     """Where the conversation's latest directive and running thinking step are
     (``None``: looked up where needed)."""
+    copies: Copies | None = None
+    """The conversation's generated messages, kept with its facts (``None``: made anew)."""
     restate_earlier: bool = True
     """Whether a held note's view keeps restating the instruction its fold restated once
     a newer one has arrived (see :func:`~.plan.held_directive_index`); ``False`` when the
     message window has no room for it."""
-
-
-def _held_memo(parsed: CompactMemo | None, convo: Sequence[BaseMessage]) -> CompactMemo | None:
-    """The memo if it belongs to this record (found again by id after edits), else None."""
-    if parsed is None:
-        return None
-    end = parsed.covered_end
-    if end <= len(convo) and message_id(convo[end - 1]) == parsed.last_covered_id:
-        return parsed
-    # RemoveMessage edits only shift messages left, and need real ids: look for the last
-    # covered message by its own id, never by a content hash (a rewritten record could
-    # hold an equal message elsewhere).
-    for j in range(min(end, len(convo)) - 1, -1, -1):
-        if convo[j].id == parsed.last_covered_id:
-            logger.info(
-                "build_working_transcript: the record was edited; the memo now covers %d "
-                "message(s) (was %d)",
-                j + 1,
-                end,
-            )
-            return replace(parsed, covered_end=j + 1)
-    logger.info(
-        "build_working_transcript: discarded a memo written for a different or rewritten "
-        "record (message %r is not where it covered up to)",
-        parsed.last_covered_id,
-    )
-    return None
 
 
 def plan_working_transcript(
@@ -188,15 +164,15 @@ def plan_working_transcript(
         horizon if horizon is not None else state.horizon,
         facts,
     )
-    plan, convo = turn.plan, turn.plan.convo
+    plan, convo, memo = turn.plan, turn.plan.convo, state.memo
     if requested and can_summarize:
-        asked = _requested_fold(plan, _held_memo(state.memo, convo), focus)
+        asked = _requested_fold(plan, memo.held_in(convo) if memo is not None else None, focus)
         if asked is not None:
             return asked
     fits = len(convo) <= policy.message_cap and turn.tokens <= policy.max_tokens
     if fits and not keep_memo:
         return plan
-    held = _held_memo(state.memo, convo)
+    held = memo.held_in(convo) if memo is not None else None
     if fits and held is None:
         return plan
     turn = replace(turn, plan=replace(plan, results=turn.facts.get(TOOL_RESULTS).results))
@@ -251,7 +227,8 @@ def _turn_of(
     convo = messages[lead:] if lead else messages  # no copy: the plan never changes it
     facts = facts if facts is not None else RecordFacts(counter)
     facts.sync(convo)
-    sums, anchors = facts.sums, Anchors(facts.directive, facts.thinking)
+    sums = facts.sums
+    anchors = Anchors(facts.directive, facts.thinking, facts.get(DIRECTIVES))
     plan = FoldPlan(
         "verbatim",
         system,
@@ -263,6 +240,7 @@ def _turn_of(
         total_tokens=sums[-1],
         held_horizon=horizon,
         anchors=anchors,
+        copies=facts.copies,
     )
     system_tokens = sum(counter.count_message(m) for m in system)
     check_budget_floor(
@@ -320,12 +298,14 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
         convo, tail_start, held.directive_id, anchors=anchors
     )
     directive = opening >= 0
-    note_tokens = counter.count_message(memory_note(held.note, held.covered_end))
+    note_tokens = counter.count_message(
+        memory_note(held.note, held.covered_end, copies=plan.copies)
+    )
     restored = restored_of(convo, held, plan.results)
     tokens = (
         turn.system_tokens
         + note_tokens
-        + sum(map(counter.count_message, restored_messages(convo, restored, plan.results)))
+        + sum(map(counter.count_message, restored_messages(convo, restored, copies=plan.copies)))
         + _restated_tokens(sums, opening, opening_thinking, last_user, directive_tokens)
         + sums[-1]
         - sums[tail_start]

@@ -33,7 +33,6 @@ from typing import Final, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_builderforce_memory.facts import LastIndex, RecordFacts
-from langchain_builderforce_memory.incremental import PrefixCache, last_index
 from langchain_builderforce_memory.messages import message_id, stamp, stamp_of
 
 __all__ = [
@@ -184,7 +183,8 @@ def last_consolidation_index(
     """The index of the LAST consolidation marker in ``messages``, or -1 if none.
 
     ``facts``: ``messages``' own :class:`~langchain_builderforce_memory.facts.RecordFacts`,
-    synced to them: the marker is then looked for among the new messages only.
+    synced to them: the marker is then looked for among the new messages only. Without
+    them, the messages are read from the end.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -193,10 +193,11 @@ def last_consolidation_index(
     """
     if facts is not None:
         return facts.get(LAST_MARKER)
-    return last_index(_LAST_MARKER, messages, is_consolidation_marker)
+    return next(
+        (i for i in range(len(messages) - 1, -1, -1) if is_consolidation_marker(messages[i])),
+        -1,
+    )
 
-
-_LAST_MARKER: Final[PrefixCache[int]] = PrefixCache()
 
 LAST_MARKER: Final = LastIndex(is_consolidation_marker)
 """The :class:`~langchain_builderforce_memory.facts.Fact`: a record's last consolidation marker."""

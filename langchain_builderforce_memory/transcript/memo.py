@@ -9,12 +9,16 @@ the cut goes and how a compacted view is put together is
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from langchain_core.messages import BaseMessage
+
 from langchain_builderforce_memory.calibration import scaled_tokens
+from langchain_builderforce_memory.messages import message_id
 from langchain_builderforce_memory.transcript.summary import DEFAULT_SUMMARIZER_TIMEOUT
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
@@ -32,6 +36,9 @@ __all__ = [
     "CompactMemo",
     "FoldPolicy",
 ]
+
+# The fold's logger: its log lines stay under the one name users already configure.
+logger = logging.getLogger("langchain_builderforce_memory.transcript.fold")
 
 COMPACT_TAIL_TOKEN_BUDGET: Final = 40_000
 """How much of the 64k budget the verbatim TAIL may keep when the older part is folded.
@@ -116,6 +123,38 @@ class CompactMemo:
         if directive is not None and (not isinstance(directive, str) or not directive):
             msg = f"CompactMemo.directive_id: expected a message id or None, got {directive!r:.80}."
             raise ValueError(msg)
+
+    def held_in(self, convo: Sequence[BaseMessage]) -> CompactMemo | None:
+        """This memo if it belongs to ``convo`` (found again by id after edits), else None.
+
+        Example:
+            >>> from langchain_core.messages import HumanMessage
+            >>> memo = CompactMemo(note="n", covered_end=2, last_covered_id="b")
+            >>> convo = [HumanMessage("a", id="a"), HumanMessage("b", id="b")]
+            >>> memo.held_in(convo) is memo, memo.held_in(convo[1:]).covered_end
+            (True, 1)
+        """
+        end = self.covered_end
+        if end <= len(convo) and message_id(convo[end - 1]) == self.last_covered_id:
+            return self
+        # RemoveMessage edits only shift messages left, and need real ids: look for the
+        # last covered message by its own id, never by a content hash (a rewritten record
+        # could hold an equal message elsewhere).
+        for j in range(min(end, len(convo)) - 1, -1, -1):
+            if convo[j].id == self.last_covered_id:
+                logger.info(
+                    "build_working_transcript: the record was edited; the memo now covers "
+                    "%d message(s) (was %d)",
+                    j + 1,
+                    end,
+                )
+                return replace(self, covered_end=j + 1)
+        logger.info(
+            "build_working_transcript: discarded a memo written for a different or "
+            "rewritten record (message %r is not where it covered up to)",
+            self.last_covered_id,
+        )
+        return None
 
     def to_dict(self) -> dict[str, object]:
         """The memo as a JSON-serialisable dict."""

@@ -26,12 +26,12 @@ from typing import Final
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import opening_span, thinking_span
+from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.directive import (
     is_directive,
     latest_directive_index,
     restated_directive,
 )
-from langchain_builderforce_memory.incremental import PrefixCache, Recent, all_indices
 from langchain_builderforce_memory.messages import (
     message_id,
     role_of,
@@ -106,24 +106,23 @@ def system_messages(system: str | BaseMessage | Sequence[BaseMessage] | None) ->
     return list(system)
 
 
-def memory_note(note: str, covered_end: int) -> HumanMessage:
+def memory_note(note: str, covered_end: int, *, copies: Copies | None = None) -> HumanMessage:
     """The note as it is shown to the model: a human-role message, stamped.
+
+    With the conversation's ``copies`` it is one object for as long as the note is held,
+    so its count stays cached.
 
     Example:
         >>> from langchain_builderforce_memory.messages import stamp_of
         >>> stamp_of(memory_note("MEMO", 5))
         {'kind': 'memory_note', 'covered_end': 5}
     """
-    key = (note, covered_end)
-    shown = _NOTES.get(key)
-    if shown is None:
-        # One object per note: the view reuses it turn after turn, so its count is cached.
-        shown = stamp(HumanMessage(note), MEMORY_NOTE_KIND, covered_end=covered_end)
-        _NOTES.put(key, shown)
-    return shown
-
-
-_NOTES: Final[Recent[tuple[str, int], HumanMessage]] = Recent(64)
+    return copy_of(
+        copies,
+        ("note", note, covered_end),
+        (),
+        lambda: stamp(HumanMessage(note), MEMORY_NOTE_KIND, covered_end=covered_end),
+    )
 
 
 def present_leading_marker(convo: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -237,6 +236,8 @@ class Anchors:
     """The latest directive's index, or -1 (no fallback)."""
     thinking: tuple[int, int] | None
     """:func:`~langchain_builderforce_memory.blocks.thinking_span` of the conversation."""
+    directives: Sequence[int] | None = None
+    """Every directive's index, in order (``None``: the record is read where needed)."""
 
     @classmethod
     def of(cls, convo: Sequence[BaseMessage]) -> Anchors:
@@ -245,7 +246,7 @@ class Anchors:
         Example:
             >>> from langchain_core.messages import AIMessage, HumanMessage
             >>> Anchors.of([HumanMessage("go"), AIMessage("ok")])
-            Anchors(directive=0, thinking=None)
+            Anchors(directive=0, thinking=None, directives=None)
         """
         return cls(latest_directive_index(convo, fallback=False), thinking_span(convo))
 
@@ -300,16 +301,16 @@ def held_directive_index(
     last = pinned_directive_index(convo, tail_start, anchors=anchors)
     if last >= 0 or directive_id is None or tail_start <= 0:
         return last
-    turns = all_indices(_USER_TURNS, convo, is_directive)
     # Newest first: the held turn is the latest before the tail unless the record was
     # edited (then it may be gone: nothing is restated).
+    turns = anchors.directives if anchors is not None else None
+    if turns is None:
+        turns = range(min(tail_start, len(convo)))
     for k in range(bisect_left(turns, tail_start) - 1, -1, -1):
-        if message_id(convo[turns[k]]) == directive_id:
-            return turns[k]
+        i = turns[k]
+        if message_id(convo[i]) == directive_id and is_directive(convo[i]):
+            return i
     return -1
-
-
-_USER_TURNS: Final[PrefixCache[tuple[int, ...]]] = PrefixCache()
 
 
 def restated_opening(
@@ -354,6 +355,7 @@ def assemble_compacted(
     directive_id: str | None = None,
     restate_earlier: bool = True,
     anchors: Anchors | None = None,
+    copies: Copies | None = None,
 ) -> list[BaseMessage]:
     """A compacted view: system, the note, re-attached files, the directive, the tail.
 
@@ -379,6 +381,8 @@ def assemble_compacted(
         restate_earlier: Restate ``directive_id``'s turn when a newer one is in the tail
             (it keeps the front in place; ``False`` when the view has no room for it).
         anchors: The record's :class:`Anchors`, when the caller has them.
+        copies: The conversation's :class:`~langchain_builderforce_memory.copies.Copies`:
+            the note and the restated directive are then the objects of the last turn.
 
     Returns:
         A new list; ``convo``'s messages are reused, never changed.
@@ -391,7 +395,7 @@ def assemble_compacted(
     """
     tail_start = verbatim_start(convo, covered_end)
     out = system_messages(system)
-    out.append(memory_note(note, max(0, min(covered_end, len(convo)))))
+    out.append(memory_note(note, max(0, min(covered_end, len(convo))), copies=copies))
     out.extend(restored)
     record = convo if cleared_from is None else cleared_from
     anchors = anchors if anchors is not None else Anchors.of(record)
@@ -399,7 +403,7 @@ def assemble_compacted(
     if last >= 0 and not restate_earlier and last != anchors.directive:
         last, span = -1, None
     if last >= 0:
-        out.append(restated_directive(convo[last]))
+        out.append(restated_directive(convo[last], copies=copies))
         # With thinking on, the running tool loop must open with its thinking turn: it
         # stays with the directive while later steps of the loop go to the note.
         if span is not None:

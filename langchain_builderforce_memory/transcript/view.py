@@ -25,13 +25,12 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.events import ViewStepsFields
-from langchain_builderforce_memory.incremental import Recent
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.clear import (
     ToolResult,
-    ToolResults,
     apply_clear,
     clearable,
     clearing_with_priority,
@@ -285,7 +284,9 @@ def restore_plan(
     return sorted(chosen[:max_count], key=lambda r: r.index)
 
 
-def restored_message(message: BaseMessage, result: ToolResult) -> HumanMessage:
+def restored_message(
+    message: BaseMessage, result: ToolResult, *, copies: Copies | None = None
+) -> HumanMessage:
     r"""A re-attached file output: a stamped human message after the note.
 
     A human message, not a replayed tool call: the call it answered is inside the note,
@@ -297,52 +298,32 @@ def restored_message(message: BaseMessage, result: ToolResult) -> HumanMessage:
         >>> restored_message(ToolMessage("print(1)", tool_call_id="c1"), r).content
         '[re-attached: the latest output of read_file({"path": "a.py"}), verbatim]\nprint(1)'
     """
-    key = (id(message), id(message.content), result.name, result.args, result.target)
-    hit = _RESTORED.get(key)
-    if hit is not None and hit[0] is message:
-        # The same object every turn the file stays re-attached: its count is cached.
-        return hit[1]
-    text = message.text
     head = f"[re-attached: the latest output of {result.name}({result.args}), verbatim]"
-    shown = stamp(
-        HumanMessage(f"{head}\n{text}"),
-        RESTORED_KIND,
-        of=message_id(message),
-        file=result.target,
+    return copy_of(
+        copies,
+        ("restored", id(message), result.name, result.args, result.target),
+        (message, message.content),
+        lambda: stamp(
+            HumanMessage(f"{head}\n{message.text}"),
+            RESTORED_KIND,
+            of=message_id(message),
+            file=result.target,
+        ),
     )
-    _RESTORED.put(key, (message, shown))
-    return shown
 
 
 def restored_messages(
-    convo: Sequence[BaseMessage], restored: Sequence[ToolResult], results: Sequence[ToolResult]
+    convo: Sequence[BaseMessage],
+    restored: Sequence[ToolResult],
+    *,
+    copies: Copies | None = None,
 ) -> list[HumanMessage]:
-    """:func:`restored_message` of each result in ``restored``, the same copies every turn.
+    """:func:`restored_message` of each result in ``restored``.
 
-    Kept with the record's :class:`~.results.ToolResults` (``results``), so a file
-    re-attached turn after turn is one object whose count is cached, however many
-    conversations a process serves.
+    With the conversation's ``copies`` a file re-attached turn after turn is one object,
+    whose count stays cached.
     """
-    derived = results.derived if isinstance(results, ToolResults) else None
-    out: list[HumanMessage] = []
-    for r in restored:
-        message = convo[r.index]
-        key = ("restored", r.index, r.name, r.args, r.target)
-        held = derived.get(key) if derived is not None else None
-        kept = held[1] if held is not None else None
-        if isinstance(kept, tuple) and kept[0] is message and kept[1] is message.content:
-            out.append(kept[2])
-            continue
-        shown = restored_message(message, r)
-        if derived is not None:
-            derived[key] = (0, (message, message.content, shown))
-        out.append(shown)
-    return out
-
-
-_RestoredKey = tuple[int, int, str, str, str | None]
-_RESTORED: Final[Recent[_RestoredKey, tuple[BaseMessage, HumanMessage]]] = Recent(256)
-"""Re-attached outputs by their source message (held, so its ``id`` is not reused)."""
+    return [restored_message(convo[r.index], r, copies=copies) for r in restored]
 
 
 def restored_of(

@@ -37,9 +37,9 @@ from typing import Final, Literal, TypeAlias
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
 from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
+from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import latest_directive_index, restated_directive
-from langchain_builderforce_memory.facts import RecordFacts, counter_of
-from langchain_builderforce_memory.incremental import prefix_sums
+from langchain_builderforce_memory.facts import RecordFacts, counter_of, prefix_sums
 from langchain_builderforce_memory.messages import (
     as_messages,
     leading_system_count,
@@ -297,7 +297,8 @@ def windowed(
             counter of ``facts``).
         facts: This conversation's :class:`~langchain_builderforce_memory.facts.
             RecordFacts`, kept by the caller from turn to turn: a turn then costs its new
-            messages, however long the record. The view is the same with or without.
+            messages, however long the record. Without it each call reads the whole
+            record. The view is the same with or without.
 
     Returns:
         A new list: the leading system messages, then the kept suffix.
@@ -319,10 +320,11 @@ def windowed(
     lead = leading_system_count(messages)
     system = list(messages[:lead])
     convo = messages[lead:] if lead else messages  # never changed: no copy of a long record
-    if facts is not None:
-        facts.sync(convo)
+    # Without the caller's facts, this call's own: the record is then read once.
+    facts = facts if facts is not None else RecordFacts(counter)
+    facts.sync(convo)
     system_tokens = sum(counter.count_message(m) for m in system)
-    directive = _sums_and_directive(convo, counter, facts)[1]
+    directive = facts.latest_directive_index()
     check_budget_floor(
         system_tokens,
         max_tokens,
@@ -337,7 +339,7 @@ def windowed(
         token_counter=counter,
         facts=facts,
     )
-    shown = window_view(convo, cut)
+    shown = window_view(convo, cut, copies=facts.copies)
     restart = thinking_restart(shown)
     if restart > 0 and len(shown) >= message_ceiling(ceiling):
         # The current turn opens without thinking and a later step has it (thinking
@@ -369,11 +371,16 @@ class WindowCut:
     and its results (with thinking on, the running tool loop must open with it)."""
 
 
-def window_view(convo: Sequence[BaseMessage], cut: WindowCut) -> list[BaseMessage]:
-    """The conversation part of a windowed view: the restated directive, then the rest."""
+def window_view(
+    convo: Sequence[BaseMessage], cut: WindowCut, *, copies: Copies | None = None
+) -> list[BaseMessage]:
+    """The conversation part of a windowed view: the restated directive, then the rest.
+
+    ``copies``: the conversation's, so the restated directive is the last turn's object.
+    """
     head = (
         [
-            restated_directive(convo[cut.directive]),
+            restated_directive(convo[cut.directive], copies=copies),
             *convo[cut.directive + 1 : cut.directive + 1 + cut.pinned],
         ]
         if cut.directive >= 0

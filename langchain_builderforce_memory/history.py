@@ -42,7 +42,7 @@ from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
 from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
-from langchain_builderforce_memory.options import keyword_options
+from langchain_builderforce_memory.options import from_options, keyword_options
 from langchain_builderforce_memory.search import search_outside_view
 from langchain_builderforce_memory.search_index import RecordIndex, SearchResult
 from langchain_builderforce_memory.tokens import (
@@ -169,16 +169,8 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             )
             raise TypeError(msg)
         # Validates every number, naming the bad value and its default.
-        self.policy = FoldPolicy(
-            max_tokens=token_budget(max_tokens, model, where="CompactingChatMessageHistory"),
-            max_messages=max_messages,
-            tail_tokens=tail_tokens,
-            timeout=timeout,
-            backoff_tokens=backoff_tokens,
-            clear_at_least=clear_at_least,
-            restore_tokens=restore_tokens,
-            clear_tool_results=clear_tool_results,
-        )
+        budget = token_budget(max_tokens, model, where="CompactingChatMessageHistory")
+        self.policy = from_options(FoldPolicy, {**locals(), "max_tokens": budget})
         # Created here, inside this package, so langchain-core's deprecation of the class
         # is not reported against the user's code for a default they did not choose.
         self.backing: BaseChatMessageHistory = (

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["chat_model_from_string", "resolve_model"]
+__all__ = ["chat_model_from_string", "model_name", "resolve_model"]
 
 M = TypeVar("M")
 
@@ -119,3 +119,18 @@ def resolve_model(model: M | str, *, what: str) -> M | BaseChatModel:
     if isinstance(model, str):
         return chat_model_from_string(model, what=what)
     return model
+
+
+def model_name(model: object) -> str:
+    """The name a chat model goes by: its ``model_name`` or ``model``, else its class's.
+
+    Example:
+        >>> from langchain_builderforce_memory.testing import ScriptedChatModel
+        >>> model_name(ScriptedChatModel(script=["ok"], model_name="coder")), model_name(object())
+        ('coder', 'object')
+    """
+    for attr in ("model_name", "model"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__

@@ -14,6 +14,7 @@ suggests the close name from 3.13 on, and these options are typed by hand in not
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -21,11 +22,20 @@ import re
 import textwrap
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import Any, ClassVar, Final, Protocol, TypeVar
 
-__all__ = ["OPTION_DOCS", "keyword_options", "unknown_keyword_error"]
+__all__ = ["OPTION_DOCS", "from_options", "keyword_options", "unknown_keyword_error"]
 
 T = TypeVar("T", bound=type)
+
+
+class _Dataclass(Protocol):
+    """Any dataclass instance (what :func:`from_options` builds)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+
+D = TypeVar("D", bound=_Dataclass)
 
 OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -49,7 +59,7 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "changes; a 25% margin until the first response). ``False``: our count only."
         ),
         "max_messages": (
-            "Conversation messages the view may hold (system messages excluded). ``\"auto\"`` "
+            'Conversation messages the view may hold (system messages excluded). ``"auto"`` '
             "(the default): the seed's 80, raised to one message per 200 tokens of "
             "``max_tokens`` (160 at 32k), so small messages do not make the fold call the "
             "summarizer long before the budget is used; ``None``: no message ceiling, the "
@@ -151,6 +161,27 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
 
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def from_options(cls: type[D], options: Mapping[str, Any]) -> D:
+    """A ``cls`` (a dataclass) built from the fields it declares that ``options`` holds.
+
+    An entry point spells its options out in its own signature (for ``help()`` and type
+    checkers) and hands them all here, ``locals()`` included: the policy's construction is
+    then declared once, by the policy's own fields, not copied field by field into every
+    entry point. Names the dataclass does not declare are left out; the dataclass
+    validates the values.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Policy:
+        ...     max_tokens: int = 8_000
+        ...     tail_tokens: int = 2_000
+        >>> from_options(Policy, {"max_tokens": 4_000, "system_prompt": "SYS"})
+        Policy(max_tokens=4000, tail_tokens=2000)
+    """
+    return cls(**{f.name: options[f.name] for f in dataclasses.fields(cls) if f.name in options})
 
 
 def unknown_keyword_error(where: str, name: str, known: list[str]) -> TypeError:

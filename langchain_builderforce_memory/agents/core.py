@@ -69,6 +69,8 @@ from langchain_builderforce_memory.messages import (
     message_id,
     role_of,
 )
+from langchain_builderforce_memory.models import model_name
+from langchain_builderforce_memory.options import from_options
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
@@ -78,7 +80,6 @@ from langchain_builderforce_memory.tokens import (
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.fold_state import FoldState
-from langchain_builderforce_memory.transcript.memo import FoldPolicy
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.summary import (
     SummarizerLike,
@@ -97,14 +98,6 @@ CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
 
 def _scope_labels(scope: str | Sequence[str]) -> tuple[str, ...]:
     return (scope,) if isinstance(scope, str) else tuple(scope)
-
-
-def _model_name(model: object) -> str | None:
-    for attr in ("model_name", "model"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(model).__name__
 
 
 class MemoryCore:
@@ -170,6 +163,23 @@ class MemoryCore:
         self._facts = PerThread(functools.partial(RecordFacts, self.counter))
         self._memories = PerThread(WrittenMemory)
         self._schemas = SchemaTexts()
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> MemoryCore:
+        """The core an adapter's options make (its ``locals()``): the policy, then the rest.
+
+        The adapters spell their options out for ``help()``; the policy is built from
+        them here, once, by its own fields (:func:`~langchain_builderforce_memory.options.
+        from_options`).
+        """
+        return cls(
+            from_options(MemoryPolicy, options),
+            summarizer=options.get("summarizer"),
+            token_counter=options.get("token_counter"),
+            code_maps=options.get("code_maps"),
+            code_map_scope=options.get("code_map_scope", "default"),
+            tool_mapper=options.get("tool_mapper"),
+        )
 
     def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...]:
         """The code-map scope of a run (``ValueError`` for labels a store cannot take)."""
@@ -283,7 +293,7 @@ class MemoryCore:
         if not self.policy.usage_calibration:
             return UsageCalibration(off=True)
         held = UsageCalibration.from_state(state_get(state, CALIBRATION_KEY))
-        return held.read_usage(source).for_model(_model_name(model) if model is not None else None)
+        return held.read_usage(source).for_model(model_name(model) if model is not None else None)
 
     def request_policy(
         self,
@@ -319,7 +329,7 @@ class MemoryCore:
         """``share`` of the serving model's window, less its reply reserve and tool schemas."""
         window = self.model_budget(model, [], None, reserve=0) if model is not None else None
         if model is None or window is None:
-            name = _model_name(model) if model is not None else "no model"
+            name = model_name(model) if model is not None else "no model"
             msg = (
                 f"max_tokens={self.policy.max_tokens!r} is a share of the serving model's "
                 f"profile['max_input_tokens'], and {name} has none. Fix: give the model a "
@@ -378,7 +388,7 @@ class MemoryCore:
                 plan.record,
                 memo=plan.fold.memo,
                 system_prompt=plan.system,
-                policy=fold_policy_of(plan.policy),
+                policy=plan.policy.fold_policy,
                 can_summarize=self.summarizer is not None,
                 requested=plan.compact is not None,
                 focus=plan.compact.focus if plan.compact is not None else None,
@@ -457,7 +467,7 @@ class MemoryCore:
             window = self.model_budget(model, tools, model_settings)
             window = plan.calibration.scale(window) if window is not None else None
             if window is not None and window < limit:
-                limit, to_model = window, _model_name(model)
+                limit, to_model = window, model_name(model)
         if view_tokens <= limit:
             return None
         # The fold's note is the run's only record of what it folded: keep it in place
@@ -538,13 +548,3 @@ class MemoryCore:
         if self.code_maps is None:
             return update, None, None
         return update, read.memory.snapshot, self.scope_for(config)
-
-
-@functools.lru_cache(maxsize=64)
-def fold_policy_of(policy: MemoryPolicy) -> FoldPolicy:
-    """``policy.fold_policy``, built (and validated) once per distinct request policy.
-
-    The policy is frozen; a request's differs from the configured one only when a fraction
-    is resolved or the calibration scales it, so a turn seldom pays for the validation.
-    """
-    return policy.fold_policy

@@ -83,7 +83,6 @@ from langchain_builderforce_memory.agents.policy import (
     TAIL_RESERVE_TOKENS,
     CodeMapScope,
     MaxTokens,
-    MemoryPolicy,
 )
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.tools import memory_tools
@@ -238,36 +237,8 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         usage_calibration: bool = True,
     ) -> None:
         super().__init__()
-        policy = MemoryPolicy(
-            max_tokens=max_tokens,
-            max_messages=max_messages,
-            tail_tokens=tail_tokens,
-            min_tail_messages=min_tail_messages,
-            max_tail_messages=max_tail_messages,
-            working_memory=working_memory,
-            tail_reserve_tokens=tail_reserve_tokens,
-            fit_to_model=fit_to_model,
-            reserve_output_tokens=reserve_output_tokens,
-            handoff_summarize=handoff_summarize,
-            timeout=timeout,
-            backoff_tokens=backoff_tokens,
-            code_map_limit=code_map_limit,
-            agent_tools=agent_tools,
-            refold_min_new_tokens=refold_min_new_tokens,
-            clear_at_least=clear_at_least,
-            restore_tokens=restore_tokens,
-            clear_tool_results=clear_tool_results,
-            usage_calibration=usage_calibration,
-        )
-        self.core = MemoryCore(
-            policy,
-            summarizer=summarizer,
-            token_counter=token_counter,
-            code_maps=code_maps,
-            code_map_scope=code_map_scope,
-            tool_mapper=tool_mapper,
-        )
-        self.policy = policy
+        self.core = MemoryCore.from_options(locals())
+        self.policy = policy = self.core.policy
         # agent_tools: the model gets search_history and compact_context (create_agent
         # adds a middleware's tools to the agent's tool node).
         self.tools = memory_tools(self.core) if policy.agent_tools else []

@@ -52,7 +52,6 @@ from langchain_builderforce_memory.agents.policy import (
     TAIL_RESERVE_TOKENS,
     CodeMapScope,
     MaxTokens,
-    MemoryPolicy,
 )
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
@@ -252,36 +251,8 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         if prompt is not None and not isinstance(prompt, str | SystemMessage):
             msg = f"system_prompt must be a str or a SystemMessage; got {type(prompt).__name__}."
             raise TypeError(msg)
-        policy = MemoryPolicy(
-            max_tokens=max_tokens,
-            max_messages=max_messages,
-            tail_tokens=tail_tokens,
-            min_tail_messages=min_tail_messages,
-            max_tail_messages=max_tail_messages,
-            working_memory=working_memory,
-            tail_reserve_tokens=tail_reserve_tokens,
-            fit_to_model=fit_to_model,
-            reserve_output_tokens=reserve_output_tokens,
-            handoff_summarize=handoff_summarize,
-            timeout=timeout,
-            backoff_tokens=backoff_tokens,
-            code_map_limit=code_map_limit,
-            agent_tools=agent_tools,
-            refold_min_new_tokens=refold_min_new_tokens,
-            clear_at_least=clear_at_least,
-            restore_tokens=restore_tokens,
-            clear_tool_results=clear_tool_results,
-            usage_calibration=usage_calibration,
-        )
-        self.core = MemoryCore(
-            policy,
-            summarizer=summarizer,
-            token_counter=token_counter,
-            code_maps=code_maps,
-            code_map_scope=code_map_scope,
-            tool_mapper=tool_mapper,
-        )
-        self.policy = policy
+        self.core = MemoryCore.from_options(locals())
+        self.policy = policy = self.core.policy
         self.system_prompt = (
             SystemMessage(system_prompt) if isinstance(system_prompt, str) else system_prompt
         )

@@ -317,18 +317,26 @@ class MemoryPolicy:
     @property
     def fold_policy(self) -> FoldPolicy:
         """The fold's numbers under this policy (its budget is :attr:`fold_budget`)."""
-        return FoldPolicy(
-            max_tokens=self.fold_budget,
-            max_messages=auto_ceiling(self.max_messages, self.budget),
-            tail_tokens=self.tail_tokens,
-            min_tail_messages=self.min_tail_messages,
-            max_tail_messages=self.max_tail_messages,
-            timeout=self.timeout,
-            backoff_tokens=self.backoff_tokens,
-            clear_at_least=self.clear_at_least,
-            restore_tokens=self.restore_tokens,
-            clear_tool_results=self.clear_tool_results,
-        )
+        return _fold_policy(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _fold_policy(policy: MemoryPolicy) -> FoldPolicy:
+    # Built (and validated) once per distinct request policy: the policy is frozen, and a
+    # request's differs from the configured one only when a fraction is resolved or the
+    # calibration scales it.
+    return FoldPolicy(
+        max_tokens=policy.fold_budget,
+        max_messages=auto_ceiling(policy.max_messages, policy.budget),
+        tail_tokens=policy.tail_tokens,
+        min_tail_messages=policy.min_tail_messages,
+        max_tail_messages=policy.max_tail_messages,
+        timeout=policy.timeout,
+        backoff_tokens=policy.backoff_tokens,
+        clear_at_least=policy.clear_at_least,
+        restore_tokens=policy.restore_tokens,
+        clear_tool_results=policy.clear_tool_results,
+    )
 
 
 @functools.lru_cache(maxsize=256)

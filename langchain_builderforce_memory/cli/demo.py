@@ -237,34 +237,56 @@ class _RunOptions:
     """Also play the run through ``SummarizationMiddleware``."""
 
 
-def _run(path: Path, options: _RunOptions) -> DemoResult:
-    """Run the agent with its checkpoints in ``path``, and measure it."""
-    try:
-        from langchain.agents import create_agent
-        from langgraph.checkpoint.sqlite import SqliteSaver
+@dataclass(frozen=True)
+class _Script:
+    """The scripted run: its directives, the model's replies and the tools' sizes."""
 
-        from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
-    except ImportError as exc:
-        raise missing("langchain and langgraph-checkpoint-sqlite", exc) from exc
-    turns, budget, seed = options.turns, options.budget, options.seed
-    run = coding_agent_script(turns=turns, directives=options.directives, seed=seed)
-    largest = max(8, min(4_000, budget // 16))
-    tools = coding_tools(min_tokens=max(4, largest // 8), max_tokens=largest, seed=seed)
-    script = list(run.script)
+    directives: tuple[str, ...]
+    """The user's directives, in order."""
+    replies: list[AIMessage]
+    """The coding model's scripted replies."""
+    largest: int
+    """The largest tool output, in tokens."""
+
+    def tools(self, seed: int) -> list[Any]:
+        """A fresh set of the scripted coding tools."""
+        return coding_tools(
+            min_tokens=max(4, self.largest // 8), max_tokens=self.largest, seed=seed
+        )
+
+
+def _script(options: _RunOptions) -> _Script:
+    """The run's script; with ``agent_tools``, the model also searches and compacts."""
+    turns = options.turns
+    run = coding_agent_script(turns=turns, directives=options.directives, seed=options.seed)
+    replies = list(run.script)
     if options.agent_tools:
         first_read = next(
-            c["args"]["path"] for m in script for c in m.tool_calls if c["name"] == "read_file"
+            c["args"]["path"] for m in replies for c in m.tool_calls if c["name"] == "read_file"
         )
         at = turns * 3 // 5
-        script = with_memory_tool_calls(
-            script,
+        replies = with_memory_tool_calls(
+            replies,
             search_at=at,
             query=first_read,
             compact_at=at + 3,
             focus="the files still to edit",
         )
-    model = ScriptedChatModel(script=script, model_name="scripted-coder")
-    summarizer = ScriptedChatModel(script=[_note_writer] * turns, model_name="scripted-summarizer")
+    largest = max(8, min(4_000, options.budget // 16))
+    return _Script(tuple(run.directives), replies, largest)
+
+
+def _run(path: Path, options: _RunOptions) -> DemoResult:
+    """Run the agent with its checkpoints in ``path``, and measure it."""
+    try:
+        from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
+    except ImportError as exc:
+        raise missing("langchain and langgraph-checkpoint-sqlite", exc) from exc
+    script, budget = _script(options), options.budget
+    model = ScriptedChatModel(script=script.replies, model_name="scripted-coder")
+    summarizer = ScriptedChatModel(
+        script=[_note_writer] * options.turns, model_name="scripted-summarizer"
+    )
     middleware = BuilderforceMemoryMiddleware(
         summarizer,
         max_tokens=budget,
@@ -272,42 +294,17 @@ def _run(path: Path, options: _RunOptions) -> DemoResult:
         agent_tools=options.agent_tools,
     )
     thread_id = f"demo-{uuid.uuid4().hex[:8]}"
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
-    events: list[dict[str, object]] = []
     counter = resolve_token_counter(None)
     system = SystemMessage(DEMO_SYSTEM_PROMPT)
-    spans: list[int] = []  # model calls made by the end of each directive
     started = time.perf_counter()
-    with (
-        closing(sqlite3.connect(path, check_same_thread=False)) as conn,
-        _ProgressBar(turns, enabled=options.progress, out=options.progress_file) as bar,
-    ):
-        agent = create_agent(
-            model,
-            tools,
-            system_prompt=system,
-            middleware=[middleware],
-            checkpointer=SqliteSaver(conn),
-        )
-        for directive in run.directives:
-            # create_agent's input schema is a private TypedDict: pass the plain dict.
-            inputs: Any = {"messages": [HumanMessage(directive)]}
-            for mode, chunk in agent.stream(
-                inputs, config, stream_mode=["custom", "updates"], durability="exit"
-            ):
-                if mode == "custom" and isinstance(chunk, dict):
-                    events.append(dict(chunk))
-                bar.update(
-                    len(model.requests), sum(1 for e in events if e.get(EVENT_KEY) == "fold")
-                )
-            spans.append(len(model.requests))
+    events, spans = _stream(path, thread_id, script, options, model, middleware, system)
     seconds = time.perf_counter() - started
     record_messages, memo_end = _read_back(path, thread_id)
     peer = (
         run_peer(
-            script=script,
-            tools=coding_tools(min_tokens=max(4, largest // 8), max_tokens=largest, seed=seed),
-            directives=run.directives,
+            script=script.replies,
+            tools=script.tools(options.seed),
+            directives=list(script.directives),
             budget=budget,
             system=system,
             counter=counter,
@@ -325,13 +322,61 @@ def _run(path: Path, options: _RunOptions) -> DemoResult:
         spans=spans,
         events=events,
         budget=budget,
-        directives=run.directives,
+        directives=list(script.directives),
         db_path=str(path),
         thread_id=thread_id,
         seconds=seconds,
         counter=counter,
     )
     return replace(result, peer=peer)
+
+
+def _stream(
+    path: Path,
+    thread_id: str,
+    script: _Script,
+    options: _RunOptions,
+    model: ScriptedChatModel,
+    middleware: Any,
+    system: SystemMessage,
+) -> tuple[list[dict[str, object]], list[int]]:
+    """Stream the run through ``create_agent``, checkpointed in ``path``.
+
+    Returns the custom events the middleware wrote, and the model calls made by the end
+    of each directive.
+    """
+    try:
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:
+        raise missing("langchain and langgraph-checkpoint-sqlite", exc) from exc
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
+    events: list[dict[str, object]] = []
+    spans: list[int] = []
+    with (
+        closing(sqlite3.connect(path, check_same_thread=False)) as conn,
+        _ProgressBar(options.turns, enabled=options.progress, out=options.progress_file) as bar,
+    ):
+        agent = create_agent(
+            model,
+            script.tools(options.seed),
+            system_prompt=system,
+            middleware=[middleware],
+            checkpointer=SqliteSaver(conn),
+        )
+        for directive in script.directives:
+            # create_agent's input schema is a private TypedDict: pass the plain dict.
+            inputs: Any = {"messages": [HumanMessage(directive)]}
+            for mode, chunk in agent.stream(
+                inputs, config, stream_mode=["custom", "updates"], durability="exit"
+            ):
+                if mode == "custom" and isinstance(chunk, dict):
+                    events.append(dict(chunk))
+                bar.update(
+                    len(model.requests), sum(1 for e in events if e.get(EVENT_KEY) == "fold")
+                )
+            spans.append(len(model.requests))
+    return events, spans
 
 
 def _read_back(path: Path, thread_id: str) -> tuple[list[BaseMessage], int | None]:

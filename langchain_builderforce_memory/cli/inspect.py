@@ -336,73 +336,18 @@ def inspect_messages(
         record, max_messages=max_messages, max_tokens=budget, token_counter=counter
     )
     window_fates = _sent_fates(record, window_view)
-    fold_fates, fold_sent, note_tokens, fold_detail = _fold_plan(
-        valid,
-        policy=FoldPolicy(
-            max_tokens=budget,
-            max_messages=max_messages,
-            tail_tokens=tail,
-            clear_tool_results=clear_tool_results,
-        ),
-        counter=counter,
+    fold_policy = FoldPolicy(
+        max_tokens=budget,
+        max_messages=max_messages,
+        tail_tokens=tail,
+        clear_tool_results=clear_tool_results,
     )
-    pack = pack_handoff(
-        record,
-        target_context_tokens=target_model_tokens,
-        reserve_output_tokens=reserve,
-        token_counter=counter,
-    )
-    handoff_fates = _sent_fates(record, pack.messages)
-    kept_by_window = sum(1 for f in window_fates.values() if f == "kept")
+    fold_view, fold_fates = _fold_column(record, valid, fold_policy, counter)
+    handoff_view, handoff_fates = _handoff_column(record, target_model_tokens, reserve, counter)
     views = [
-        _summary(
-            "window",
-            record,
-            window_view,
-            fates=window_fates,
-            budget=budget,
-            counter=counter,
-            detail=(
-                "keeps everything"
-                if kept_by_window == len(record)
-                else f"drops the oldest {len(record) - kept_by_window} (in chunks)"
-            ),
-        ),
-        _summary(
-            "fold",
-            record,
-            fold_sent,
-            fates=fold_fates,
-            extra=(1, note_tokens) if note_tokens else (0, 0),
-            budget=budget,
-            counter=counter,
-            detail=fold_detail,
-        ),
-        _summary(
-            "handoff",
-            record,
-            pack.messages,
-            fates=handoff_fates,
-            budget=target_budget,
-            counter=counter,
-            detail=(
-                f"{reserve:,} reserved for the reply; "
-                + ("fits" if pack.fits else "the system prompt + directive alone do not fit")
-                + (f"; {pack.dropped} message(s) behind one note" if pack.dropped else "")
-            ),
-        ),
-    ]
-    rows = [
-        MessageRow(
-            index=i,
-            role=_role(m),
-            tokens=counter.count_message(m),
-            window=window_fates[id(m)],
-            fold=fold_fates.get(id(m), "dropped"),  # not in the repaired list: dropped
-            handoff=handoff_fates[id(m)],
-            preview=_preview(m),
-        )
-        for i, m in enumerate(record)
+        _window_summary(record, window_view, window_fates, budget, counter),
+        fold_view,
+        handoff_view,
     ]
     settings: dict[str, int | str] = {
         "budget": budget,
@@ -420,7 +365,91 @@ def inspect_messages(
         record_messages=len(record),
         record_tokens=count_tokens(record, counter),
         problems=problems,
-        rows=rows,
+        rows=_rows(record, counter, window_fates, fold_fates, handoff_fates),
         views=views,
         settings=settings,
     )
+
+
+def _window_summary(
+    record: Sequence[BaseMessage],
+    view: Sequence[BaseMessage],
+    fates: dict[int, Fate],
+    budget: int,
+    counter: TokenCounter,
+) -> ViewSummary:
+    """The window column's totals: what it keeps, or how many of the oldest it drops."""
+    kept = sum(1 for f in fates.values() if f == "kept")
+    detail = (
+        "keeps everything"
+        if kept == len(record)
+        else f"drops the oldest {len(record) - kept} (in chunks)"
+    )
+    return _summary(
+        "window", record, view, fates=fates, budget=budget, counter=counter, detail=detail
+    )
+
+
+def _fold_column(
+    record: Sequence[BaseMessage],
+    valid: Sequence[BaseMessage],
+    policy: FoldPolicy,
+    counter: TokenCounter,
+) -> tuple[ViewSummary, dict[int, Fate]]:
+    """The fold column, planned over the repaired record ``valid``."""
+    fates, sent, note_tokens, detail = _fold_plan(valid, policy=policy, counter=counter)
+    summary = _summary(
+        "fold",
+        record,
+        sent,
+        fates=fates,
+        extra=(1, note_tokens) if note_tokens else (0, 0),
+        budget=policy.max_tokens,
+        counter=counter,
+        detail=detail,
+    )
+    return summary, fates
+
+
+def _handoff_column(
+    record: Sequence[BaseMessage], target: int, reserve: int, counter: TokenCounter
+) -> tuple[ViewSummary, dict[int, Fate]]:
+    """The hand-off column: ``record`` packed for a ``target``-token model."""
+    pack = pack_handoff(
+        record, target_context_tokens=target, reserve_output_tokens=reserve, token_counter=counter
+    )
+    fates = _sent_fates(record, pack.messages)
+    fit = "fits" if pack.fits else "the system prompt + directive alone do not fit"
+    dropped = f"; {pack.dropped} message(s) behind one note" if pack.dropped else ""
+    summary = _summary(
+        "handoff",
+        record,
+        pack.messages,
+        fates=fates,
+        budget=handoff_budget(target, reserve),
+        counter=counter,
+        detail=f"{reserve:,} reserved for the reply; {fit}{dropped}",
+    )
+    return summary, fates
+
+
+def _rows(
+    record: Sequence[BaseMessage],
+    counter: TokenCounter,
+    window: dict[int, Fate],
+    fold: dict[int, Fate],
+    handoff: dict[int, Fate],
+) -> list[MessageRow]:
+    """One row per record message: its fate in each view (by the message's ``id()``)."""
+    return [
+        MessageRow(
+            index=i,
+            role=_role(m),
+            tokens=counter.count_message(m),
+            window=window[id(m)],
+            fold=fold.get(id(m), "dropped"),  # not in the repaired list: dropped
+            handoff=handoff[id(m)],
+            preview=_preview(m),
+        )
+        for i, m in enumerate(record)
+    ]

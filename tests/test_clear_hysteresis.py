@@ -27,12 +27,7 @@ from langchain_builderforce_memory.testing import (
     coding_tools,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.clear import (
-    CLEARED_KIND,
-    clearable,
-    tool_results,
-    working_set,
-)
+from langchain_builderforce_memory.transcript.clear import clearable, working_set
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
 )
@@ -41,6 +36,7 @@ from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
     choose_horizon,
 )
+from langchain_builderforce_memory.transcript.results import CLEARED_KIND, tool_results
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (

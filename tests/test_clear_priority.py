@@ -18,12 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.clear import (
-    CLEARED_KIND,
-    cleared_result,
-    priority_clearing,
-    tool_results,
-)
+from langchain_builderforce_memory.transcript.clear import priority_clearing
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
 )
@@ -31,6 +26,11 @@ from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.horizon import (
     CLEAR_HORIZON_KEY,
     ClearHorizon,
+)
+from langchain_builderforce_memory.transcript.results import (
+    CLEARED_KIND,
+    cleared_result,
+    tool_results,
 )
 from langchain_builderforce_memory.transcript.view import ClearStep, clear_range, with_clear
 from langchain_builderforce_memory.validity import request_problems

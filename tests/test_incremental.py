@@ -22,13 +22,14 @@ from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import stamp
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from langchain_builderforce_memory.transcript.clear import ToolResult, clearable, tool_results
+from langchain_builderforce_memory.transcript.clear import clearable
 from langchain_builderforce_memory.transcript.fold import CompactMemo, build_working_transcript
 from langchain_builderforce_memory.transcript.horizon import choose_horizon, clear_cut_points
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     last_consolidation_index,
 )
+from langchain_builderforce_memory.transcript.results import ToolResult, tool_results
 
 from .helpers import ScriptedSummarizer, model_turns
 from .strategies import valid_records

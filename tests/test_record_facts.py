@@ -40,13 +40,13 @@ from langchain_builderforce_memory.transcript.clear import (
     in_use_files,
     priority_clearing,
     result_order,
-    tool_results,
     working_set,
 )
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     last_consolidation_index,
 )
+from langchain_builderforce_memory.transcript.results import tool_results
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 from langchain_builderforce_memory.working.memory import WorkingMemory
 

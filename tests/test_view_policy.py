@@ -24,13 +24,13 @@ from langchain_builderforce_memory.messages import (
     stamp_of,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
     WorkingTranscript,
     build_working_transcript,
 )
+from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems

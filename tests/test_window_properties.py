@@ -173,8 +173,6 @@ def test_cached_running_totals_equal_a_fresh_count(record: list[BaseMessage], cu
     assert grown[: len(first)] == first
 
 
-
-
 @pytest.mark.parametrize("path", transcript_params())
 def test_every_recorded_run_replayed_turn_by_turn_yields_valid_views(path: Path) -> None:
     record = load_transcript(path)

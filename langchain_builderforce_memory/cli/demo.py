@@ -59,9 +59,9 @@ from langchain_builderforce_memory.testing import (
     with_memory_tool_calls,
 )
 from langchain_builderforce_memory.tokens import TokenCounter, count_tokens, resolve_token_counter
-from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
 from langchain_builderforce_memory.transcript.elide import ELIDED_KIND
 from langchain_builderforce_memory.transcript.memo import COMPACT_TAIL_TOKEN_BUDGET
+from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
 if TYPE_CHECKING:

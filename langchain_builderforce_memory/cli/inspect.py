@@ -40,7 +40,6 @@ from langchain_builderforce_memory.tokens import (
     count_tokens,
     resolve_token_counter,
 )
-from langchain_builderforce_memory.transcript.clear import CLEARED_KIND
 from langchain_builderforce_memory.transcript.elide import ELIDED_KIND
 from langchain_builderforce_memory.transcript.fold import (
     COMPACT_TAIL_TOKEN_BUDGET,
@@ -50,6 +49,7 @@ from langchain_builderforce_memory.transcript.fold import (
 )
 from langchain_builderforce_memory.transcript.fold_plan import plan_working_transcript
 from langchain_builderforce_memory.transcript.plan import note_reserve
+from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.transcript.view import (
     RESTORED_KIND,
     restored_message,

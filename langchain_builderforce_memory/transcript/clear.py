@@ -35,27 +35,16 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.facts import bisect_index
 from langchain_builderforce_memory.transcript.results import (
-    CLEARED_KIND,
-    TOOL_RESULTS,
-    ResultKind,
     ToolResult,
     ToolResults,
     cleared_result,
-    tool_results,
 )
 
 __all__ = [
-    "CLEARED_KIND",
-    "TOOL_RESULTS",
-    "ResultKind",
-    "ToolResult",
-    "ToolResults",
     "clearable",
-    "cleared_result",
     "clearing_with_priority",
     "in_use_files",
     "priority_clearing",
-    "tool_results",
     "working_set",
 ]
 

@@ -27,12 +27,8 @@ from dataclasses import dataclass
 from typing import Final, TypeGuard
 
 from langchain_builderforce_memory.facts import bisect_index
-from langchain_builderforce_memory.transcript.clear import (
-    ToolResult,
-    ToolResults,
-    clearing_with_priority,
-    result_order,
-)
+from langchain_builderforce_memory.transcript.clear import clearing_with_priority, result_order
+from langchain_builderforce_memory.transcript.results import ToolResult, ToolResults
 
 __all__ = [
     "CLEAR_HORIZON_KEY",

@@ -30,7 +30,6 @@ from langchain_builderforce_memory.events import ViewStepsFields
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.clear import (
-    ToolResult,
     apply_clear,
     clearable,
     clearing_with_priority,
@@ -50,6 +49,7 @@ from langchain_builderforce_memory.transcript.horizon import (
     priority_end_for,
 )
 from langchain_builderforce_memory.transcript.memo import CompactMemo
+from langchain_builderforce_memory.transcript.results import ToolResult
 
 __all__ = [
     "PROTECTED_RESULTS",

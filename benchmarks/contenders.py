@@ -1,11 +1,15 @@
 """Side by side: our middleware against the context managers LangChain users reach for.
 
-One scripted coding run (``coding_agent_script``: ``--turns`` model calls over
-``--directives`` user directives, tool results of ``--min-tool-tokens``..
-``--max-tool-tokens`` tokens, a parallel pair of reads every fifth call) is played, in one
-process, through five contenders (seven rows: two of them also in a second configuration,
-explained below). Each agent gets its OWN fresh ``ScriptedChatModel`` playing
-the same script (so every contender sees exactly the same tool calls and tool outputs),
+Three scripted coding runs (``--workload``, default all) are each played, in one process,
+through five contenders: the **standard** one (``coding_agent_script``: ``--turns`` model
+calls over ``--directives`` user directives, tool results of ``--min-tool-tokens``..
+``--max-tool-tokens`` tokens, a parallel pair of reads every fifth call), the **heavy** one
+(:func:`heavy_script`: reads of 750-30k tokens, re-reads of files edited in between) and
+the **light** one (:func:`light_script`: five directives, 40 files of 200-4,000 tokens
+re-read and edited, a few 10k-20k data files). Each is played through the contenders
+(seven rows: two of them also in a second configuration, explained below). Each agent
+gets its OWN fresh ``ScriptedChatModel`` playing the same script (so every contender sees
+exactly the same tool calls and tool outputs),
 its own fresh tools, its own ``InMemorySaver`` thread, and its own summarizer when it
 needs one. The same budget (``--budget``, default 64k tokens) and the same token counter
 (this package's default ``ApproximateTokenCounter``: a character-class estimate that errs
@@ -65,10 +69,10 @@ prompt included), all with ONE separate ``ApproximateTokenCounter``:
   longer than the system prompt (one message); "effective billed" is
   ``sum(tokens_i - cached_i + cached_i / 10)``: an idealised provider prefix cache billing
   cached tokens at a tenth (no minimum length, no expiry, no cache-write surcharge);
-* summarizer calls and the tokens sent to the summarizer (billed too, uncached, at the
-  summarizer model's rate; NOT in "effective billed": the notes under each table give
-  their total and the sum of the two, which is what a run costs when the summarizer is
-  the agent's own model);
+* summarizer calls and the tokens sent to the summarizer and written by it (billed too,
+  uncached); "total" is effective billed plus both, all at the agent's rate (the
+  conservative case: a cheaper summarizer model only lowers it), and each table is ranked
+  by it;
 * invalid requests: ``request_problems(request) != []`` (system messages only in the
   leading run, a user message first, every tool result right after its call, every call
   answered), with the kinds of problem listed under the table;
@@ -135,6 +139,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import trim_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt.chat_agent_executor import AgentState as ReactAgentState
 from langgraph.runtime import Runtime
@@ -396,20 +401,17 @@ def _react_agent(s: Setup, hook: Any, state_schema: Any = None) -> Any:
         )
 
 
-def build_ours(s: Setup) -> Built:
+def build_ours(s: Setup, **options: Any) -> Built:
+    """Ours with its defaults, or with ``options`` (``benchmarks/sweep.py`` varies them)."""
     middleware = TimedBuilderforce(
-        s.summarizer, max_tokens=s.budget, token_counter=s.counting.counter
+        s.summarizer, max_tokens=s.budget, token_counter=s.counting.counter, **options
     )
     middleware.times = StepTimes()
     return Built(_agent(s, middleware), middleware.times, True)
 
 
 def build_ours_short_tail(s: Setup) -> Built:
-    middleware = TimedBuilderforce(
-        s.summarizer, max_tokens=s.budget, min_tail_messages=4, token_counter=s.counting.counter
-    )
-    middleware.times = StepTimes()
-    return Built(_agent(s, middleware), middleware.times, True)
+    return build_ours(s, min_tail_messages=4)
 
 
 def build_trim(s: Setup) -> Built:
@@ -535,6 +537,74 @@ def heavy_script(*, turns: int, directives: int, files: int = 30, seed: int = 1)
     )
 
 
+def light_script(*, turns: int, directives: int = 5, files: int = 40, seed: int = 2) -> CodingRun:
+    """The light workload's script: small files re-read often and edited in between.
+
+    Each tool turn re-reads a file edited since its last read, edits one of the last eight
+    files read, re-reads one of the last ten, greps, reads a file (the set widens as the
+    run goes), or, one call in twenty, reads one of four large data files
+    (``data/``). With :class:`DataReads` the reads are 200-4,000 tokens and the data files
+    10k-20k, so the last ten files read fit in about 30k tokens.
+    """
+    rng = random.Random(seed)
+    base = coding_agent_script(turns=turns, directives=directives, seed=seed)
+    paths = [f"src/app/{word}_{i}.py" for i, word in enumerate(rng.choices(_WORDS, k=files))]
+    data = [f"data/fixtures_{i}.json" for i in range(4)]
+    read: list[str] = []
+    edited_since: list[str] = []
+    script: list[AIMessage] = []
+    call_no = 0
+    for message in base.script:
+        if not message.tool_calls:
+            script.append(message)
+            continue
+        call_no += 1
+        roll = rng.random()
+        call: dict[str, Any]
+        if edited_since and roll < 0.2:
+            call = {"name": "read_file", "args": {"path": edited_since.pop(0)}}
+        elif read and roll < 0.4:
+            path = rng.choice(read[-8:])
+            call = {"name": "edit_file", "args": {"path": path, "change": f"fix {call_no}"}}
+            if path not in edited_since:
+                edited_since.append(path)
+        elif read and roll < 0.62:
+            call = {"name": "read_file", "args": {"path": rng.choice(read[-10:])}}
+        elif roll < 0.7:
+            call = {"name": "grep", "args": {"pattern": rng.choice(_WORDS)}}
+        elif roll < 0.75:
+            call = {"name": "read_file", "args": {"path": rng.choice(data)}}
+        else:
+            path = rng.choice(paths[: max(6, min(files, 6 + call_no // 8))])
+            call = {"name": "read_file", "args": {"path": path}}
+        path = call["args"].get("path", "")
+        if call["name"] == "read_file" and not path.startswith("data/"):
+            # A data file is read once in a while, not worked on: not re-read or edited.
+            read = [p for p in read if p != path] + [path]
+        script.append(AIMessage(message.content, tool_calls=[{**call, "id": f"l_{call_no}"}]))
+    return CodingRun(
+        script=script, directives=base.directives, calls_per_directive=base.calls_per_directive
+    )
+
+
+class DataReads:
+    """Coding tools whose reads under ``data/`` come from another size range."""
+
+    def __init__(self, small: list[BaseTool], large: list[BaseTool]) -> None:
+        self.small = {t.name: t for t in small}
+        self.large = {t.name: t for t in large}
+
+    def read_file(self, path: str) -> str:
+        """Read a file of the repository."""
+        tools = self.large if path.startswith("data/") else self.small
+        return str(tools["read_file"].invoke({"path": path}))
+
+    def tools(self) -> list[BaseTool]:
+        """``read_file`` by size range, the small set's ``grep`` and ``edit_file``."""
+        read = StructuredTool.from_function(self.read_file, name="read_file")
+        return [read, self.small["grep"], self.small["edit_file"]]
+
+
 @dataclass(frozen=True, slots=True)
 class Workload:
     """A script and the size range of its tool outputs."""
@@ -543,23 +613,43 @@ class Workload:
     run: CodingRun
     min_tokens: int
     max_tokens: int
+    data_tokens: tuple[int, int] | None = None
+    """Reads under ``data/`` return this many tokens instead (:class:`DataReads`)."""
+
+    def tools(self) -> list[BaseTool]:
+        """A fresh set of the workload's tools (deterministic outputs)."""
+        small = coding_tools(min_tokens=self.min_tokens, max_tokens=self.max_tokens)
+        if self.data_tokens is None:
+            return small
+        low, high = self.data_tokens
+        return DataReads(small, coding_tools(min_tokens=low, max_tokens=high)).tools()
+
+    def describe(self) -> str:
+        """The tool-output sizes, for the table's heading."""
+        sizes = f"tool results {self.min_tokens:,}-{self.max_tokens:,} tokens"
+        if self.data_tokens is not None:
+            sizes += f", data files {self.data_tokens[0]:,}-{self.data_tokens[1]:,}"
+        return sizes
 
 
-def play(name: str, work: Workload, budget: int) -> Outcome:
-    """Build contender ``name`` on fresh models and tools; play every directive on one thread."""
+def play(
+    name: str, work: Workload, budget: int, build: Callable[[Setup], Built] | None = None
+) -> Outcome:
+    """Build contender ``name`` (with ``build``, else its own builder) on fresh models and
+    tools; play every directive on one thread."""
     run = work.run
     counting = Counting()
     system_tokens = counting([SystemMessage(SYSTEM_PROMPT)])
     model = ScriptedChatModel(script=list(run.script), model_name="agent")
     setup = Setup(
         model=model,
-        tools=coding_tools(min_tokens=work.min_tokens, max_tokens=work.max_tokens),
+        tools=work.tools(),
         budget=budget,
         message_budget=budget - system_tokens,
         summarizer=NoteModel(agent=model),
         counting=counting,
     )
-    built = CONTENDERS[name](setup)
+    built = (build or CONTENDERS[name])(setup)
     config: Any = {"configurable": {"thread_id": "bench"}, "recursion_limit": 100_000}
     error: str | None = None
     started = time.perf_counter()
@@ -623,9 +713,7 @@ class Trace:
 
 
 def trace(work: Workload, counter: TiktokenCounter) -> Trace:
-    tools = {
-        t.name: t for t in coding_tools(min_tokens=work.min_tokens, max_tokens=work.max_tokens)
-    }
+    tools = {t.name: t for t in work.tools()}
     outputs: dict[str, str] = {}
     read: list[str] = []
     recent: list[list[str]] = []
@@ -732,6 +820,8 @@ class Metrics:
     summarizer_calls: int | None
     summarizer_tokens: int | None
     summarizer_max_request: int | None
+    summarizer_out: int | None
+    """Tokens the summarizer wrote (its notes), counted exactly."""
     work_between_min: int | None
     work_between_median: float | None
     output_per_call: float | None
@@ -742,6 +832,14 @@ class Metrics:
     """Requests our hand-off packer had to fit (they carry its elision marker)."""
     step_p50_ms: float
     step_p95_ms: float
+
+    @property
+    def total(self) -> float:
+        """Effective billed plus the summarizer's input and output, all at the agent's rate.
+
+        The conservative case: a cheaper summarizer model only lowers it.
+        """
+        return self.billed + (self.summarizer_tokens or 0) + (self.summarizer_out or 0)
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -812,6 +910,9 @@ def measure(
         summarizer_calls=None if calls is None else len(calls),
         summarizer_tokens=None if calls is None else sum(summarizer_sizes),
         summarizer_max_request=None if calls is None else max(summarizer_sizes, default=0),
+        summarizer_out=None
+        if calls is None
+        else sum(counter.count_text(f"Summary #{k}. {NOTE}") for k in range(1, len(calls) + 1)),
         work_between_min=min(gaps) if gaps else None,
         work_between_median=statistics.median(gaps) if gaps else None,
         output_per_call=total_output / len(calls) if calls else None,
@@ -828,7 +929,8 @@ def measure(
 
 HEADER = (
     "| contender | requests | max input tok | mean input tok | over budget | front moves "
-    "| total input tok | effective billed tok | summarizer calls | new work between calls "
+    "| total input tok | effective billed tok | summarizer in / out | total (billed + "
+    "summarizer) | summarizer calls | new work between calls "
     "(min / median) | tool output per call | working-set recall (mean / >=80%) "
     "| invalid requests | directive kept | step p50 ms | step p95 ms | run s |"
 )
@@ -847,10 +949,16 @@ def table_row(out: Outcome, m: Metrics) -> str:
         else "n/a"
     )
     per_call = f"{m.output_per_call:,.0f}" if m.output_per_call is not None else "n/a"
+    summarized = (
+        "n/a"
+        if m.summarizer_tokens is None
+        else f"{_m(m.summarizer_tokens)} / {_m(m.summarizer_out or 0)}"
+    )
     return (
         f"| {name} | {m.requests:,} | {m.max_tokens:,} | {m.mean_tokens:,.0f} "
         f"| {m.over_budget:,} | {m.front_moves:,} | {_m(m.total_tokens)} "
-        f"| {_m(m.billed)} ({m.billed / max(1, m.total_tokens):.0%}) | {calls} | {between} "
+        f"| {_m(m.billed)} ({m.billed / max(1, m.total_tokens):.0%}) | {summarized} "
+        f"| **{_m(m.total)}** | {calls} | {between} "
         f"| {per_call} | {m.recall_mean:.0%} / {m.recall_80:.0%} "
         f"| {m.invalid:,} | {m.directive_share:.0%} | {m.step_p50_ms:.2f} "
         f"| {m.step_p95_ms:.2f} | {out.seconds:.1f} |"
@@ -907,6 +1015,21 @@ def versions() -> str:
     return f"Python {platform.python_version()}, {found}"
 
 
+def all_workloads(
+    *, turns: int = 300, directives: int = 4, tool_tokens: tuple[int, int] = (2_000, 20_000)
+) -> list[Workload]:
+    """The three workloads: standard, heavy (big files re-read) and light (five directives)."""
+    return [
+        Workload(
+            "standard",
+            coding_agent_script(turns=turns, directives=directives),
+            *tool_tokens,
+        ),
+        Workload("heavy", heavy_script(turns=turns, directives=directives), 750, 30_000),
+        Workload("light", light_script(turns=turns), 200, 4_000, data_tokens=(10_000, 20_000)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int, default=300, help="model calls in the run")
@@ -917,26 +1040,20 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=sorted(KEYS), help="run only these contenders")
     parser.add_argument("--out", type=Path, default=OUT, help="where the Markdown goes")
     parser.add_argument(
-        "--workload", choices=["standard", "heavy", "both"], default="both", help="which run"
+        "--workload",
+        choices=["standard", "heavy", "light", "all"],
+        default="all",
+        help="which run (default: all three)",
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
-    workloads = [
-        Workload(
-            "standard",
-            coding_agent_script(turns=args.turns, directives=args.directives),
-            args.min_tool_tokens,
-            args.max_tool_tokens,
-        ),
-        Workload(
-            "heavy",
-            heavy_script(turns=args.turns, directives=args.directives),
-            750,
-            30_000,
-        ),
-    ]
-    workloads = [w for w in workloads if args.workload in (w.name, "both")]
+    workloads = all_workloads(
+        turns=args.turns,
+        directives=args.directives,
+        tool_tokens=(args.min_tool_tokens, args.max_tool_tokens),
+    )
+    workloads = [w for w in workloads if args.workload in (w.name, "all")]
     names = [KEYS[k] for k in args.only] if args.only else list(CONTENDERS)
     command = ".venv/bin/python benchmarks/contenders.py" + (
         " " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""
@@ -955,17 +1072,20 @@ def main() -> None:
         lines += [
             f"## {work.name.capitalize()} workload",
             "",
-            f"Run: {args.turns} model calls, {args.directives} directives, tool results "
-            f"{work.min_tokens:,}-{work.max_tokens:,} tokens"
-            + (", re-reads of files edited in between" if work.name == "heavy" else "")
+            f"Run: {args.turns} model calls, {len(work.run.directives)} directives, "
+            f"{work.describe()}"
+            + (", re-reads of files edited in between" if work.name != "standard" else "")
             + f", budget {args.budget:,} tokens (every contender counts with the approximate "
             "counter; every number here is counted exactly with tiktoken cl100k_base, system "
             f"prompt included); {t.tool_output[-1] if t.tool_output else 0:,} tokens of tool "
             "output in all.",
             "",
+            "Ranked by total (effective billed input plus the summarizer's input and output, "
+            "at the agent's rate).",
+            "",
             HEADER,
             separator,
-            *(table_row(out, m) for out, m in results),
+            *(table_row(out, m) for out, m in sorted(results, key=lambda r: r[1].total)),
         ]
         extra = notes(results)
         bound = recall_bound(t, counter, args.budget)

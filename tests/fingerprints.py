@@ -3,7 +3,8 @@
 A refactor that must not change behaviour is checked against these: every request the
 agent's model is sent and every prompt the summarizer is sent, turn by turn, on
 
-- both workloads of ``benchmarks/contenders.py`` (standard and heavy, 300 calls, 64k),
+- the three workloads of ``benchmarks/contenders.py`` (standard, heavy and light, 300
+  calls, 64k),
   through ``create_agent`` and the middleware;
 - the 14 recorded runs at 8k and 32k, through ``build_working_transcript`` with its state
   carried as the middleware carries it (``benchmarks/recorded_runs.py``);
@@ -51,16 +52,12 @@ def digest(requests: Iterable[Sequence[BaseMessage]], events: Sequence[object] =
 
 
 def contender_fingerprints(turns: int = 300) -> dict[str, str]:
-    """Both workloads of ``benchmarks/contenders.py``, ours: its requests and summarizer."""
+    """The workloads of ``benchmarks/contenders.py``, ours: its requests and summarizer."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from contenders import KEYS, Workload, heavy_script, play
-    from langchain_builderforce_memory.testing import coding_agent_script
+    from contenders import KEYS, all_workloads, play
 
     out: dict[str, str] = {}
-    for work in (
-        Workload("standard", coding_agent_script(turns=turns, directives=4), 2_000, 20_000),
-        Workload("heavy", heavy_script(turns=turns, directives=4), 750, 30_000),
-    ):
+    for work in all_workloads(turns=turns):
         outcome = play(KEYS["ours"], work, 64_000)
         name = work.name
         prompts = outcome.summarizer_calls or []

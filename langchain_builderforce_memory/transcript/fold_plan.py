@@ -407,9 +407,14 @@ def _tail_and_restore(
         plan.results, covered_end=to, room=policy.restore_budget, max_count=files_cap
     )
     if restore:
+        # What the tail and the files may hold together leaves the next fold its headroom:
+        # a larger restore takes it from the tail, and a tail over its share (its fewest
+        # messages) takes it from the restore.
+        limit = room - policy.fold_headroom(room)
         restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
-        to = _tail_start(convo, policy, counter, room - restore_cost, start)
-        restore = restore_plan(plan.results, covered_end=to, room=restore_cost, max_count=files_cap)
+        to = _tail_start(convo, policy, counter, room - restore_cost, start, limit - restore_cost)
+        fits = min(restore_cost, limit - (turn.sums[-1] - turn.sums[to]))
+        restore = restore_plan(plan.results, covered_end=to, room=max(0, fits), max_count=files_cap)
     return to, restore
 
 
@@ -462,9 +467,16 @@ def _directive_tokens(convo: Sequence[BaseMessage], facts: RecordFacts) -> int |
 
 
 def _tail_start(
-    convo: Sequence[BaseMessage], policy: FoldPolicy, counter: TokenCounter, room: int, start: int
+    convo: Sequence[BaseMessage],
+    policy: FoldPolicy,
+    counter: TokenCounter,
+    room: int,
+    start: int,
+    cap: int | None = None,
 ) -> int:
     tail_budget = max(0, min(policy.tail_tokens, int(room * TAIL_SHARE)))
+    if cap is not None:
+        tail_budget = max(0, min(tail_budget, cap))
     return max(
         start,
         compact_tail_start_for_budget(

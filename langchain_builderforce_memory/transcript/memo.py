@@ -329,17 +329,35 @@ class FoldPolicy:
         """:attr:`restore_tokens`, or an eighth of the budget: re-attached after a note."""
         return self.restore_tokens if self.restore_tokens is not None else self.max_tokens // 8
 
+    def fold_headroom(self, room: int) -> int:
+        """The new work a fold leaves room for, of the ``room`` after its fixed parts.
+
+        What the default restore (an eighth of the budget) and a tail at its
+        :data:`TAIL_SHARE` leave: ``(1 - TAIL_SHARE) * (room - max_tokens // 8)``. A larger
+        ``restore_tokens`` shrinks the tail, and a tail over its share (its fewest
+        messages are one large unit) shrinks the restore, never this: re-attaching 16k or
+        more at a 64k budget made a fold come after a few hundred tokens of new work, turn
+        after turn (``benchmarks/sweep.md``).
+
+        Example:
+            >>> FoldPolicy(max_tokens=64_000).fold_headroom(60_000)
+            19500
+        """
+        return int((1 - TAIL_SHARE) * max(0, room - self.max_tokens // 8))
+
     @property
     def keep_budget(self) -> int:
         """What the clear tier spares of the working set: twice :attr:`restore_budget`.
 
-        A quarter of the budget by default. Measured (``benchmarks/contenders.py``, mean
-        working-set recall, standard / heavy workload): sparing only what a fold
-        re-attaches (an eighth) kept 30% / 30%; 1.75x 32.98% / 33.38%; twice 33.19% /
-        33.61%, not below the 33.10% / 33.39% of the clear tier before its horizon was
-        held. Re-attaching as much after every note instead folded more often.
+        A quarter of the budget by default, and never more than the clear tier can land
+        below with the restore beside it (``max_tokens - clear_room - restore_budget``):
+        sparing more left it unable to land, so the fold ran instead, turn after turn.
+        ``docs/options.md`` has the measurements behind both.
         """
-        return self.restore_budget * 2
+        return min(
+            self.restore_budget * 2,
+            max(0, self.max_tokens - self.clear_room - self.restore_budget),
+        )
 
     @property
     def restore_message_cap(self) -> int:

@@ -1,0 +1,73 @@
+"""A fold leaves room for new work, whatever the options (issue 25).
+
+A large ``restore_tokens`` used to take the headroom the next fold needs: at a 64k budget,
+re-attaching 24k or 32k of files made the fold run again after a few hundred tokens of new
+work, turn after turn (``benchmarks/sweep.md``). The restore now gives way to the tail's
+fewest messages and to the headroom, and the clear tier spares no more than it can land
+below.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from langchain_builderforce_memory.facts import RecordFacts
+from langchain_builderforce_memory.testing import coding_transcript
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from langchain_builderforce_memory.transcript.memo import FoldPolicy
+
+from .helpers import ScriptedSummarizer
+
+NEW_WORK_FLOOR = 10_000
+"""The fewest tokens of new work issue 25 allows between two summarizer calls."""
+
+
+def _fold_points(record: list[BaseMessage], **options: int) -> list[int]:
+    """The record tokens at each turn that folded, replayed turn by turn at a 61k budget."""
+    counter = ApproximateTokenCounter()
+    facts = RecordFacts(counter)
+    state = None
+    points = []
+    for n in range(2, len(record) + 1):
+        if n < len(record) and record[n].type != "ai":
+            continue  # a model turn starts here only once every call is answered
+        out = build_working_transcript(
+            record[:n],
+            memo=state,
+            summarizer=ScriptedSummarizer("note " * 300),
+            max_tokens=61_000,
+            facts=facts,
+            **options,  # type: ignore[arg-type]
+        )
+        state = out.state
+        if out.mode == "folded":
+            points.append(facts.sums[-1])
+    return points
+
+
+@pytest.fixture(scope="module")
+def record() -> list[BaseMessage]:
+    logging.getLogger("langchain_builderforce_memory").setLevel(logging.ERROR)
+    return coding_transcript(turns=300, directives=4)
+
+
+@pytest.mark.parametrize("restore", [16_000, 24_000, 32_000])
+def test_a_large_restore_leaves_room_for_new_work_between_folds(
+    record: list[BaseMessage], restore: int
+) -> None:
+    points = _fold_points(record, restore_tokens=restore)
+    gaps = [b - a for a, b in itertools.pairwise(points)]
+    assert len(points) <= len(_fold_points(record)) + 1
+    assert min(gaps, default=NEW_WORK_FLOOR) >= NEW_WORK_FLOOR, gaps
+
+
+@pytest.mark.parametrize("restore", [None, 16_000, 32_000])
+def test_the_clear_tier_spares_no_more_than_it_can_land_below(restore: int | None) -> None:
+    policy = FoldPolicy(max_tokens=64_000, restore_tokens=restore)
+    assert policy.restore_budget + policy.keep_budget <= policy.max_tokens - policy.clear_room
+    assert policy.fold_headroom(60_000) == 19_500

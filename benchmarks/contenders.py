@@ -497,6 +497,50 @@ class Outcome:
     error: str | None
 
 
+def _with_calls(base: CodingRun, pick: Callable[[int], dict[str, Any]], prefix: str) -> CodingRun:
+    """``base`` with each tool-calling turn's calls replaced by ``pick(n)``'s one call.
+
+    ``n`` counts the tool-calling turns from 1; the call's id is ``{prefix}_{n}``.
+    """
+    script: list[AIMessage] = []
+    call_no = 0
+    for message in base.script:
+        if not message.tool_calls:
+            script.append(message)
+            continue
+        call_no += 1
+        call = {**pick(call_no), "id": f"{prefix}_{call_no}"}
+        script.append(AIMessage(message.content, tool_calls=[call]))
+    return CodingRun(
+        script=script, directives=base.directives, calls_per_directive=base.calls_per_directive
+    )
+
+
+class _HeavyCalls:
+    """The heavy workload's calls: read, edit a recent read, re-read an edit, or grep."""
+
+    def __init__(self, rng: random.Random, files: int) -> None:
+        self.rng, self.files = rng, files
+        self.paths = [f"src/core/{w}_{i}.py" for i, w in enumerate(rng.choices(_WORDS, k=files))]
+        self.read: list[str] = []
+        self.edited_since: list[str] = []
+
+    def __call__(self, call_no: int) -> dict[str, Any]:
+        rng, roll = self.rng, self.rng.random()
+        if self.edited_since and roll < 0.25:
+            return {"name": "read_file", "args": {"path": self.edited_since.pop(0)}}
+        if self.read and roll < 0.5:
+            path = rng.choice(self.read[-6:])
+            if path not in self.edited_since:
+                self.edited_since.append(path)
+            return {"name": "edit_file", "args": {"path": path, "change": f"fix {call_no}"}}
+        if roll < 0.6:
+            return {"name": "grep", "args": {"pattern": rng.choice(_WORDS)}}
+        path = rng.choice(self.paths[: max(4, min(self.files, 4 + call_no // 6))])
+        self.read = [p for p in self.read if p != path] + [path]
+        return {"name": "read_file", "args": {"path": path}}
+
+
 def heavy_script(*, turns: int, directives: int, files: int = 30, seed: int = 1) -> CodingRun:
     """The heavy workload's script: reads of big files, edits, and re-reads of edited files.
 
@@ -506,35 +550,44 @@ def heavy_script(*, turns: int, directives: int, files: int = 30, seed: int = 1)
     """
     rng = random.Random(seed)
     base = coding_agent_script(turns=turns, directives=directives, seed=seed)
-    paths = [f"src/core/{word}_{i}.py" for i, word in enumerate(rng.choices(_WORDS, k=files))]
-    read: list[str] = []
-    edited_since: list[str] = []
-    script: list[AIMessage] = []
-    call_no = 0
-    for message in base.script:
-        if not message.tool_calls:
-            script.append(message)
-            continue
-        call_no += 1
-        roll = rng.random()
-        if edited_since and roll < 0.25:
-            path = edited_since.pop(0)
-            call = {"name": "read_file", "args": {"path": path}}
-        elif read and roll < 0.5:
-            path = rng.choice(read[-6:])
-            call = {"name": "edit_file", "args": {"path": path, "change": f"fix {call_no}"}}
-            if path not in edited_since:
-                edited_since.append(path)
-        elif roll < 0.6:
-            call = {"name": "grep", "args": {"pattern": rng.choice(_WORDS)}}
-        else:
-            path = rng.choice(paths[: max(4, min(files, 4 + call_no // 6))])
-            call = {"name": "read_file", "args": {"path": path}}
-            read = [p for p in read if p != path] + [path]
-        script.append(AIMessage(message.content, tool_calls=[{**call, "id": f"h_{call_no}"}]))
-    return CodingRun(
-        script=script, directives=base.directives, calls_per_directive=base.calls_per_directive
-    )
+    return _with_calls(base, _HeavyCalls(rng, files), "h")
+
+
+class _LightCalls:
+    """The light workload's calls (see :func:`light_script`)."""
+
+    def __init__(self, rng: random.Random, files: int) -> None:
+        self.rng, self.files = rng, files
+        self.paths = [f"src/app/{w}_{i}.py" for i, w in enumerate(rng.choices(_WORDS, k=files))]
+        self.data = [f"data/fixtures_{i}.json" for i in range(4)]
+        self.read: list[str] = []
+        self.edited_since: list[str] = []
+
+    def __call__(self, call_no: int) -> dict[str, Any]:
+        call = self._pick(call_no)
+        path = call["args"].get("path", "")
+        if call["name"] == "read_file" and not path.startswith("data/"):
+            # A data file is read once in a while, not worked on: not re-read or edited.
+            self.read = [p for p in self.read if p != path] + [path]
+        return call
+
+    def _pick(self, call_no: int) -> dict[str, Any]:
+        rng, roll = self.rng, self.rng.random()
+        if self.edited_since and roll < 0.2:
+            return {"name": "read_file", "args": {"path": self.edited_since.pop(0)}}
+        if self.read and roll < 0.4:
+            path = rng.choice(self.read[-8:])
+            if path not in self.edited_since:
+                self.edited_since.append(path)
+            return {"name": "edit_file", "args": {"path": path, "change": f"fix {call_no}"}}
+        if self.read and roll < 0.62:
+            return {"name": "read_file", "args": {"path": rng.choice(self.read[-10:])}}
+        if roll < 0.7:
+            return {"name": "grep", "args": {"pattern": rng.choice(_WORDS)}}
+        if roll < 0.75:
+            return {"name": "read_file", "args": {"path": rng.choice(self.data)}}
+        path = rng.choice(self.paths[: max(6, min(self.files, 6 + call_no // 8))])
+        return {"name": "read_file", "args": {"path": path}}
 
 
 def light_script(*, turns: int, directives: int = 5, files: int = 40, seed: int = 2) -> CodingRun:
@@ -544,47 +597,11 @@ def light_script(*, turns: int, directives: int = 5, files: int = 40, seed: int 
     files read, re-reads one of the last ten, greps, reads a file (the set widens as the
     run goes), or, one call in twenty, reads one of four large data files
     (``data/``). With :class:`DataReads` the reads are 200-4,000 tokens and the data files
-    10k-20k, so the last ten files read fit in about 30k tokens.
+    10k-20k, so the last ten files read are a median 38.7k tokens.
     """
     rng = random.Random(seed)
     base = coding_agent_script(turns=turns, directives=directives, seed=seed)
-    paths = [f"src/app/{word}_{i}.py" for i, word in enumerate(rng.choices(_WORDS, k=files))]
-    data = [f"data/fixtures_{i}.json" for i in range(4)]
-    read: list[str] = []
-    edited_since: list[str] = []
-    script: list[AIMessage] = []
-    call_no = 0
-    for message in base.script:
-        if not message.tool_calls:
-            script.append(message)
-            continue
-        call_no += 1
-        roll = rng.random()
-        call: dict[str, Any]
-        if edited_since and roll < 0.2:
-            call = {"name": "read_file", "args": {"path": edited_since.pop(0)}}
-        elif read and roll < 0.4:
-            path = rng.choice(read[-8:])
-            call = {"name": "edit_file", "args": {"path": path, "change": f"fix {call_no}"}}
-            if path not in edited_since:
-                edited_since.append(path)
-        elif read and roll < 0.62:
-            call = {"name": "read_file", "args": {"path": rng.choice(read[-10:])}}
-        elif roll < 0.7:
-            call = {"name": "grep", "args": {"pattern": rng.choice(_WORDS)}}
-        elif roll < 0.75:
-            call = {"name": "read_file", "args": {"path": rng.choice(data)}}
-        else:
-            path = rng.choice(paths[: max(6, min(files, 6 + call_no // 8))])
-            call = {"name": "read_file", "args": {"path": path}}
-        path = call["args"].get("path", "")
-        if call["name"] == "read_file" and not path.startswith("data/"):
-            # A data file is read once in a while, not worked on: not re-read or edited.
-            read = [p for p in read if p != path] + [path]
-        script.append(AIMessage(message.content, tool_calls=[{**call, "id": f"l_{call_no}"}]))
-    return CodingRun(
-        script=script, directives=base.directives, calls_per_directive=base.calls_per_directive
-    )
+    return _with_calls(base, _LightCalls(rng, files), "l")
 
 
 class DataReads:

@@ -10,7 +10,6 @@ below.
 from __future__ import annotations
 
 import itertools
-import logging
 
 import pytest
 from langchain_core.messages import BaseMessage
@@ -52,7 +51,6 @@ def _fold_points(record: list[BaseMessage], **options: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def record() -> list[BaseMessage]:
-    logging.getLogger("langchain_builderforce_memory").setLevel(logging.ERROR)
     return coding_transcript(turns=300, directives=4)
 
 

@@ -57,30 +57,28 @@ def _cold_results(convo: Sequence[BaseMessage]) -> list[ToolResult]:
 # ------------------------------------------------------------------ no module keeps facts
 
 
-def test_the_current_turn_start_is_read_from_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
-    looked: list[BaseMessage] = []
+@pytest.fixture
+def looked(monkeypatch: pytest.MonkeyPatch) -> list[BaseMessage]:
+    """The messages whose turn role is looked up, in order (``blocks._turn_role`` spied)."""
+    seen: list[BaseMessage] = []
     real = blocks._turn_role
 
     def counted(m: BaseMessage) -> str:
-        looked.append(m)
+        seen.append(m)
         return real(m)
 
     monkeypatch.setattr(blocks, "_turn_role", counted)
+    return seen
+
+
+def test_the_current_turn_start_is_read_from_the_end(looked: list[BaseMessage]) -> None:
     record = [*_loop(50), HumanMessage("next"), _call("c99")]
     assert current_turn_start(record) == len(record) - 2
     assert looked == [record[-1], record[-2]]  # newest first, then it stops
     assert current_turn_start([_call("z"), *record[1:-2]]) == len(record) - 2  # no user turn
 
 
-def test_kept_facts_look_at_the_new_messages_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    looked: list[BaseMessage] = []
-    real = blocks._turn_role
-
-    def counted(m: BaseMessage) -> str:
-        looked.append(m)
-        return real(m)
-
-    monkeypatch.setattr(blocks, "_turn_role", counted)
+def test_kept_facts_look_at_the_new_messages_only(looked: list[BaseMessage]) -> None:
     facts = RecordFacts()
     record = _loop(50)
     facts.sync(record)

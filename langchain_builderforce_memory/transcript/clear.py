@@ -12,8 +12,8 @@ never touched.
 
 What may be cleared, outside the protected recent tail (the newest results, which the
 model has not acted on yet): every tool result except the latest read of each file the
-run is working on (the working set, ranked as the working memory ranks files: edited
-before only read, then recency, then frequency; as many as ``keep_tokens`` holds). The
+run is working on (the working set: the most recently touched files first, as many as
+``keep_tokens`` holds; :func:`in_use_files` says why recency alone). The
 priority: superseded outputs (a re-read, a re-run), bulky search / list / shell outputs
 and failed calls (:func:`priority_clearing`) go first, up to the protected tail, each
 time the horizon moves; then the rest, oldest first, up to the horizon.
@@ -51,14 +51,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class _FileStats:
-    """What the working-memory ranking needs of a run's results, kept to extend."""
+    """What the in-use ranking needs of a run's results, kept to extend."""
 
     last: dict[str, int]
     """Each file's latest result index."""
-    count: dict[str, int]
-    """How many results touched each file."""
-    edited: frozenset[str]
-    """Files an edit touched."""
     latest_read: dict[str, ToolResult]
     """Each file's latest read."""
 
@@ -98,30 +94,26 @@ def _file_stats(results: Sequence[ToolResult], count: int | None = None) -> _Fil
 def _grown_stats(so_far: _FileStats | None, results: Sequence[ToolResult]) -> _FileStats:
     """``so_far``'s counts (none: empty) extended over ``results``."""
     last = dict(so_far.last) if so_far else {}
-    count = dict(so_far.count) if so_far else {}
     latest = dict(so_far.latest_read) if so_far else {}
-    edited = set(so_far.edited) if so_far else set()
     for r in results:
         if r.target is None:
             continue
         last[r.target] = r.index
-        count[r.target] = count.get(r.target, 0) + 1
-        if r.kind == "edit":
-            edited.add(r.target)
-        elif r.kind == "read":
+        if r.kind == "read":
             latest[r.target] = r
-    return _FileStats(last, count, frozenset(edited), latest)
+    return _FileStats(last, latest)
 
 
 def in_use_files(results: Sequence[ToolResult], *, count: int | None = None) -> list[str]:
-    """Files the run is working on, best first.
+    """Files the run is working on, the most recently touched (read or edited) first.
 
-    Edited before only read, then the most recently touched, then the most often touched
-    (the working memory's ranking), over the first ``count`` results (default: all).
+    Over the first ``count`` results (default: all). Recency alone, not the working
+    memory's "edited before only read": an edit made long ago kept its file spared turn
+    after turn while the files read since were cleared, and what a run reads next is
+    mostly what it touched last (``docs/benchmarks.md``: the clear tier's ranking).
     """
-    stats = _file_stats(results, count)
-    last, touched, edited = stats.last, stats.count, stats.edited
-    return sorted(last, key=lambda p: (p not in edited, -last[p], -touched[p]))
+    last = _file_stats(results, count).last
+    return sorted(last, key=lambda p: -last[p])
 
 
 def working_set(

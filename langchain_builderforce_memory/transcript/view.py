@@ -272,9 +272,9 @@ def restore_plan(
 ) -> list[ToolResult]:
     """The file outputs to re-attach after a note covering ``convo[:covered_end]``.
 
-    The latest read of each in-use file (edited before only read, then recency, then
-    frequency), within ``room`` tokens and at most ``max_count`` of them, skipping every
-    file touched again in the verbatim tail (its newer state is there). The count matters
+    The latest read of each in-use file (the most recently touched first), within
+    ``room`` tokens and at most ``max_count`` of them, skipping every file touched again
+    in the verbatim tail (its newer state is there). The count matters
     as much as the tokens: each file is a message of the view, and 40 small reads
     re-attached under a 40-message window refold on every turn.
     """

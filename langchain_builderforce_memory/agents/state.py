@@ -34,6 +34,11 @@ from langchain_builderforce_memory.messages import (
     message_id,
     role_of,
 )
+from langchain_builderforce_memory.native import (
+    LAST_COMPACTION,
+    last_compaction_index,
+    scope_to_compaction,
+)
 from langchain_builderforce_memory.transcript.markers import (
     last_consolidation_index,
     scope_to_consolidation,
@@ -102,16 +107,22 @@ def state_get(state: object, key: str) -> object:
 def scoped_record(
     record: list[BaseMessage], *, facts: RecordFacts | None = None
 ) -> list[BaseMessage]:
-    """The part of the record the view is built from: after the last consolidation marker.
+    """The part of the record the view is built from: after the last marker or block.
 
     A record with a durable marker (a manual "Consolidate", or a fold persisted by
     :class:`~langchain_builderforce_memory.history.CompactingChatMessageHistory`) starts
     the model's view at the marker; leading system messages stay in front. Without a
-    marker the record itself is returned (no copy: the fold's caches key on it).
+    marker the record itself is returned (no copy: the fold's caches key on it). A
+    provider compaction block later than any marker starts the view instead
+    (:func:`~langchain_builderforce_memory.native.scope_to_compaction`).
     ``facts``: the record's own, synced to it.
     """
     lead = leading_system_count(record)
-    if last_consolidation_index(record, facts=facts) < lead:
+    marker = last_consolidation_index(record, facts=facts)
+    block = facts.get(LAST_COMPACTION) if facts is not None else last_compaction_index(record)
+    if block > marker:
+        return scope_to_compaction(record, last=block)
+    if marker < lead:
         return record
     return [*record[:lead], *scope_to_consolidation(record[lead:])]
 

@@ -37,6 +37,7 @@ from langchain_core.messages import BaseMessage, MessageLikeRepresentation, Syst
 
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import as_messages, message_id
+from langchain_builderforce_memory.native import scope_to_compaction
 from langchain_builderforce_memory.options import from_options
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
@@ -380,7 +381,7 @@ def _plan_turn(options: Mapping[str, Any]) -> FoldPlan:
     from its own fields (:func:`~langchain_builderforce_memory.options.from_options`).
     """
     return plan_working_transcript(
-        as_messages(options["messages"], where="build_working_transcript"),
+        scope_to_compaction(as_messages(options["messages"], where="build_working_transcript")),
         memo=options["memo"],
         system_prompt=options["system_prompt"],
         policy=from_options(FoldPolicy, options),

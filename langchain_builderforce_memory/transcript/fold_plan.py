@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import DIRECTIVES, RecordFacts, counter_of
-from langchain_builderforce_memory.messages import leading_system_count
+from langchain_builderforce_memory.native import fixed_prefix_count
 from langchain_builderforce_memory.tokens import TokenCounter, TokenCounterLike
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
@@ -221,8 +221,13 @@ def _turn_of(
     horizon: ClearHorizon | None,
     facts: RecordFacts | None,
 ) -> _Turn:
-    """The turn's facts, after checking the budget holds the system prompt plus a turn."""
-    lead = leading_system_count(messages)
+    """The turn's facts, after checking the budget holds the system prompt plus a turn.
+
+    The fixed prefix is the system messages, and a provider compaction block with its
+    opener when the record was scoped to one (:func:`~langchain_builderforce_memory.native.
+    pinned_count`): no tier cuts, clears, elides or folds it.
+    """
+    lead = fixed_prefix_count(messages, policy.max_tokens, counter)
     system = [*system_messages(system_prompt), *messages[:lead]]
     convo = messages[lead:] if lead else messages  # no copy: the plan never changes it
     facts = facts if facts is not None else RecordFacts(counter)

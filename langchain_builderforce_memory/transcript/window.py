@@ -45,6 +45,7 @@ from langchain_builderforce_memory.messages import (
     leading_system_count,
     role_of,
 )
+from langchain_builderforce_memory.native import fixed_prefix_count, scope_to_compaction
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -315,9 +316,9 @@ def windowed(
     """
     validate_budget(max_messages=max_messages, max_tokens=max_tokens)
     ceiling = auto_ceiling(max_messages, max_tokens)
-    messages = as_messages(messages, where="windowed")
+    messages = scope_to_compaction(as_messages(messages, where="windowed"))
     counter = counter_of(token_counter, facts, where="windowed")
-    lead = leading_system_count(messages)
+    lead = fixed_prefix_count(messages, max_tokens, counter)
     system = list(messages[:lead])
     convo = messages[lead:] if lead else messages  # never changed: no copy of a long record
     # Without the caller's facts, this call's own: the record is then read once.

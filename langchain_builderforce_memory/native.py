@@ -1,0 +1,194 @@
+"""Provider-native compaction in the record: recognised, billed from, never folded away.
+
+Anthropic's server-side compaction (``compact_20260112``) answers with a ``compaction``
+content block, and on later calls the API ignores every message block before it: the
+provider bills from the block on. OpenAI's Responses API compaction returns an encrypted
+``compaction`` item that only OpenAI can read. ``langchain-anthropic`` and
+``langchain-openai`` both keep it as a content block of the assistant message:
+``{"type": "compaction", ...}``, or ``{"type": "non_standard", "value": {"type":
+"compaction", ...}}`` under the v1 content format.
+
+A view built from such a record must not fight the provider:
+
+* it is counted from the latest block on, the way the provider bills it, so our own
+  tiers run only when what FOLLOWS the block is still over budget (else the user pays
+  for two compactions and loses the provider's summary);
+* the block is never cut, cleared, elided or folded into our note: it is part of the
+  view's fixed prefix, like the system prompt.
+
+What precedes the block may be left out of the request, since the provider ignores it:
+:func:`scope_to_compaction` keeps the leading system messages, then a one-line human
+opener (strict providers want a user turn first; Anthropic drops it with the rest of the
+pre-block messages), then the record from the block on. The tiers treat the opener and
+the block (with the tool results that answer it) as fixed, like the system messages:
+:func:`pinned_count`.
+
+The record itself is untouched: search, the hand-off packer and the working memory keep
+reading the plaintext of the whole run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory.facts import LastIndex
+from langchain_builderforce_memory.messages import (
+    is_stamped,
+    leading_system_count,
+    message_id,
+    stamp,
+)
+from langchain_builderforce_memory.tokens import TokenCounter
+
+__all__ = [
+    "COMPACTION_OPENER_KIND",
+    "LAST_COMPACTION",
+    "compaction_opener",
+    "fixed_prefix_count",
+    "is_provider_compaction",
+    "last_compaction_index",
+    "pinned_count",
+    "scope_to_compaction",
+]
+
+S = TypeVar("S", bound=Sequence[BaseMessage])
+
+COMPACTION_OPENER_KIND: Final = "compaction_opener"
+"""The stamp ``kind`` of the human opener put in front of a provider compaction block."""
+
+OPENER_TEXT: Final = "(The conversation before this point was compacted by the provider.)"
+"""The opener's text: short, since it is counted in the view's budget."""
+
+
+def _is_compaction_block(block: object) -> bool:
+    if not isinstance(block, Mapping):
+        return False
+    kind = block.get("type")
+    if kind == "compaction":
+        return True
+    value = block.get("value")
+    return (
+        kind == "non_standard" and isinstance(value, Mapping) and value.get("type") == "compaction"
+    )
+
+
+def is_provider_compaction(message: BaseMessage) -> bool:
+    """True when ``message`` is an assistant message carrying a provider compaction block.
+
+    Anthropic's ``compaction`` block and OpenAI's compaction item, in the shapes
+    ``langchain-anthropic`` and ``langchain-openai`` give them (whole, streamed and merged,
+    v1 ``non_standard``, or after a JSON checkpoint round trip: all are dict blocks).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> is_provider_compaction(AIMessage([{"type": "compaction", "content": "so far"}]))
+        True
+        >>> is_provider_compaction(AIMessage("compaction"))
+        False
+    """
+    content = message.content
+    if not isinstance(content, list) or not isinstance(message, AIMessage):
+        return False
+    return any(_is_compaction_block(block) for block in content)
+
+
+LAST_COMPACTION: Final = LastIndex(is_provider_compaction)
+"""The record's latest provider compaction, as a fact grown over new messages only."""
+
+
+def last_compaction_index(messages: Sequence[BaseMessage]) -> int:
+    """Index of the latest provider compaction message in ``messages``, or -1.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> last_compaction_index([HumanMessage("a"), AIMessage([{"type": "compaction"}])])
+        1
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        if is_provider_compaction(messages[i]):
+            return i
+    return -1
+
+
+def compaction_opener(block: BaseMessage) -> HumanMessage:
+    """The human turn put before ``block`` in a view, the same for the same block.
+
+    Its id derives from the block's, so the scoped record of one conversation compares
+    equal turn after turn (its facts then grow by the new messages only).
+    """
+    of = message_id(block)
+    opener = HumanMessage(OPENER_TEXT, id=f"bfmem-opener-{of}")
+    return stamp(opener, COMPACTION_OPENER_KIND, of=of)
+
+
+def scope_to_compaction(messages: S, *, last: int | None = None) -> S | list[BaseMessage]:
+    """The record as the provider reads it: system messages, opener, block on.
+
+    ``last``: the latest compaction's index when the caller knows it (its record facts'
+    :data:`LAST_COMPACTION`), else found by a scan. Without a block, or already scoped,
+    ``messages`` itself is returned (no copy).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        >>> record = [SystemMessage("s"), HumanMessage("a"), AIMessage("b"),
+        ...           AIMessage([{"type": "compaction", "content": "a, b"}]), HumanMessage("c")]
+        >>> [m.type for m in scope_to_compaction(record)]
+        ['system', 'human', 'ai', 'human']
+    """
+    at = last_compaction_index(messages) if last is None else last
+    lead = leading_system_count(messages)
+    if at < lead or (at == lead + 1 and is_stamped(messages[lead], COMPACTION_OPENER_KIND)):
+        return messages
+    return [*messages[:lead], compaction_opener(messages[at]), *messages[at:]]
+
+
+def pinned_count(messages: Sequence[BaseMessage], lead: int) -> int:
+    """Messages after the ``lead`` system ones that a scoped record pins: 0 when unscoped.
+
+    The opener, the compaction message, and the tool results answering the compaction
+    message's own calls (a compaction response may also call tools).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> block = AIMessage([{"type": "compaction", "content": "so far"}], id="c1")
+        >>> pinned_count([compaction_opener(block), block, HumanMessage("go on")], 0)
+        2
+    """
+    if len(messages) < lead + 2 or not is_stamped(messages[lead], COMPACTION_OPENER_KIND):
+        return 0
+    block = messages[lead + 1]
+    if not is_provider_compaction(block):
+        return 0
+    end = lead + 2
+    if isinstance(block, AIMessage) and block.tool_calls:
+        while end < len(messages) and isinstance(messages[end], ToolMessage):
+            end += 1
+    return end - lead
+
+
+def fixed_prefix_count(
+    messages: Sequence[BaseMessage], max_tokens: int, counter: TokenCounter
+) -> int:
+    """The leading messages every view keeps as they are: system, then a pinned block.
+
+    A provider compaction block that takes more than half of ``max_tokens`` is not pinned
+    (the tiers then treat it as any other message), so a small budget still has room
+    for a turn.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, SystemMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> block = AIMessage([{"type": "compaction", "content": "so far"}], id="c1")
+        >>> record = [SystemMessage("s"), compaction_opener(block), block]
+        >>> fixed_prefix_count(record, 1_000, ApproximateTokenCounter())
+        3
+    """
+    lead = leading_system_count(messages)
+    pinned = pinned_count(messages, lead)
+    fixed = messages[: lead + pinned]
+    if pinned and sum(counter.count_message(m) for m in fixed) > max_tokens // 2:
+        return lead
+    return lead + pinned

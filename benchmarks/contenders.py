@@ -650,14 +650,19 @@ class Workload:
 
 
 def play(
-    name: str, work: Workload, budget: int, build: Callable[[Setup], Built] | None = None
+    name: str,
+    work: Workload,
+    budget: int,
+    build: Callable[[Setup], Built] | None = None,
+    make_model: Callable[..., ScriptedChatModel] = ScriptedChatModel,
 ) -> Outcome:
     """Build contender ``name`` (with ``build``, else its own builder) on fresh models and
-    tools; play every directive on one thread."""
+    tools; play every directive on one thread. ``make_model``: the agent model's class
+    (``benchmarks/native.py`` plays a simulated provider)."""
     run = work.run
     counting = Counting()
     system_tokens = counting([SystemMessage(SYSTEM_PROMPT)])
-    model = ScriptedChatModel(script=list(run.script), model_name="agent")
+    model = make_model(script=list(run.script), model_name="agent")
     setup = Setup(
         model=model,
         tools=work.tools(),

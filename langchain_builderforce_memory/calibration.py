@@ -34,6 +34,8 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.native import cleared_input_tokens, is_provider_compaction
+
 __all__ = [
     "CALIBRATION_KEY",
     "FIRST_MARGIN",
@@ -258,10 +260,15 @@ class UsageCalibration:
             return self
         for m in record[self.sent_at : self.sent_at + 8]:
             if isinstance(m, AIMessage):
+                if is_provider_compaction(m):
+                    # Compacted server-side: the report is of the compacted input, not of
+                    # what we counted; nothing to learn from it.
+                    return replace(self, sent_tokens=None, sent_at=None)
                 reported = input_tokens_of(m)
                 if reported is None:
                     return replace(self, sent_tokens=None, sent_at=None, silent=True)
-                return self.observe(reported, self.sent_tokens)
+                # The provider's own edits cleared these before it counted.
+                return self.observe(reported + cleared_input_tokens(m), self.sent_tokens)
         return self
 
     def read_added(

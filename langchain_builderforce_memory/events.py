@@ -9,7 +9,8 @@ and log it as one INFO line; ``bfmem demo`` collects them. Each is a plain dict 
 - :class:`ViewEvent`: no fold, and the clear tier moved its horizon (a new batch of old
   tool results cleared); a view sent as it stood is not news (a DEBUG line);
 - :class:`FitEvent`: the view was still over the serving model's limit and the hand-off
-  packer fitted it.
+  packer fitted it;
+- :class:`NativeEvent`: the provider compacted or cleared the last request itself.
 
 Example:
     >>> from langchain_builderforce_memory.transcript.view import ViewSteps
@@ -29,6 +30,7 @@ __all__ = [
     "Event",
     "FitEvent",
     "FoldEvent",
+    "NativeEvent",
     "ViewEvent",
     "ViewStepsFields",
     "fit_event",
@@ -102,7 +104,19 @@ class FitEvent(TypedDict):
     """Tokens those cuts removed."""
 
 
-Event: TypeAlias = "FoldEvent | ViewEvent | FitEvent"
+class NativeEvent(TypedDict):
+    """The provider's own context management acted on the request just answered."""
+
+    builderforce_memory: Literal["native"]
+    compacted: bool
+    """The answer carries a compaction block: from this turn the view starts at it."""
+    cleared_tool_uses: int
+    """Tool uses the provider's clearing edit cleared."""
+    cleared_input_tokens: int
+    """Input tokens that edit cleared."""
+
+
+Event: TypeAlias = "FoldEvent | ViewEvent | FitEvent | NativeEvent"
 """Any event a turn reports."""
 
 

@@ -30,10 +30,11 @@ reading the plaintext of the whole run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, TypeVar
+from typing import Final, Literal, TypeAlias, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_builderforce_memory.events import NativeEvent
 from langchain_builderforce_memory.facts import LastIndex
 from langchain_builderforce_memory.messages import (
     is_stamped,
@@ -46,10 +47,19 @@ from langchain_builderforce_memory.tokens import TokenCounter
 __all__ = [
     "COMPACTION_OPENER_KIND",
     "LAST_COMPACTION",
+    "OPENER_TEXT",
+    "BlockKind",
+    "Reader",
+    "applied_edits",
+    "cleared_input_tokens",
+    "compaction_kind",
     "compaction_opener",
     "fixed_prefix_count",
+    "for_reader",
+    "foreign_item",
     "is_provider_compaction",
     "last_compaction_index",
+    "native_event",
     "pinned_count",
     "scope_to_compaction",
 ]
@@ -63,16 +73,43 @@ OPENER_TEXT: Final = "(The conversation before this point was compacted by the p
 """The opener's text: short, since it is counted in the view's budget."""
 
 
-def _is_compaction_block(block: object) -> bool:
+BlockKind: TypeAlias = Literal["summary", "encrypted"]
+"""A compaction's kind: a plaintext summary (Anthropic) or an item only its provider
+reads (OpenAI's ``encrypted_content``)."""
+
+
+def compaction_kind(block: object) -> BlockKind | None:
+    """What kind of provider compaction ``block`` is; ``None`` when it is none.
+
+    A block whose summary is null or empty is a compaction that failed: Anthropic treats
+    it as a no-op when it is sent back, so it is not a compaction here either.
+
+    Example:
+        >>> compaction_kind({"type": "compaction", "content": "so far"})
+        'summary'
+        >>> compaction_kind({"type": "compaction", "id": "cmp_1", "encrypted_content": "gA"})
+        'encrypted'
+        >>> compaction_kind({"type": "compaction", "content": None}) is None
+        True
+    """
     if not isinstance(block, Mapping):
-        return False
-    kind = block.get("type")
-    if kind == "compaction":
-        return True
-    value = block.get("value")
-    return (
-        kind == "non_standard" and isinstance(value, Mapping) and value.get("type") == "compaction"
-    )
+        return None
+    if block.get("type") == "non_standard":
+        block = block.get("value")
+        if not isinstance(block, Mapping):
+            return None
+    if block.get("type") != "compaction":
+        return None
+    content = block.get("content")
+    if isinstance(content, str) and content:
+        return "summary"
+    if "content" not in block and isinstance(block.get("encrypted_content"), str):
+        return "encrypted"
+    return None
+
+
+def _is_compaction_block(block: object) -> bool:
+    return compaction_kind(block) is not None
 
 
 def is_provider_compaction(message: BaseMessage) -> bool:
@@ -95,6 +132,63 @@ def is_provider_compaction(message: BaseMessage) -> bool:
     return any(_is_compaction_block(block) for block in content)
 
 
+def applied_edits(message: BaseMessage) -> list[Mapping[str, object]]:
+    """The context-management edits the provider reports it applied to ``message``'s request.
+
+    Anthropic reports them in the response (``context_management.applied_edits``), which
+    ``langchain-anthropic`` keeps in ``response_metadata``.
+    """
+    report = message.response_metadata.get("context_management")
+    edits = report.get("applied_edits") if isinstance(report, Mapping) else None
+    return [e for e in edits if isinstance(e, Mapping)] if isinstance(edits, list) else []
+
+
+def cleared_input_tokens(message: BaseMessage) -> int:
+    """Input tokens the provider's own edits cleared before it counted the request.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> edit = {"type": "clear_tool_uses_20250919", "cleared_input_tokens": 900}
+        >>> report = {"context_management": {"applied_edits": [edit]}}
+        >>> cleared_input_tokens(AIMessage("ok", response_metadata=report))
+        900
+    """
+    total = 0
+    for edit in applied_edits(message):
+        value = edit.get("cleared_input_tokens")
+        total += value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return total
+
+
+def native_event(record: Sequence[BaseMessage]) -> NativeEvent | None:
+    """What the provider's own context management did to the request last answered.
+
+    Read from the record's latest assistant message: a compaction block, and the edits
+    reported applied. ``None`` when it did neither.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> block = {"type": "compaction", "content": "so far"}
+        >>> native_event([HumanMessage("go"), AIMessage([block])])["compacted"]
+        True
+    """
+    for message in reversed(record):
+        if not isinstance(message, AIMessage):
+            continue
+        edits = applied_edits(message)
+        compacted = is_provider_compaction(message)
+        if not compacted and not edits:
+            return None
+        uses = sum(e.get("cleared_tool_uses") or 0 for e in edits)  # type: ignore[misc]
+        return NativeEvent(
+            builderforce_memory="native",
+            compacted=compacted,
+            cleared_tool_uses=int(uses),
+            cleared_input_tokens=cleared_input_tokens(message),
+        )
+    return None
+
+
 LAST_COMPACTION: Final = LastIndex(is_provider_compaction)
 """The record's latest provider compaction, as a fact grown over new messages only."""
 
@@ -104,7 +198,8 @@ def last_compaction_index(messages: Sequence[BaseMessage]) -> int:
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> last_compaction_index([HumanMessage("a"), AIMessage([{"type": "compaction"}])])
+        >>> block = {"type": "compaction", "content": "a"}
+        >>> last_compaction_index([HumanMessage("a"), AIMessage([block])])
         1
     """
     for i in range(len(messages) - 1, -1, -1):
@@ -192,3 +287,56 @@ def fixed_prefix_count(
     if pinned and sum(counter.count_message(m) for m in fixed) > max_tokens // 2:
         return lead
     return lead + pinned
+
+
+Reader: TypeAlias = Literal["anthropic", "openai"] | None
+"""Whose compactions the serving model reads natively (``None``: neither)."""
+
+
+def _readable(kind: BlockKind, reader: Reader) -> bool:
+    return (kind == "summary" and reader == "anthropic") or (
+        kind == "encrypted" and reader == "openai"
+    )
+
+
+def foreign_item(message: BaseMessage, reader: Reader) -> bool:
+    """True when ``message`` holds a compaction item ``reader`` cannot read and no text.
+
+    Scoping the record to such an item would leave the model nothing of what precedes
+    it: the view is built from the whole record instead (the item left out).
+    """
+    content = message.content
+    kinds = [compaction_kind(b) for b in content] if isinstance(content, list) else []
+    return "encrypted" in kinds and not _readable("encrypted", reader)
+
+
+def for_reader(view: Sequence[BaseMessage], reader: Reader) -> list[BaseMessage]:
+    """``view`` with every compaction the serving model cannot read made plain.
+
+    Another provider's summary becomes a text block (the summary is plaintext); an item
+    only its provider can read is left out, and an assistant message left with nothing
+    is dropped. The record is not changed: the copies are the view's.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> view = [HumanMessage("go"), AIMessage([{"type": "compaction", "content": "so far"}])]
+        >>> for_reader(view, None)[1].content
+        [{'type': 'text', 'text': 'so far'}]
+    """
+    out: list[BaseMessage] = []
+    for message in view:
+        if not is_provider_compaction(message):
+            out.append(message)
+            continue
+        kept: list[str | dict[str, object]] = []
+        for block in message.content:
+            kind = compaction_kind(block)
+            if kind is None or _readable(kind, reader):
+                kept.append(block)
+            elif kind == "summary" and isinstance(block, Mapping):
+                body = block.get("value", block) if block.get("type") == "non_standard" else block
+                kept.append({"type": "text", "text": str(body["content"])})
+        calls = message.tool_calls if isinstance(message, AIMessage) else []
+        if kept or calls:
+            out.append(message.model_copy(update={"content": kept}))
+    return out

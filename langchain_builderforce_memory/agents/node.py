@@ -47,6 +47,7 @@ from langchain_builderforce_memory.agents.driver import (
     run_turn,
     save_code_maps,
 )
+from langchain_builderforce_memory.agents.native import NativeMode
 from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
@@ -231,6 +232,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         code_map_scope: CodeMapScope = "default",
         tool_mapper: ToolObservationMapper | None = None,
         usage_calibration: bool = True,
+        native: NativeMode = "off",
     ) -> None:
         for name, key in (("messages_key", messages_key), ("view_key", view_key)):
             if not isinstance(key, str) or not key:
@@ -251,6 +253,14 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         if prompt is not None and not isinstance(prompt, str | SystemMessage):
             msg = f"system_prompt must be a str or a SystemMessage; got {type(prompt).__name__}."
             raise TypeError(msg)
+        if native != "off":
+            msg = (
+                f"native={native!r} needs BuilderforceMemoryMiddleware (create_agent), which "
+                "sets each request's model settings; a pre-model node cannot. Fix: configure "
+                "context_management on the model you pass as model= (the node's tiers then "
+                "stand down where the provider acts), or omit native."
+            )
+            raise ValueError(msg)
         self.core = MemoryCore.from_options(locals())
         self.policy = policy = self.core.policy
         self.system_prompt = (

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_builderforce_memory.agents.native import NativeMode, check_native
 from langchain_builderforce_memory.calibration import scaled_tokens
 from langchain_builderforce_memory.handoff.budget import share_of_model_budget
 from langchain_builderforce_memory.options import keyword_options
@@ -174,6 +175,7 @@ class MemoryPolicy:
     restore_tokens: int | None = None
     clear_tool_results: bool = True
     usage_calibration: bool = True
+    native: NativeMode = "off"
 
     def __post_init__(self) -> None:
         for flag in (
@@ -190,6 +192,7 @@ class MemoryPolicy:
                     f"Fix: pass {flag}=True or {flag}=False."
                 )
                 raise ValueError(msg)
+        check_native(self.native)
         if self.fraction is not None:
             # Resolved per request from the serving model's profile (see resolved()).
             _check_int(

@@ -1,6 +1,7 @@
 """What a turn reports (:mod:`~langchain_builderforce_memory.events`), from what it decided.
 
-Pure: the turn's plan, its fold's result and its fit in; the events out. A fold is
+Pure: the turn's plan, its fold's result and its fit in; the events out. A compaction or
+clearing the provider did itself is reported from its answer in the record; a fold is
 reported once (a retried model call reuses its turn's fold and reports nothing), a view
 only when the clear tier moved its horizon, a fit whenever the packer cut the view.
 """
@@ -12,6 +13,7 @@ import logging
 from langchain_builderforce_memory.agents.turn import FitPlan, TurnPlan
 from langchain_builderforce_memory.events import Event, FoldEvent, fit_event, view_event
 from langchain_builderforce_memory.handoff import HandoffPack
+from langchain_builderforce_memory.native import native_event
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 
@@ -27,8 +29,11 @@ def turn_events(
     pack: HandoffPack | None,
     counter: TokenCounter,
 ) -> list[Event]:
-    """What this turn reports: its fold, its new clear batch, its fit."""
+    """What this turn reports: the provider's own edits, its fold, its clear batch, its fit."""
     events: list[Event] = []
+    native = native_event(plan.source) if plan.cached is None else None
+    if native is not None:
+        events.append(native)
     # A retried call reuses its turn's fold (plan.cached): report the fold once.
     if transcript.fold is not None and plan.cached is None:
         events.append(

@@ -7,12 +7,21 @@ after the brief and any recalled code maps are known.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Final
 
 from langchain_core.messages import HumanMessage
 
+from langchain_builderforce_memory.agents.native import (
+    Delegation,
+    delegation_for,
+    kept_tool_uses,
+)
+from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.turn import TurnPlan
 from langchain_builderforce_memory.directive import latest_directive_index
+from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.handoff import volatile_tail
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -20,8 +29,22 @@ from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     minimal_human_tokens,
 )
+from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
+from langchain_builderforce_memory.transcript.memo import FoldPolicy
+from langchain_builderforce_memory.transcript.view import PROTECTED_RESULTS
 
-__all__ = ["cut_tail", "full_tail", "sized_plan"]
+__all__ = [
+    "DIRECTIVE_CHARS",
+    "cut_tail",
+    "delegated_plan",
+    "delegation_of",
+    "full_tail",
+    "sized_plan",
+    "turn_fold_plan",
+]
+
+DIRECTIVE_CHARS: Final = 2_000
+"""The directive restated in the provider's compaction instructions is cut to this."""
 
 
 def full_tail(plan: TurnPlan) -> HumanMessage | None:
@@ -89,3 +112,93 @@ def sized_plan(plan: TurnPlan, counter: TokenCounter, *, asked: object, where: s
         limit=plan.limit,
     )
     return plan if policy is plan.policy else replace(plan, policy=policy)
+
+
+def delegation_of(
+    policy: MemoryPolicy,
+    plan: TurnPlan,
+    model: object,
+    settings: Mapping[str, object] | None,
+    counter: TokenCounter,
+) -> Delegation | None:
+    """What the provider's own context management takes over this request, if anything.
+
+    ``policy``: the adapter's (its ``native`` mode and the budget the user gave, in the
+    provider's tokens: the compaction trigger). The provider clears every tool result but
+    the ``keep`` newest each time the input is over its trigger; ``keep`` is as many as
+    hold what our clear tier leaves standing (the budget less ``clear_at_least``, at
+    least twice the restore budget).
+    """
+    configured = (settings or {}).get("context_management")
+    if policy.native == "off" and not (configured or getattr(model, "context_management", None)):
+        return None  # the common case, without walking the record
+    at = plan.directive if plan.directive is not None else -1
+    given = policy if policy.fraction is None else plan.policy
+    fold = given.fold_policy
+    room = max(2 * fold.restore_budget, fold.max_tokens - fold.clear_room)
+    return delegation_for(
+        policy.native,
+        model,
+        settings,
+        budget=given.budget,
+        keep=kept_tool_uses(plan.record, room, counter, least=PROTECTED_RESULTS),
+        clear_at_least=fold.clear_room,
+        directive=plan.record[at].text[:DIRECTIVE_CHARS] if at >= 0 else None,
+    )
+
+
+def delegated_plan(plan: TurnPlan, delegation: Delegation, window: int | None) -> TurnPlan:
+    """``plan`` with the tiers the provider takes over stood down (``native``).
+
+    Where the provider compacts, our fold does not, and the view may grow to the hard
+    limit (the model's ``window`` in our tokens, else twice the budget) so the provider
+    sees it cross its trigger: ``native.limit``. Where the provider clears too
+    (``"only"``), our clear tier stands down and the window holds at that limit alone.
+    With no provider at all (``"only"`` on a model without native support), the window
+    holds at the budget.
+    """
+    policy = plan.scaled or plan.policy
+    if delegation.provider is None or not delegation.compacts:
+        clear = policy.clear_tool_results and not delegation.clears
+        lifted = replace(policy, clear_tool_results=clear)
+        return replace(plan, policy=lifted, scaled=lifted, native=delegation)
+    top = max(policy.budget, window if window is not None else 2 * policy.budget)
+    native = replace(delegation, limit=top)
+    if not delegation.clears:
+        return replace(plan, native=native, limit=max(plan.limit, top))
+    lifted = replace(policy, max_tokens=top, clear_tool_results=False)
+    limit = max(plan.limit, top)
+    return replace(plan, policy=lifted, scaled=lifted, limit=limit, native=native)
+
+
+def turn_fold_plan(plan: TurnPlan, facts: RecordFacts, *, can_summarize: bool) -> FoldPlan:
+    """This turn's fold, planned (pure; the summarizer call is the driver's).
+
+    When the provider compacts (``native``), our fold stands down; and when our clear
+    tier cannot bring the view within the budget, the view is sent as it is, up to the
+    hard limit: over the provider's trigger, so the provider compacts it.
+    """
+    native = plan.native
+    folded = _fold_plan(plan, plan.policy.fold_policy, facts, can_summarize=can_summarize)
+    if native is None or native.limit is None or native.clears or folded.mode != "window":
+        return folded
+    wide = replace(plan.policy, max_tokens=max(native.limit, plan.policy.budget))
+    return _fold_plan(plan, wide.fold_policy, facts, can_summarize=False)
+
+
+def _fold_plan(
+    plan: TurnPlan, policy: FoldPolicy, facts: RecordFacts, *, can_summarize: bool
+) -> FoldPlan:
+    native = plan.native
+    return plan_working_transcript(
+        plan.record,
+        memo=plan.fold.memo,
+        system_prompt=plan.system,
+        policy=policy,
+        can_summarize=can_summarize and (native is None or not native.compacts),
+        requested=plan.compact is not None,
+        focus=plan.compact.focus if plan.compact is not None else None,
+        backoff=plan.fold.backoff,
+        horizon=plan.fold.horizon,
+        facts=facts,
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from typing_extensions import NotRequired, TypedDict
@@ -36,6 +36,8 @@ from langchain_builderforce_memory.messages import (
 )
 from langchain_builderforce_memory.native import (
     LAST_COMPACTION,
+    Reader,
+    foreign_item,
     last_compaction_index,
     scope_to_compaction,
 )
@@ -105,7 +107,10 @@ def state_get(state: object, key: str) -> object:
 
 
 def scoped_record(
-    record: list[BaseMessage], *, facts: RecordFacts | None = None
+    record: list[BaseMessage],
+    *,
+    facts: RecordFacts | None = None,
+    reader: Reader | Literal["record"] = "record",
 ) -> list[BaseMessage]:
     """The part of the record the view is built from: after the last marker or block.
 
@@ -115,12 +120,14 @@ def scoped_record(
     marker the record itself is returned (no copy: the fold's caches key on it). A
     provider compaction block later than any marker starts the view instead
     (:func:`~langchain_builderforce_memory.native.scope_to_compaction`).
-    ``facts``: the record's own, synced to it.
+    ``facts``: the record's own, synced to it. ``reader``: whose compactions the
+    serving model reads (``"record"``: any, as recorded); a block it cannot read and that
+    holds no text starts nothing (:func:`~langchain_builderforce_memory.native.foreign_item`).
     """
     lead = leading_system_count(record)
     marker = last_consolidation_index(record, facts=facts)
     block = facts.get(LAST_COMPACTION) if facts is not None else last_compaction_index(record)
-    if block > marker:
+    if block > marker and (reader == "record" or not foreign_item(record[block], reader)):
         return scope_to_compaction(record, last=block)
     if marker < lead:
         return record

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import TypedDict
 
+from langchain_builderforce_memory.agents.native import Delegation
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.toolstate import CompactRequest
@@ -25,6 +27,7 @@ from langchain_builderforce_memory.calibration import UsageCalibration
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.events import Event
 from langchain_builderforce_memory.handoff import HandoffPack
+from langchain_builderforce_memory.native import Reader
 from langchain_builderforce_memory.store import CodeMapRecall
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.fold import WorkingTranscript
@@ -56,6 +59,8 @@ class TurnView:
     """The working memory as of this turn (``None``: working memory off)."""
     sent_tokens: int = 0
     """Our count of the request: system prompt, messages and tool schemas."""
+    model_settings: Mapping[str, Any] | None = None
+    """Model settings to merge into the request's (``native``: the provider's edits)."""
 
     @property
     def steps(self) -> ViewSteps:
@@ -111,6 +116,13 @@ class TurnPlan:
     """The latest directive's index in :attr:`record` (``None``: looked up where needed)."""
     copies: Copies | None = None
     """The thread's generated messages (its brief), the same objects turn after turn."""
+    native: Delegation | None = None
+    """What the provider's own context management takes over this request (``native``)."""
+    reader: Reader = None
+    """Whose compactions the serving model reads natively."""
+    plain: bool = False
+    """The record holds a provider compaction: the view's are made readable for
+    :attr:`reader` (another provider's summary as text, an unreadable item left out)."""
 
 
 class PackOptions(TypedDict):

@@ -34,6 +34,7 @@ from langchain_builderforce_memory.messages import (
     role_of,
     stamp_of,
 )
+from langchain_builderforce_memory.native import last_compaction_index, scope_to_compaction
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -331,6 +332,10 @@ def inspect_messages(
     # Every view repairs an invalid record first; the fold plan is made over that same
     # repaired list, so a message the repair dropped reads as dropped in every column.
     valid, repairs = repair_request(record)
+    # A provider's compaction: billed from it, every view starts at it (the provider
+    # ignores what precedes it), so the fold plans over the record from it on.
+    block = last_compaction_index(valid)
+    valid = list(scope_to_compaction(valid, last=block))
 
     window_view = windowed(
         record, max_messages=max_messages, max_tokens=budget, token_counter=counter
@@ -360,6 +365,10 @@ def inspect_messages(
     }
     if repairs:
         settings["repairs"] = "; ".join(repairs)
+    if block >= 0:
+        settings["provider_compaction"] = (
+            f"a provider compaction block at message {block}: the views start at it"
+        )
     return InspectReport(
         source=source,
         record_messages=len(record),

@@ -34,13 +34,13 @@ from langchain_builderforce_memory.blocks import (
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.messages import (
     is_stamped,
-    leading_system_count,
     message_id,
     role_of,
     stamp,
     stamp_of,
     tool_call_units,
 )
+from langchain_builderforce_memory.native import fixed_prefix_count
 from langchain_builderforce_memory.tokens import TokenCounter, content_text_for_count
 
 __all__ = [
@@ -311,7 +311,8 @@ def fit_to_budget(
         >>> c.count_message(view[0]) <= 300, report.elided_messages
         (True, 1)
     """
-    lead = leading_system_count(view)
+    # A provider compaction block pinned after the system messages is as fixed as they are.
+    lead = fixed_prefix_count(view, budget, counter)
     system_tokens = sum(counter.count_message(m) for m in view[:lead])
     convo = list(view[lead:])
     sizes = [counter.count_message(m) for m in convo]

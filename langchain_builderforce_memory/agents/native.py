@@ -1,0 +1,239 @@
+"""Delegation to the provider's own context management (``native="auto"`` / ``"only"``).
+
+Anthropic clears old tool uses (``clear_tool_uses_20250919``) and compacts the
+conversation server-side (``compact_20260112``); OpenAI's Responses API compacts
+(``context_management=[{"type": "compaction", ...}]``). With ``native="auto"``, a request
+to such a model carries our fold expressed as the provider's compaction: triggered at our
+budget (Anthropic's floor is 50k input tokens), its instructions our summary prompt with
+the directive restated. Our clear tier stays client-side: it clears to a horizon it holds
+while the view fits, while the provider's edit, re-applied to each request over its
+trigger, clears every tool result but ``keep`` every time, so the cleared boundary moves
+on every request. On the simulated provider (``benchmarks/native.md``) handing it the
+clearing too kept a third to a half of the working set ours keeps, or cost more. When our
+clear tier cannot fit the view, it is sent as it stands, up to the hard limit (the
+model's window), and the provider compacts it. ``"only"`` hands over the clearing as well
+(``keep`` as many tool uses as our clear tier leaves standing, ``clear_at_least`` ours)
+and keeps only the window's hard limit client-side; every other model then gets the
+window alone. Under ``"auto"`` every other model keeps the client-side tiers.
+
+The edits are set per request as model settings (``ModelRequest.override``), never on
+the user's model. The view is the record from its latest compaction block on
+(:mod:`~langchain_builderforce_memory.native`).
+
+A model the user already configured with ``context_management`` (on the model or in the
+request's settings) is left as configured: our clear tier does not clear what the
+provider will clear, and our fold does not run where the provider compacts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_PROMPT
+
+__all__ = [
+    "ANTHROPIC_BETAS",
+    "ANTHROPIC_MIN_TRIGGER",
+    "NATIVE_MODES",
+    "Delegation",
+    "NativeMode",
+    "check_native",
+    "delegation_for",
+    "kept_tool_uses",
+    "native_provider",
+]
+
+NativeMode: TypeAlias = Literal["off", "auto", "only"]
+"""How much of the context management a request hands to the provider."""
+
+NATIVE_MODES: Final = ("off", "auto", "only")
+
+ANTHROPIC_BETAS: Final = ("context-management-2025-06-27", "compact-2026-01-12")
+"""The beta headers Anthropic's context editing and server-side compaction need."""
+
+ANTHROPIC_MIN_TRIGGER: Final = 50_000
+"""Anthropic's smallest compaction trigger, in input tokens."""
+
+CLEAR_EDIT: Final = "clear_tool_uses_20250919"
+COMPACT_EDIT: Final = "compact_20260112"
+
+Provider: TypeAlias = Literal["anthropic", "openai"]
+
+
+def check_native(value: object) -> None:
+    """Raise a ``ValueError`` naming ``value`` and the fix unless it is a native mode."""
+    if value not in NATIVE_MODES:
+        msg = (
+            f"native must be 'off', 'auto' or 'only'; got {value!r}. Fix: pass native='auto' "
+            "to let Anthropic and OpenAI Responses models compact server-side, or omit it."
+        )
+        raise ValueError(msg)
+
+
+def native_provider(model: object) -> Provider | None:
+    """Whose native context management ``model`` can take: Anthropic, OpenAI Responses, none.
+
+    Read from the chat model's ``_llm_type`` (LangChain's own name for the integration)
+    and, for OpenAI, ``use_responses_api=True``: Chat Completions has no compaction.
+
+    Example:
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> native_provider(GenericFakeChatModel(messages=iter([])))
+        >>> native_provider("not a model")
+    """
+    kind = getattr(model, "_llm_type", None)
+    if kind == "anthropic-chat":
+        return "anthropic"
+    if kind == "openai-chat" and getattr(model, "use_responses_api", None) is True:
+        return "openai"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Delegation:
+    """What one request hands to the provider, and what stays client-side."""
+
+    provider: Provider | None
+    """Whose context management serves the request (``None``: ``"only"`` on a model
+    without any: the window alone runs client-side)."""
+    settings: Mapping[str, Any]
+    """Model settings to merge into the request's (empty: nothing to add)."""
+    clears: bool
+    """The provider clears old tool results: our clear tier stands down."""
+    compacts: bool
+    """The provider compacts: our fold stands down."""
+    limit: int | None = None
+    """The hard limit the view may grow to so the provider sees its trigger crossed (our
+    tokens; set per request from the model's window)."""
+
+
+def kept_tool_uses(
+    record: Sequence[BaseMessage], room: int, counter: TokenCounter, *, least: int = 1
+) -> int:
+    """How many of the newest tool results fit in ``room`` tokens (at least ``least``).
+
+    Our clear tier keeps the working set (the latest outputs, up to twice the restore
+    budget) verbatim; the provider's edit keeps a count of tool uses: the count that
+    holds as many tokens.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> record = [ToolMessage("x" * 4_000, tool_call_id=str(i)) for i in range(5)]
+        >>> kept_tool_uses(record, 2_000, ApproximateTokenCounter())  # 965 tokens each
+        2
+    """
+    kept = used = 0
+    for message in reversed(record):
+        if not isinstance(message, ToolMessage):
+            continue
+        used += counter.count_message(message)
+        if used > room:
+            break
+        kept += 1
+    return max(least, kept)
+
+
+def _user_edits(model: object, settings: Mapping[str, Any]) -> object:
+    own = settings.get("context_management")
+    return own if own is not None else getattr(model, "context_management", None)
+
+
+def _edit_types(edits: object) -> set[str]:
+    """The edit types a ``context_management`` value asks for (Anthropic's or OpenAI's)."""
+    items = edits.get("edits") if isinstance(edits, Mapping) else edits
+    if not isinstance(items, list | tuple):
+        return set()
+    return {str(e.get("type")) for e in items if isinstance(e, Mapping)}
+
+
+def _instructions(directive: str | None) -> str:
+    if not directive:
+        return TRANSCRIPT_SUMMARY_PROMPT
+    return (
+        f"{TRANSCRIPT_SUMMARY_PROMPT}\nThe user's current instruction, to restate verbatim "
+        f"at the top of the summary:\n{directive}"
+    )
+
+
+def _anthropic_settings(
+    model: object,
+    settings: Mapping[str, Any],
+    *,
+    trigger: int,
+    keep: int,
+    clear_at_least: int,
+    directive: str | None,
+    clears: bool,
+) -> dict[str, Any]:
+    clear = {
+        "type": CLEAR_EDIT,
+        "trigger": {"type": "input_tokens", "value": trigger},
+        "keep": {"type": "tool_uses", "value": keep},
+        "clear_at_least": {"type": "input_tokens", "value": clear_at_least},
+    }
+    compact = {
+        "type": COMPACT_EDIT,
+        "trigger": {"type": "input_tokens", "value": trigger},
+        "instructions": _instructions(directive),
+    }
+    edits = [clear, compact] if clears else [compact]
+    betas = list(settings.get("betas") or getattr(model, "betas", None) or [])
+    betas += [b for b in ANTHROPIC_BETAS if b not in betas]
+    return {"context_management": {"edits": edits}, "betas": betas}
+
+
+def delegation_for(
+    mode: NativeMode,
+    model: object,
+    settings: Mapping[str, Any] | None,
+    *,
+    budget: int,
+    keep: int,
+    clear_at_least: int,
+    directive: str | None,
+) -> Delegation | None:
+    """This request's delegation under ``mode``; ``None`` when the client-side tiers run.
+
+    ``budget``: the request budget in the provider's tokens (the compaction trigger).
+
+    Example:
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> fake = GenericFakeChatModel(messages=iter([]))
+        >>> delegation_for("auto", fake, {}, budget=64_000, keep=1, clear_at_least=8_000,
+        ...                directive=None) is None
+        True
+        >>> delegation_for("only", fake, {}, budget=64_000, keep=1, clear_at_least=8_000,
+        ...                directive=None).compacts
+        True
+    """
+    settings = settings or {}
+    provider = native_provider(model)
+    configured = _edit_types(_user_edits(model, settings))
+    if configured:
+        # The user's own edits stand; ours stand down where the provider acts.
+        clears = CLEAR_EDIT in configured
+        compacts = COMPACT_EDIT in configured or "compaction" in configured
+        return Delegation(provider, {}, clears, compacts) if clears or compacts else None
+    if mode == "off" or (provider is None and mode == "auto"):
+        return None
+    if provider == "anthropic":
+        new = _anthropic_settings(
+            model,
+            settings,
+            trigger=max(budget, ANTHROPIC_MIN_TRIGGER),
+            keep=keep,
+            clear_at_least=clear_at_least,
+            directive=directive,
+            clears=mode == "only",
+        )
+        return Delegation(provider, new, clears=mode == "only", compacts=True)
+    if provider == "openai":
+        new = {"context_management": [{"type": "compaction", "compact_threshold": budget}]}
+        return Delegation(provider, new, clears=False, compacts=True)
+    return Delegation(None, {}, clears=True, compacts=True)

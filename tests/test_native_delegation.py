@@ -262,3 +262,12 @@ def test_an_openai_compaction_item_is_left_out_for_another_model() -> None:
     assert anthropic_wire(request.messages) == []
     native = sent(openai_responses(), record, max_tokens=64_000)
     assert any(is_provider_compaction(m) for m in native.messages)
+
+
+def test_the_users_own_openai_compaction_stands_our_fold_down() -> None:
+    own = [{"type": "compaction", "compact_threshold": 64_000}]
+    model = ChatOpenAI(model="gpt-5", api_key="offline", context_management=own)  # type: ignore[arg-type]
+    summarizer = ScriptedSummarizer("n")
+    request = sent(model, chat(40, 3_000), max_tokens=64_000, summarizer=summarizer)
+    assert summarizer.calls == []
+    assert openai_payload(request)["context_management"] == own

@@ -214,7 +214,7 @@ def delegation_for(
     """
     settings = settings or {}
     provider = native_provider(model)
-    configured = _edit_types(_user_edits(model, settings))
+    configured = _edit_types(_user_edits(model, settings)) if provider is not None else set()
     if configured:
         # The user's own edits stand; ours stand down where the provider acts.
         clears = CLEAR_EDIT in configured

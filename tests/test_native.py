@@ -299,8 +299,13 @@ def _history(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
     return history.messages
 
 
-PINNING = {"build": _built, "windowed": _windowed, "middleware": _middleware, "node": _node}
-ENTRY_POINTS = {**PINNING, "history": _history}
+ENTRY_POINTS = {
+    "build": _built,
+    "windowed": _windowed,
+    "middleware": _middleware,
+    "node": _node,
+    "history": _history,
+}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -320,7 +325,7 @@ def test_records_with_compactions_give_valid_views_in_budget_through_every_entry
     last = last_compaction_index(record)
     lead = leading_system_count(view)
     pinnable = count_tokens([*record[:1], *record[last : last + 2]], COUNTER) + 30 <= budget // 2
-    if entry in PINNING and last > 0 and pinnable:
+    if last > 0 and pinnable:
         assert is_stamped(view[lead], COMPACTION_OPENER_KIND)
         assert view[lead + 1] is record[last] or view[lead + 1] == record[last]
 
@@ -395,3 +400,34 @@ def test_inspect_shows_the_views_starting_at_the_block() -> None:
     rows = report.rows
     assert {(r.window, r.fold) for r in rows[1:at]} == {("dropped", "dropped")}
     assert (rows[at].window, rows[at].fold) == ("kept", "kept")
+
+
+def _history_folds(record: list[BaseMessage], start: int) -> tuple[int, list[BaseMessage]]:
+    """Folds of a 24k history fed ``record`` a tool round at a time from ``start``."""
+    summarizer = ScriptedSummarizer("our note")
+    history = CompactingChatMessageHistory(
+        summarizer=summarizer,
+        max_tokens=24_000,
+        tail_tokens=8_000,
+        token_counter=COUNTER,
+        clear_tool_results=False,  # the fold, not the clear tier, makes the room
+    )
+    history.add_messages(record[:start])
+    first = history.messages
+    assert summarizer.calls == []  # what follows the block fits: no fold
+    for step in range(start, len(record), 2):
+        history.add_messages(record[step : step + 2])
+        view = history.messages
+        assert request_problems(view) == []
+        assert count_tokens(view, COUNTER) <= 24_000
+    return len(summarizer.calls), first
+
+
+def test_the_chat_history_starts_its_view_at_the_block_and_holds_its_own_note() -> None:
+    record = compacted_record(before=30, after=40)
+    at = last_compaction_index(record)
+    folds, first = _history_folds(record, at + 2)
+    assert is_stamped(first[1], COMPACTION_OPENER_KIND)
+    assert first[2].content == record[at].content
+    plain, _ = _history_folds(read_loop(40, 3_000), 1)  # the same run with no block
+    assert folds <= plain  # its own note after the block is held like any other

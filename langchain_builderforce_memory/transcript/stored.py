@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_builderforce_memory.facts import Prefix
 from langchain_builderforce_memory.messages import clean_text, leading_system_count, message_id
+from langchain_builderforce_memory.native import is_provider_compaction
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     consolidation_marker_of,
@@ -136,7 +137,15 @@ class RecordScan:
         ['a', 'b']
     """
 
-    __slots__ = ("_lock", "_marker", "_marker_at", "_messages", "_seen", "_seen_id")
+    __slots__ = (
+        "_block_at",
+        "_lock",
+        "_marker",
+        "_marker_at",
+        "_messages",
+        "_seen",
+        "_seen_id",
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -145,6 +154,7 @@ class RecordScan:
         self._seen_id: str | None = None
         self._marker: BaseMessage | None = None
         self._marker_at = 0
+        self._block_at = -1
 
     def read(
         self, record: Sequence[BaseMessage]
@@ -159,16 +169,25 @@ class RecordScan:
             seen = self._seen
             if seen > len(record) or (seen and message_id(record[seen - 1]) != self._seen_id):
                 self._messages, self._marker, self._marker_at, seen = [], None, 0, 0
+                self._block_at = -1
             for m in record[seen:]:
                 if is_consolidation_marker(m):
                     self._marker, self._marker_at = m, len(self._messages)
                 else:
+                    if is_provider_compaction(m):
+                        self._block_at = len(self._messages)
                     self._messages.append(m)
             self._seen = len(record)
             self._seen_id = message_id(record[-1]) if record else None
             messages = Prefix(self._messages)
             marker, marker_at = self._marker, self._marker_at
         return messages, _memo_of(messages, marker, marker_at)
+
+    @property
+    def last_block(self) -> int:
+        """Index of the latest provider compaction in the messages last read, or -1."""
+        with self._lock:
+            return self._block_at
 
 
 def consolidation_input(record: Sequence[BaseMessage]) -> list[BaseMessage] | None:

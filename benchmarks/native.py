@@ -179,7 +179,7 @@ def _provider_edits(budget: int) -> dict[str, Any]:
     default ``keep`` of 3 tool uses, half the budget cleared at least."""
     native = delegation_for(
         "only",
-        SimulatedAnthropic(),
+        SimulatedAnthropic(model_name="claude-sonnet-4-6"),
         {},
         budget=budget,
         keep=3,
@@ -235,6 +235,7 @@ def play_native(name: str, work: Any, budget: int) -> Played:
     models: list[SimulatedAnthropic] = []
 
     def make(**fields: Any) -> SimulatedAnthropic:
+        fields["model_name"] = "claude-sonnet-4-6"  # a Claude that takes compaction
         model = SimulatedAnthropic(profile={"max_input_tokens": 200_000}, **fields)
         models.append(model)
         return model

@@ -67,7 +67,7 @@ SUMMARY = "Summary: the user asked to port the parser to Rust; f0..f9 were read.
 
 
 def _anthropic() -> ChatAnthropic:
-    return ChatAnthropic(model="claude-sonnet-4-5", api_key="offline")  # type: ignore[call-arg]
+    return ChatAnthropic(model="claude-sonnet-4-6", api_key="offline")  # type: ignore[call-arg]
 
 
 def anthropic_compaction(call_id: str = "toolu_c") -> AIMessage:
@@ -76,7 +76,7 @@ def anthropic_compaction(call_id: str = "toolu_c") -> AIMessage:
         id="msg_compacted",
         type="message",
         role="assistant",
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-4-6",
         content=[
             BetaCompactionBlock(type="compaction", content=SUMMARY),
             BetaToolUseBlock(type="tool_use", id=call_id, name="read_file", input={"path": "g.py"}),

@@ -47,7 +47,7 @@ DIRECTIVE = "Port the parser to Rust."
 
 
 def anthropic() -> ChatAnthropic:
-    return ChatAnthropic(model="claude-sonnet-4-5", api_key="offline")  # type: ignore[call-arg]
+    return ChatAnthropic(model="claude-sonnet-4-6", api_key="offline")  # type: ignore[call-arg]
 
 
 def openai_responses() -> ChatOpenAI:
@@ -122,7 +122,7 @@ def test_only_puts_anthropics_clearing_in_the_payload_too() -> None:
 
 def test_auto_keeps_the_users_own_betas_and_leaves_the_model_alone() -> None:
     model = ChatAnthropic(  # type: ignore[call-arg]
-        model="claude-sonnet-4-5", api_key="offline", betas=["files-api-2025-04-14"]
+        model="claude-sonnet-4-6", api_key="offline", betas=["files-api-2025-04-14"]
     )
     request = sent(model, read_loop(2, 100), native="auto")
     assert anthropic_payload(request)["betas"][0] == "files-api-2025-04-14"
@@ -197,7 +197,7 @@ def test_only_windows_a_model_without_native_compaction() -> None:
 def test_the_users_own_clearing_edit_stands_our_clear_tier_down() -> None:
     edits = {"edits": [{"type": "clear_tool_uses_20250919"}]}
     model = ChatAnthropic(  # type: ignore[call-arg]
-        model="claude-sonnet-4-5", api_key="offline", context_management=edits
+        model="claude-sonnet-4-6", api_key="offline", context_management=edits
     )
     record = read_loop(40, 3_000)
     mine = sent(model, record, max_tokens=64_000, summarizer=ScriptedSummarizer("n"))
@@ -271,3 +271,11 @@ def test_the_users_own_openai_compaction_stands_our_fold_down() -> None:
     request = sent(model, chat(40, 3_000), max_tokens=64_000, summarizer=summarizer)
     assert summarizer.calls == []
     assert openai_payload(request)["context_management"] == own
+
+
+def test_auto_leaves_a_claude_without_compaction_to_the_client_side_tiers() -> None:
+    older = ChatAnthropic(model="claude-sonnet-4-5", api_key="offline")  # type: ignore[call-arg]
+    summarizer = ScriptedSummarizer("n")
+    request = sent(older, chat(40, 3_000), native="auto", summarizer=summarizer)
+    assert "context_management" not in request.model_settings
+    assert len(summarizer.calls) == 1  # our fold, as without native

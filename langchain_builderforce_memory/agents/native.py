@@ -27,6 +27,7 @@ provider will clear, and our fold does not run where the provider compacts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
@@ -43,6 +44,7 @@ __all__ = [
     "Delegation",
     "NativeMode",
     "check_native",
+    "compacting_claude",
     "delegation_for",
     "kept_tool_uses",
     "native_provider",
@@ -75,11 +77,33 @@ def check_native(value: object) -> None:
         raise ValueError(msg)
 
 
+_CLAUDE = re.compile(r"claude-(?:(opus|sonnet)-(\d+)-(\d+)|mythos)")
+
+
+def compacting_claude(name: object) -> bool:
+    """Whether the Claude model ``name`` takes server-side compaction.
+
+    Anthropic lists Claude Mythos Preview, Opus 4.6 and 4.7 and Sonnet 4.6; an Opus or
+    Sonnet from 4.6 on is taken to, any other is not (a request would be refused).
+
+    Example:
+        >>> compacting_claude("claude-sonnet-4-6"), compacting_claude("claude-sonnet-4-5")
+        (True, False)
+    """
+    found = _CLAUDE.match(name) if isinstance(name, str) else None
+    if found is None:
+        return False
+    if found.group(1) is None:
+        return True
+    return (int(found.group(2)), int(found.group(3))) >= (4, 6)
+
+
 def native_provider(model: object) -> Provider | None:
     """Whose native context management ``model`` can take: Anthropic, OpenAI Responses, none.
 
-    Read from the chat model's ``_llm_type`` (LangChain's own name for the integration)
-    and, for OpenAI, ``use_responses_api=True``: Chat Completions has no compaction.
+    Read from the chat model's ``_llm_type`` (LangChain's own name for the integration):
+    a Claude model that takes compaction (:func:`compacting_claude`), or an OpenAI model
+    on the Responses API (``use_responses_api=True``: Chat Completions has no compaction).
 
     Example:
         >>> from langchain_core.language_models import GenericFakeChatModel
@@ -88,7 +112,8 @@ def native_provider(model: object) -> Provider | None:
     """
     kind = getattr(model, "_llm_type", None)
     if kind == "anthropic-chat":
-        return "anthropic"
+        name = getattr(model, "model", None) or getattr(model, "model_name", None)
+        return "anthropic" if compacting_claude(name) else None
     if kind == "openai-chat" and getattr(model, "use_responses_api", None) is True:
         return "openai"
     return None

@@ -137,12 +137,13 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "untouched) before folding; ``False`` folds as soon as the view overflows."
         ),
         "native": (
-            'Hand context management to the provider where it has its own: ``"auto"`` '
-            "sets Anthropic's tool-result clearing and server-side compaction (or OpenAI "
-            "Responses compaction) per request, triggered at ``max_tokens``, and keeps the "
-            "client-side window at the model's window; other models keep the client-side "
-            'tiers. ``"only"``: other models get the window alone. ``"off"``: '
-            "client-side only (a provider compaction in the record is still honoured)."
+            'Hand the fold to the provider where it compacts itself: ``"auto"`` asks a '
+            "Claude that takes compaction (Opus or Sonnet 4.6 on), or a Responses-API "
+            "``ChatOpenAI``, to compact at ``max_tokens`` per request (our summary prompt, "
+            "the directive restated), and lets the view grow to the model's window for it; "
+            'our clear tier stays. ``"only"`` hands the clearing over too, and gives '
+            'other models the window alone. ``"off"``: client-side only (a provider '
+            "compaction in the record is still honoured)."
         ),
         "token_counter": (
             'How every budget is counted: ``"approximate"`` (the default, ``None`` too), a '

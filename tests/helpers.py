@@ -760,3 +760,34 @@ def history_replay(
         else:
             pending.append(message)
     return sent
+
+
+def agent_views(counter: Any) -> dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]]:
+    """The view each agent-facing entry point sends for a record at a budget (the
+    middleware's turn, the pre-model node, the chat history), counted with ``counter``."""
+    from langchain_builderforce_memory.agents.core import MemoryCore
+    from langchain_builderforce_memory.agents.driver import run_turn
+    from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
+    from langchain_builderforce_memory.agents.policy import MemoryPolicy
+    from langchain_builderforce_memory.history import CompactingChatMessageHistory
+
+    def middleware(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+        policy = MemoryPolicy(max_tokens=budget)
+        core = MemoryCore(policy, summarizer=ScriptedSummarizer(), token_counter=counter)
+        return list(run_turn(core, record, {"messages": record}).messages)
+
+    def node(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+        node = WorkingTranscriptNode(ScriptedSummarizer(), max_tokens=budget, token_counter=counter)
+        return list(node.invoke({"messages": record})["llm_input_messages"])
+
+    def history(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
+        history = CompactingChatMessageHistory(
+            summarizer=ScriptedSummarizer(),
+            max_tokens=budget,
+            tail_tokens=budget // 2,
+            token_counter=counter,
+        )
+        history.add_messages(record)
+        return history.messages
+
+    return {"middleware": middleware, "node": node, "history": history}

@@ -11,18 +11,11 @@ restated or cut, naming it), and the caller's record is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.agents.core import MemoryCore
-from langchain_builderforce_memory.agents.driver import run_turn
-from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
-from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.blocks import is_tool_result_turn
-from langchain_builderforce_memory.history import CompactingChatMessageHistory
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -32,41 +25,14 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer
+from .helpers import agent_views
 from .strategies import valid_records
 
 COUNTER = ApproximateTokenCounter()
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _middleware_view(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    core = MemoryCore(
-        MemoryPolicy(max_tokens=budget), summarizer=ScriptedSummarizer(), token_counter=COUNTER
-    )
-    return list(run_turn(core, record, {"messages": record}).messages)
-
-
-def _node_view(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    node = WorkingTranscriptNode(ScriptedSummarizer(), max_tokens=budget, token_counter=COUNTER)
-    return list(node.invoke({"messages": record})["llm_input_messages"])
-
-
-def _history_view(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    history = CompactingChatMessageHistory(
-        summarizer=ScriptedSummarizer(),
-        max_tokens=budget,
-        tail_tokens=budget // 2,
-        token_counter=COUNTER,
-    )
-    history.add_messages(record)
-    return history.messages
-
-
-ENTRY_POINTS: dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]] = {
-    "middleware": _middleware_view,
-    "node": _node_view,
-    "history": _history_view,
-}
+ENTRY_POINTS = agent_views(COUNTER)
 
 
 def _directive(record: list[BaseMessage]) -> BaseMessage | None:

@@ -46,7 +46,6 @@ from openai.types.responses import (
 from langchain_builderforce_memory import build_working_transcript, windowed
 from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
-from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
 from langchain_builderforce_memory.messages import is_stamped, leading_system_count, message_id
@@ -58,7 +57,7 @@ from langchain_builderforce_memory.native import (
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, read_loop
+from .helpers import ScriptedSummarizer, agent_views, read_loop
 from .provider_shapes import anthropic_wire
 from .strategies import units, user_turn
 
@@ -276,36 +275,7 @@ def _windowed(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
     return windowed(record, max_tokens=budget, token_counter=COUNTER)
 
 
-def _middleware(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    core = MemoryCore(
-        MemoryPolicy(max_tokens=budget), summarizer=ScriptedSummarizer(), token_counter=COUNTER
-    )
-    return list(run_turn(core, record, {"messages": record}).messages)
-
-
-def _node(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    node = WorkingTranscriptNode(ScriptedSummarizer(), max_tokens=budget, token_counter=COUNTER)
-    return list(node.invoke({"messages": record})["llm_input_messages"])
-
-
-def _history(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    history = CompactingChatMessageHistory(
-        summarizer=ScriptedSummarizer(),
-        max_tokens=budget,
-        tail_tokens=budget // 2,
-        token_counter=COUNTER,
-    )
-    history.add_messages(record)
-    return history.messages
-
-
-ENTRY_POINTS = {
-    "build": _built,
-    "windowed": _windowed,
-    "middleware": _middleware,
-    "node": _node,
-    "history": _history,
-}
+ENTRY_POINTS = {"build": _built, "windowed": _windowed, **agent_views(COUNTER)}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

@@ -28,9 +28,10 @@ from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMi
 from langchain_builderforce_memory.agents.native import ANTHROPIC_BETAS
 from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
+from langchain_builderforce_memory.agents.sizing import WIDE
 from langchain_builderforce_memory.messages import is_stamped
 from langchain_builderforce_memory.native import is_provider_compaction
-from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.validity import request_problems
 
@@ -163,7 +164,10 @@ def test_auto_lets_the_provider_compact_what_our_clear_tier_cannot_fit() -> None
     summarizer = ScriptedSummarizer("our note")
     request = sent(anthropic(), record, native="auto", max_tokens=64_000, summarizer=summarizer)
     assert summarizer.calls == []  # the provider compacts instead
-    assert request.messages == record  # sent whole: over the trigger, under the window
+    shown = count_tokens(request.messages, COUNTER)
+    # Over the trigger (the budget), within WIDE budgets: the provider compacts it.
+    assert 64_000 < shown <= WIDE * 64_000
+    assert request_problems(request.messages) == []
     off = ScriptedSummarizer("n")
     sent(anthropic(), record, max_tokens=64_000, summarizer=off)
     assert len(off.calls) == 1

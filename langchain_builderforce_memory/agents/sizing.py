@@ -35,6 +35,7 @@ from langchain_builderforce_memory.transcript.view import PROTECTED_RESULTS
 
 __all__ = [
     "DIRECTIVE_CHARS",
+    "WIDE",
     "cut_tail",
     "delegated_plan",
     "delegation_of",
@@ -42,6 +43,13 @@ __all__ = [
     "sized_plan",
     "turn_fold_plan",
 ]
+
+WIDE: Final = 2
+"""Under ``native="auto"``, a view our clear tier cannot fit grows to this many budgets
+(at most the model's window) for the provider to compact: over its trigger whatever the
+ratio of its tokens to ours down to 0.625 (1.25x a first request's margin), and a bound on
+what each compaction reads. At 1.1 budgets the provider never compacted on the simulated
+run (the view stayed under its trigger in its tokens); see ``benchmarks/native.md``."""
 
 DIRECTIVE_CHARS: Final = 2_000
 """The directive restated in the provider's compaction instructions is cut to this."""
@@ -150,10 +158,10 @@ def delegation_of(
 def delegated_plan(plan: TurnPlan, delegation: Delegation, window: int | None) -> TurnPlan:
     """``plan`` with the tiers the provider takes over stood down (``native``).
 
-    Where the provider compacts, our fold does not, and the view may grow to the hard
-    limit (the model's ``window`` in our tokens, else twice the budget) so the provider
-    sees it cross its trigger: ``native.limit``. Where the provider clears too
-    (``"only"``), our clear tier stands down and the window holds at that limit alone.
+    Where the provider compacts, our fold does not, and a view our clear tier cannot fit
+    may grow to :data:`WIDE` budgets (at most the model's ``window``, our tokens) so the
+    provider sees it cross its trigger: ``native.limit``. Where the provider clears too
+    (``"only"``), our clear tier stands down and the window holds at the model's window.
     With no provider at all (``"only"`` on a model without native support), the window
     holds at the budget.
     """
@@ -162,10 +170,14 @@ def delegated_plan(plan: TurnPlan, delegation: Delegation, window: int | None) -
         clear = policy.clear_tool_results and not delegation.clears
         lifted = replace(policy, clear_tool_results=clear)
         return replace(plan, policy=lifted, scaled=lifted, native=delegation)
-    top = max(policy.budget, window if window is not None else 2 * policy.budget)
-    native = replace(delegation, limit=top)
+    top = max(policy.budget, window if window is not None else WIDE * policy.budget)
     if not delegation.clears:
+        # Our clear tier still clears, toward this limit: what the provider compacts
+        # stays within it, whatever the model's window.
+        top = min(top, max(policy.budget, WIDE * policy.budget))
+        native = replace(delegation, limit=top)
         return replace(plan, native=native, limit=max(plan.limit, top))
+    native = replace(delegation, limit=top)
     lifted = replace(policy, max_tokens=top, clear_tool_results=False)
     limit = max(plan.limit, top)
     return replace(plan, policy=lifted, scaled=lifted, limit=limit, native=native)

@@ -42,7 +42,6 @@ from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
 from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
-from langchain_builderforce_memory.native import scope_to_compaction
 from langchain_builderforce_memory.options import from_options, keyword_options
 from langchain_builderforce_memory.search import search_outside_view
 from langchain_builderforce_memory.search_index import RecordIndex, SearchResult
@@ -361,13 +360,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         # A store that keeps no stamps (role and content only) loses the marker's metadata;
         # this process's own last fold still holds (validated by id).
         memo = memo if memo is not None else self._state.memo
-        block = self._scan.last_block
-        if block < 0:
-            return messages, memo
-        # A provider's compaction supersedes what precedes it, and a note of ours on it.
-        if memo is not None and memo.covered_end + leading_system_count(messages) <= block:
-            memo = None
-        return scope_to_compaction(messages, last=block), memo
+        return self._scan.scoped(messages, memo, self._facts.copies)
 
     # ------------------------------------------------------------------ writes
 

@@ -34,9 +34,12 @@ from typing import Final, Literal, TypeAlias, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_builderforce_memory.copies import Copies
+from langchain_builderforce_memory.directive import latest_directive_index, restated_directive
 from langchain_builderforce_memory.events import NativeEvent
 from langchain_builderforce_memory.facts import LastIndex
 from langchain_builderforce_memory.messages import (
+    DIRECTIVE_KIND,
     is_stamped,
     leading_system_count,
     message_id,
@@ -219,32 +222,60 @@ def compaction_opener(block: BaseMessage) -> HumanMessage:
     return stamp(opener, COMPACTION_OPENER_KIND, of=of)
 
 
-def scope_to_compaction(messages: S, *, last: int | None = None) -> S | list[BaseMessage]:
+def scope_to_compaction(
+    messages: S,
+    *,
+    last: int | None = None,
+    directive: int | None = None,
+    copies: Copies | None = None,
+) -> S | list[BaseMessage]:
     """The record as the provider reads it: system messages, opener, block on.
 
+    The latest directive, when the block compacted it away, is restated right after the
+    block (and the tool results answering it): the provider's summary may not carry the
+    user's words, and every view of ours does.
+
     ``last``: the latest compaction's index when the caller knows it (its record facts'
-    :data:`LAST_COMPACTION`), else found by a scan. Without a block, or already scoped,
-    ``messages`` itself is returned (no copy).
+    :data:`LAST_COMPACTION`), else found by a scan; ``directive``: the latest directive's
+    index before it (-1: none), else looked up. Without a block, or already scoped,
+    ``messages`` itself is returned (no copy). ``copies``: the conversation's, so the
+    restated directive is the same object turn after turn.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
         >>> record = [SystemMessage("s"), HumanMessage("a"), AIMessage("b"),
-        ...           AIMessage([{"type": "compaction", "content": "a, b"}]), HumanMessage("c")]
-        >>> [m.type for m in scope_to_compaction(record)]
-        ['system', 'human', 'ai', 'human']
+        ...           AIMessage([{"type": "compaction", "content": "a, b"}]), AIMessage("c")]
+        >>> [(m.type, m.text) for m in scope_to_compaction(record)][2:]
+        [('ai', ''), ('human', 'a'), ('ai', 'c')]
     """
     at = last_compaction_index(messages) if last is None else last
     lead = leading_system_count(messages)
     if at < lead or (at == lead + 1 and is_stamped(messages[lead], COMPACTION_OPENER_KIND)):
         return messages
-    return [*messages[:lead], compaction_opener(messages[at]), *messages[at:]]
+    if directive is None:
+        directive = latest_directive_index(messages[lead:at], fallback=False)
+        directive = directive + lead if directive >= 0 else -1
+    end = at + _answers(messages, at)
+    task = [restated_directive(messages[directive], copies=copies)] if directive >= lead else []
+    opener = compaction_opener(messages[at])
+    return [*messages[:lead], opener, *messages[at:end], *task, *messages[end:]]
+
+
+def _answers(messages: Sequence[BaseMessage], at: int) -> int:
+    """The compaction message at ``at`` and the tool results right after it answering it."""
+    block, end = messages[at], at + 1
+    if isinstance(block, AIMessage) and block.tool_calls:
+        while end < len(messages) and isinstance(messages[end], ToolMessage):
+            end += 1
+    return end - at
 
 
 def pinned_count(messages: Sequence[BaseMessage], lead: int) -> int:
     """Messages after the ``lead`` system ones that a scoped record pins: 0 when unscoped.
 
-    The opener, the compaction message, and the tool results answering the compaction
-    message's own calls (a compaction response may also call tools).
+    The opener, the compaction message, the tool results answering the compaction
+    message's own calls (a compaction response may also call tools), and the directive
+    restated after them.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -254,13 +285,11 @@ def pinned_count(messages: Sequence[BaseMessage], lead: int) -> int:
     """
     if len(messages) < lead + 2 or not is_stamped(messages[lead], COMPACTION_OPENER_KIND):
         return 0
-    block = messages[lead + 1]
-    if not is_provider_compaction(block):
+    if not is_provider_compaction(messages[lead + 1]):
         return 0
-    end = lead + 2
-    if isinstance(block, AIMessage) and block.tool_calls:
-        while end < len(messages) and isinstance(messages[end], ToolMessage):
-            end += 1
+    end = lead + 1 + _answers(messages, lead + 1)
+    if end < len(messages) and is_stamped(messages[end], DIRECTIVE_KIND):
+        end += 1  # the directive restated after the block
     return end - lead
 
 
@@ -269,9 +298,9 @@ def fixed_prefix_count(
 ) -> int:
     """The leading messages every view keeps as they are: system, then a pinned block.
 
-    A provider compaction block that takes more than half of ``max_tokens`` is not pinned
-    (the tiers then treat it as any other message), so a small budget still has room
-    for a turn.
+    A pinned prefix over half of ``max_tokens`` gives up its restated directive first
+    (the tiers then keep it, or cut it, as the conversation's first message), then the
+    block (treated as any other message): a small budget still has room for a turn.
 
     Example:
         >>> from langchain_core.messages import AIMessage, SystemMessage
@@ -283,10 +312,13 @@ def fixed_prefix_count(
     """
     lead = leading_system_count(messages)
     pinned = pinned_count(messages, lead)
-    fixed = messages[: lead + pinned]
-    if pinned and sum(counter.count_message(m) for m in fixed) > max_tokens // 2:
-        return lead
-    return lead + pinned
+    while pinned:
+        if sum(counter.count_message(m) for m in messages[: lead + pinned]) <= max_tokens // 2:
+            return lead + pinned
+        if not is_stamped(messages[lead + pinned - 1], DIRECTIVE_KIND):
+            return lead
+        pinned -= 1
+    return lead
 
 
 Reader: TypeAlias = Literal["anthropic", "openai"] | None

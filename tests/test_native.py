@@ -48,7 +48,12 @@ from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.history import CompactingChatMessageHistory
-from langchain_builderforce_memory.messages import is_stamped, leading_system_count, message_id
+from langchain_builderforce_memory.messages import (
+    DIRECTIVE_KIND,
+    is_stamped,
+    leading_system_count,
+    message_id,
+)
 from langchain_builderforce_memory.native import (
     COMPACTION_OPENER_KIND,
     is_provider_compaction,
@@ -196,10 +201,15 @@ def test_a_view_keeps_the_block_first_and_is_counted_from_it(budget: int) -> Non
     assert anthropic_wire(view) == []
     assert count_tokens(view, COUNTER) <= budget
     assert is_stamped(view[1], COMPACTION_OPENER_KIND)
-    assert view[2] is record[last_compaction_index(record)]
-    early = {message_id(m) for m in record[1 : last_compaction_index(record)]}
+    at = last_compaction_index(record)
+    assert view[2] is record[at]
+    # The directive the block compacted away, restated after the block and its answer.
+    restated = view[4]
+    assert is_stamped(restated, DIRECTIVE_KIND)
+    assert restated.content == record[1].content
+    early = {message_id(m) for m in record[2:at]}  # the tool rounds before the block
     assert not early & {message_id(m) for m in view}
-    provider_view = [record[0], view[1], *_from_block(record)]
+    provider_view = [record[0], view[1], record[at], record[at + 1], restated, *record[at + 2 :]]
     if count_tokens(provider_view, COUNTER) <= budget:
         # What follows the block fits: sent whole, no fold, counted as the provider
         # bills it (plus the opener, which the provider drops with the rest before it).

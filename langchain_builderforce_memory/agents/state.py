@@ -15,6 +15,7 @@ not written by the tools.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from langchain_builderforce_memory.callbacks import (
     observations_from_tool_call,
 )
 from langchain_builderforce_memory.directive import latest_directive_text
-from langchain_builderforce_memory.facts import RecordFacts
+from langchain_builderforce_memory.facts import DIRECTIVES, RecordFacts
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
@@ -128,7 +129,12 @@ def scoped_record(
     marker = last_consolidation_index(record, facts=facts)
     block = facts.get(LAST_COMPACTION) if facts is not None else last_compaction_index(record)
     if block > marker and (reader == "record" or not foreign_item(record[block], reader)):
-        return scope_to_compaction(record, last=block)
+        if facts is None:
+            return scope_to_compaction(record, last=block)
+        directives = facts.get(DIRECTIVES)
+        before = bisect.bisect_left(directives, block)
+        task = directives[before - 1] if before else -1
+        return scope_to_compaction(record, last=block, directive=task, copies=facts.copies)
     if marker < lead:
         return record
     return [*record[:lead], *scope_to_consolidation(record[lead:])]

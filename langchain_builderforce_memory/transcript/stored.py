@@ -16,9 +16,11 @@ from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.copies import Copies
+from langchain_builderforce_memory.directive import is_directive
 from langchain_builderforce_memory.facts import Prefix
 from langchain_builderforce_memory.messages import clean_text, leading_system_count, message_id
-from langchain_builderforce_memory.native import is_provider_compaction
+from langchain_builderforce_memory.native import is_provider_compaction, scope_to_compaction
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     consolidation_marker_of,
@@ -139,6 +141,8 @@ class RecordScan:
 
     __slots__ = (
         "_block_at",
+        "_block_directive",
+        "_directive_at",
         "_lock",
         "_marker",
         "_marker_at",
@@ -155,6 +159,8 @@ class RecordScan:
         self._marker: BaseMessage | None = None
         self._marker_at = 0
         self._block_at = -1
+        self._directive_at = -1
+        self._block_directive = -1
 
     def read(
         self, record: Sequence[BaseMessage]
@@ -169,13 +175,16 @@ class RecordScan:
             seen = self._seen
             if seen > len(record) or (seen and message_id(record[seen - 1]) != self._seen_id):
                 self._messages, self._marker, self._marker_at, seen = [], None, 0, 0
-                self._block_at = -1
+                self._block_at = self._directive_at = self._block_directive = -1
             for m in record[seen:]:
                 if is_consolidation_marker(m):
                     self._marker, self._marker_at = m, len(self._messages)
                 else:
                     if is_provider_compaction(m):
                         self._block_at = len(self._messages)
+                        self._block_directive = self._directive_at
+                    elif is_directive(m):
+                        self._directive_at = len(self._messages)
                     self._messages.append(m)
             self._seen = len(record)
             self._seen_id = message_id(record[-1]) if record else None
@@ -183,11 +192,24 @@ class RecordScan:
             marker, marker_at = self._marker, self._marker_at
         return messages, _memo_of(messages, marker, marker_at)
 
-    @property
-    def last_block(self) -> int:
-        """Index of the latest provider compaction in the messages last read, or -1."""
+    def scoped(
+        self, messages: Sequence[BaseMessage], memo: CompactMemo | None, copies: Copies | None
+    ) -> tuple[Sequence[BaseMessage], CompactMemo | None]:
+        """``messages`` (last read) from their latest provider compaction on, and ``memo``.
+
+        The compaction supersedes what precedes it, and a note of ours that covers only
+        that part (one covering later messages is found again by id); the directive it
+        compacted away is restated after it
+        (:func:`~langchain_builderforce_memory.native.scope_to_compaction`).
+        """
         with self._lock:
-            return self._block_at
+            block, task = self._block_at, self._block_directive
+        if block < 0:
+            return messages, memo
+        if memo is not None and memo.covered_end + leading_system_count(messages) <= block:
+            memo = None
+        scoped = scope_to_compaction(messages, last=block, directive=task, copies=copies)
+        return scoped, memo
 
 
 def consolidation_input(record: Sequence[BaseMessage]) -> list[BaseMessage] | None:

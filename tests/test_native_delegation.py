@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
@@ -36,6 +38,7 @@ from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import ScriptedSummarizer, read_loop
+from .test_native import compacted_records
 
 COUNTER = ApproximateTokenCounter()
 
@@ -283,3 +286,20 @@ def test_auto_leaves_a_claude_without_compaction_to_the_client_side_tiers() -> N
     request = sent(older, chat(40, 3_000), native="auto", summarizer=summarizer)
     assert "context_management" not in request.model_settings
     assert len(summarizer.calls) == 1  # our fold, as without native
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    record=compacted_records(),
+    budget=st.integers(min_value=50_000, max_value=120_000),
+    native=st.sampled_from(["auto", "only"]),
+)
+def test_delegated_requests_are_valid_for_claude_whatever_the_record(
+    record: list[BaseMessage], budget: int, native: str
+) -> None:
+    before = [m.model_dump() for m in record]
+    request = sent(anthropic(), record, native=native, max_tokens=budget)
+    assert [m.model_dump() for m in record] == before
+    assert request_problems(request.messages) == []
+    limit = WIDE * budget if native == "auto" else 1_000_000  # Claude 4.6's window
+    assert count_tokens(request.messages, COUNTER) <= limit

@@ -170,11 +170,11 @@ def delegated_plan(plan: TurnPlan, delegation: Delegation, window: int | None) -
         clear = policy.clear_tool_results and not delegation.clears
         lifted = replace(policy, clear_tool_results=clear)
         return replace(plan, policy=lifted, scaled=lifted, native=delegation)
-    top = max(policy.budget, window if window is not None else WIDE * policy.budget)
+    top = max(policy.budget, window if window is not None else int(WIDE * policy.budget))
     if not delegation.clears:
         # Our clear tier still clears, toward this limit: what the provider compacts
         # stays within it, whatever the model's window.
-        top = min(top, max(policy.budget, WIDE * policy.budget))
+        top = min(top, max(policy.budget, int(WIDE * policy.budget)))
         native = replace(delegation, limit=top)
         return replace(plan, native=native, limit=max(plan.limit, top))
     native = replace(delegation, limit=top)

@@ -111,10 +111,6 @@ def compaction_kind(block: object) -> BlockKind | None:
     return None
 
 
-def _is_compaction_block(block: object) -> bool:
-    return compaction_kind(block) is not None
-
-
 def is_provider_compaction(message: BaseMessage) -> bool:
     """True when ``message`` is an assistant message carrying a provider compaction block.
 
@@ -132,7 +128,7 @@ def is_provider_compaction(message: BaseMessage) -> bool:
     content = message.content
     if not isinstance(content, list) or not isinstance(message, AIMessage):
         return False
-    return any(_is_compaction_block(block) for block in content)
+    return any(compaction_kind(block) is not None for block in content)
 
 
 def applied_edits(message: BaseMessage) -> list[Mapping[str, object]]:
@@ -146,6 +142,12 @@ def applied_edits(message: BaseMessage) -> list[Mapping[str, object]]:
     return [e for e in edits if isinstance(e, Mapping)] if isinstance(edits, list) else []
 
 
+def _edit_total(message: BaseMessage, key: str) -> int:
+    """The sum of ``key`` over the applied edits' reports; a malformed value counts 0."""
+    values = (edit.get(key) for edit in applied_edits(message))
+    return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool))
+
+
 def cleared_input_tokens(message: BaseMessage) -> int:
     """Input tokens the provider's own edits cleared before it counted the request.
 
@@ -156,11 +158,7 @@ def cleared_input_tokens(message: BaseMessage) -> int:
         >>> cleared_input_tokens(AIMessage("ok", response_metadata=report))
         900
     """
-    total = 0
-    for edit in applied_edits(message):
-        value = edit.get("cleared_input_tokens")
-        total += value if isinstance(value, int) and not isinstance(value, bool) else 0
-    return total
+    return _edit_total(message, "cleared_input_tokens")
 
 
 def native_event(record: Sequence[BaseMessage]) -> NativeEvent | None:
@@ -182,11 +180,10 @@ def native_event(record: Sequence[BaseMessage]) -> NativeEvent | None:
         compacted = is_provider_compaction(message)
         if not compacted and not edits:
             return None
-        uses = sum(e.get("cleared_tool_uses") or 0 for e in edits)  # type: ignore[misc]
         return NativeEvent(
             builderforce_memory="native",
             compacted=compacted,
-            cleared_tool_uses=int(uses),
+            cleared_tool_uses=_edit_total(message, "cleared_tool_uses"),
             cleared_input_tokens=cleared_input_tokens(message),
         )
     return None

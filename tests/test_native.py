@@ -411,3 +411,18 @@ def test_the_chat_history_starts_its_view_at_the_block_and_holds_its_own_note() 
     assert first[2].content == record[at].content
     plain, _ = _history_folds(read_loop(40, 3_000), 1)  # the same run with no block
     assert folds <= plain  # its own note after the block is held like any other
+
+
+@pytest.mark.parametrize("bad", ["3", None, True, 2.5, {"n": 1}])
+def test_a_malformed_edit_report_is_read_as_nothing_never_a_crash(bad: object) -> None:
+    from langchain_builderforce_memory.native import native_event
+
+    edit = {
+        "type": "clear_tool_uses_20250919",
+        "cleared_input_tokens": bad,
+        "cleared_tool_uses": bad,
+    }
+    answer = AIMessage("ok", response_metadata={"context_management": {"applied_edits": [edit]}})
+    event = native_event([HumanMessage("go"), answer])
+    assert event is not None
+    assert (event["cleared_tool_uses"], event["cleared_input_tokens"]) == (0, 0)

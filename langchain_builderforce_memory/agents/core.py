@@ -225,7 +225,9 @@ class MemoryCore:
             facts.sync(source)
             memory = self._read_memory(source, state, config, facts, thread)
             reader = native_provider(model)
-            record = scoped_record(source, facts=facts, reader=reader if model else "record")
+            record = scoped_record(
+                source, facts=facts, reader=reader if model is not None else "record"
+            )
             directive = facts.latest_directive_index() if record is source else None
             plain = model is not None and facts.get(LAST_COMPACTION) >= 0
         finally:

@@ -48,6 +48,7 @@ __all__ = [
     "delegation_for",
     "kept_tool_uses",
     "native_provider",
+    "user_edits",
 ]
 
 NativeMode: TypeAlias = Literal["off", "auto", "only"]
@@ -164,7 +165,9 @@ def kept_tool_uses(
     return max(least, kept)
 
 
-def _user_edits(model: object, settings: Mapping[str, Any]) -> object:
+def user_edits(model: object, settings: Mapping[str, Any] | None) -> object:
+    """The ``context_management`` the user configured: the request's, else the model's."""
+    settings = settings or {}
     own = settings.get("context_management")
     return own if own is not None else getattr(model, "context_management", None)
 
@@ -239,7 +242,7 @@ def delegation_for(
     """
     settings = settings or {}
     provider = native_provider(model)
-    configured = _edit_types(_user_edits(model, settings)) if provider is not None else set()
+    configured = _edit_types(user_edits(model, settings)) if provider is not None else set()
     if configured:
         # The user's own edits stand; ours stand down where the provider acts.
         clears = CLEAR_EDIT in configured

@@ -17,6 +17,7 @@ from langchain_builderforce_memory.agents.native import (
     Delegation,
     delegation_for,
     kept_tool_uses,
+    user_edits,
 )
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.turn import TurnPlan
@@ -137,8 +138,7 @@ def delegation_of(
     hold what our clear tier leaves standing (the budget less ``clear_at_least``, at
     least twice the restore budget).
     """
-    configured = (settings or {}).get("context_management")
-    if policy.native == "off" and not (configured or getattr(model, "context_management", None)):
+    if policy.native == "off" and not user_edits(model, settings):
         return None  # the common case, without walking the record
     at = plan.directive if plan.directive is not None else -1
     given = policy if policy.fraction is None else plan.policy

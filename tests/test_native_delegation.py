@@ -303,3 +303,27 @@ def test_delegated_requests_are_valid_for_claude_whatever_the_record(
     assert request_problems(request.messages) == []
     limit = WIDE * budget if native == "auto" else 1_000_000  # Claude 4.6's window
     assert count_tokens(request.messages, COUNTER) <= limit
+
+
+def test_the_async_middleware_sets_the_same_edits() -> None:
+    import asyncio
+
+    middleware = BuilderforceMemoryMiddleware(
+        token_counter=COUNTER, working_memory=False, native="auto"
+    )
+    seen: list[ModelRequest[Any]] = []
+
+    async def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        seen.append(request)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    record = read_loop(2, 100)
+    request = ModelRequest(
+        model=anthropic(),
+        messages=list(record),  # type: ignore[arg-type]
+        state={"messages": record},  # type: ignore[typeddict-item]
+    )
+    asyncio.run(middleware.awrap_model_call(request, handler))
+    sync = sent(anthropic(), record, native="auto")
+    assert seen[0].model_settings == sync.model_settings
+    assert "context_management" in seen[0].model_settings

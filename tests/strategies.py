@@ -82,9 +82,11 @@ def provider_round(draw: st.DrawFn, ids: list[str], body: str) -> list[BaseMessa
 
 @st.composite
 def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
-    """One whole unit: a user turn, an assistant answer, or a tool round (parallel calls),
-    in LangChain's shape or in a provider's own (see :func:`provider_round`)."""
-    kinds = ["assistant", "tools", "tools", "provider"] + (["user", "user"] if allow_user else [])
+    """One whole unit: a user turn, an assistant answer, a tool round (parallel calls) in
+    LangChain's shape or in a provider's own (see :func:`provider_round`), or a file write
+    whose arguments carry the file."""
+    kinds = ["assistant", "tools", "tools", "provider", "write"]
+    kinds += ["user", "user"] if allow_user else []
     kind = draw(st.sampled_from(kinds))
     if kind == "user":
         return [draw(user_turn())]
@@ -95,6 +97,11 @@ def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
     ids = [f"call_{uid}_{k}" for k in range(n_calls)]
     if kind == "provider":
         return draw(provider_round(ids, draw(text())))
+    if kind == "write":  # the model writes a file: the call's arguments are what is big
+        body = draw(text())
+        path = f"src/{ids[0]}.py"
+        calls = [{"name": "write_file", "args": {"path": path, "content": body}, "id": ids[0]}]
+        return [AIMessage("", tool_calls=calls), ToolMessage("ok", tool_call_id=ids[0])]
     call = AIMessage(
         draw(text()),
         tool_calls=[

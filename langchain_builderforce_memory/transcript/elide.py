@@ -6,7 +6,9 @@ reads, is bigger than any room a 64k budget leaves, and a request over the provi
 window is refused outright. Such a message is cut IN THE VIEW ONLY: the head and the end
 of its text are kept (a file's imports and its last lines, a log's first error and its
 summary), with a stamped marker in between saying how many tokens were cut and that the
-full text is still in the record. The record is never touched.
+full text is still in the record. A call whose arguments are what is big (the whole file a
+``Write`` created, a patch) has its long values cut the same way (:mod:`.call_args`). The
+record is never touched.
 
 :func:`fit_to_budget` is the step every entry point ends with. It caps the largest
 messages at one common size (water-filling: a message under the cap is never cut, every
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.blocks import (
     cuttable_text,
@@ -42,6 +44,7 @@ from langchain_builderforce_memory.messages import (
 )
 from langchain_builderforce_memory.native import fixed_prefix_count
 from langchain_builderforce_memory.tokens import TokenCounter, content_text_for_count
+from langchain_builderforce_memory.transcript.call_args import SHORT, longest_value, with_cut_args
 
 __all__ = [
     "ELIDED_KIND",
@@ -154,7 +157,11 @@ def _text_of(message: BaseMessage) -> str:
 
 def _with_text(message: BaseMessage, text: str, cut: int) -> BaseMessage:
     content = with_cut_text(message, text) if has_structure(message) else text
-    copy = message.model_copy(update={"content": content})
+    return _stamped(message, message.model_copy(update={"content": content}), cut)
+
+
+def _stamped(message: BaseMessage, copy: BaseMessage, cut: int) -> BaseMessage:
+    """``copy`` (``message`` cut) stamped ``"elided"`` with the tokens cut."""
     original = stamp_of(message)
     meta: dict[str, object] = {}
     if original is not None:
@@ -174,8 +181,10 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
     The copy keeps the message's type, id, tool calls and ``tool_call_id`` (so it stays
     valid where the original was) and is stamped ``"elided"`` with the tokens cut. A
     message already within ``max_tokens`` comes back as is. Content blocks (images, files)
-    become their text. When even the marker alone is over ``max_tokens`` the smallest form
-    is returned: the marker without any text.
+    become their text. When a call's arguments are what is big (a whole file written, a
+    patch), their long values are cut the same way (:mod:`.call_args`), the text kept
+    while that is enough. When even the marker alone is over ``max_tokens`` the smallest
+    form is returned: the marker without any text, and call values at their markers.
 
     Example:
         >>> from langchain_core.messages import ToolMessage
@@ -189,6 +198,57 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
     size = counter.count_message(message)
     if size <= max_tokens:
         return message
+    if isinstance(message, AIMessage) and _calls_are_big(message, max_tokens, counter):
+        # The calls are what is big: their values give first, the text after.
+        fitted = _cut_args_to(message, size, max_tokens, counter)
+        if fitted is not None:
+            return fitted
+        shorter = with_cut_args(message, 0)
+        cut = size - counter.count_message(shorter)
+        return _cut_text(message, shorter, cut, max_tokens, counter)
+    return _cut_text(message, message, 0, max_tokens, counter)
+
+
+def _calls_are_big(message: AIMessage, max_tokens: int, counter: TokenCounter) -> bool:
+    """True when ``message`` holds a long call value and its text alone cannot give enough."""
+    return (
+        longest_value(message) > SHORT
+        and counter.count_message(_with_text(message, _MIN_MARKER, 0)) > max_tokens
+    )
+
+
+def _cut_args_to(
+    message: AIMessage, size: int, max_tokens: int, counter: TokenCounter
+) -> BaseMessage | None:
+    """``message`` with its call values cut to the most characters that fit, or ``None``."""
+    lo, hi = 0, longest_value(message)
+    best: AIMessage | None = None
+    while lo <= hi:
+        keep = (lo + hi) // 2
+        candidate = with_cut_args(message, keep)
+        if counter.count_message(candidate) <= max_tokens:
+            best, lo = candidate, keep + 1
+        else:
+            hi = keep - 1
+    if best is None:
+        return None
+    return _stamped(message, best, size - counter.count_message(best))
+
+
+def _cut_text(
+    original: BaseMessage,
+    message: BaseMessage,
+    cut_before: int,
+    max_tokens: int,
+    counter: TokenCounter,
+) -> BaseMessage:
+    """``message``'s text cut to fit ``max_tokens``, stamped as a cut of ``original``.
+
+    ``cut_before`` is what was cut from ``original`` to make ``message`` (its calls).
+    """
+    size = counter.count_message(message)
+    if size <= max_tokens:
+        return _stamped(original, message, cut_before)
     text = _text_of(message)
     total = max(1, counter.count_text(text))
     per_token = len(text) / total
@@ -201,20 +261,24 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
             head, end = len(text), 0
         kept_text = text[:head] + (text[len(text) - end :] if end else "")
         cut = max(0, total - counter.count_text(kept_text))
-        candidate = _with_text(message, text[:head] + _marker(cut) + text[len(text) - end :], cut)
+        shown = text[:head] + _marker(cut) + text[len(text) - end :]
+        candidate = _with_text(message, shown, cut)
         if counter.count_message(candidate) <= max_tokens:
-            return candidate
+            return _stamped(original, candidate, cut + cut_before)
         keep = int(keep * 0.8)
         if keep <= 0:
             break
-    return _with_text(message, _MIN_MARKER, total)
+    return _stamped(original, _with_text(message, _MIN_MARKER, total), total + cut_before)
 
 
 def _floor(message: BaseMessage, counter: TokenCounter) -> int:
-    """The fewest tokens ``message`` can be cut to (its calls and the marker remain)."""
+    """The fewest tokens ``message`` can be cut to (its calls' keys and the marker remain)."""
+    smallest = message
+    if isinstance(message, AIMessage) and longest_value(message) > SHORT:
+        smallest = with_cut_args(message, 0)
     return min(
         counter.count_message(message),
-        counter.count_message(_with_text(message, _MIN_MARKER, 10**9)),
+        counter.count_message(_with_text(smallest, _MIN_MARKER, 10**9)),
     )
 
 

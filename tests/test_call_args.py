@@ -1,0 +1,199 @@
+"""A call's long argument values give way in the view before the directive does.
+
+A coding agent's largest message is often a call, not a result: the whole file a
+``Write`` created, a patch. Before, the elision step kept calls whole, so in a recorded
+Claude Code run at 8k the plan the run carried out was cut to a stub beside one
+11k-character ``Write``. Every provider shape of a call is cut alike, and stays valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_builderforce_memory import build_working_transcript, request_problems, windowed
+from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.call_args import with_cut_args
+from langchain_builderforce_memory.transcript.elide import elide_message, fit_to_budget
+
+from .helpers import load_transcript, model_turns, transcript_files
+from .provider_shapes import anthropic_wire, openai_chat_wire, openai_responses_wire
+
+COUNTER = ApproximateTokenCounter()
+BODY = "".join(f"func helper{i}(x int) int {{ return x * {i} }}\n" for i in range(900))
+PATH = "pkg/cmd/watch.go"
+DIRECTIVE = "Implement the following plan:\n" + "".join(
+    f"- step {i}: move helper{i} into {PATH} and keep its callers building\n" for i in range(60)
+)
+ARGS = {"file_path": PATH, "content": BODY}
+
+
+def _plain() -> AIMessage:
+    return AIMessage("Writing the file.", tool_calls=[{"name": "Write", "args": ARGS, "id": "c1"}])
+
+
+def _anthropic() -> AIMessage:
+    block = {"type": "tool_use", "id": "c1", "name": "Write", "input": ARGS}
+    return AIMessage(
+        [{"type": "text", "text": "Writing the file."}, block],
+        tool_calls=[{"name": "Write", "args": ARGS, "id": "c1"}],
+    )
+
+
+def _anthropic_native() -> AIMessage:
+    """A record kept in Anthropic's own shape: the call only as a ``tool_use`` block."""
+    block = {"type": "tool_use", "id": "c1", "name": "Write", "input": ARGS}
+    return AIMessage([{"type": "text", "text": "Writing the file."}, block])
+
+
+def _openai_chat() -> AIMessage:
+    legacy = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "Write", "arguments": json.dumps(ARGS)},
+    }
+    return AIMessage(
+        "Writing the file.",
+        tool_calls=[{"name": "Write", "args": ARGS, "id": "c1"}],
+        additional_kwargs={"tool_calls": [legacy]},
+    )
+
+
+def _openai_responses() -> AIMessage:
+    block = {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "Write",
+        "arguments": json.dumps(ARGS),
+        "id": "fc_1",
+    }
+    return AIMessage(
+        [{"type": "text", "text": "Writing the file."}, block],
+        tool_calls=[{"name": "Write", "args": ARGS, "id": "c1"}],
+    )
+
+
+SHAPES: dict[str, Callable[[], AIMessage]] = {
+    "tool_calls": _plain,
+    "anthropic": _anthropic,
+    "openai chat": _openai_chat,
+    "openai responses": _openai_responses,
+}
+
+
+def _view(call: AIMessage) -> list[BaseMessage]:
+    return [
+        SystemMessage("You are a coding agent."),
+        HumanMessage(DIRECTIVE),
+        call,
+        ToolMessage(f"File created successfully at: {PATH}", tool_call_id="c1"),
+    ]
+
+
+def _budget(view: list[BaseMessage]) -> int:
+    """Room for the directive whole and about a tenth of the written file."""
+    return count_tokens(view, COUNTER) - 9 * COUNTER.count_message(view[2]) // 10
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_written_file_gives_way_and_the_directive_stays_whole(shape: str) -> None:
+    view = _view(SHAPES[shape]())
+    budget = _budget(view)
+    fitted, report = fit_to_budget(view, budget, COUNTER)
+    assert count_tokens(fitted, COUNTER) <= budget
+    assert request_problems(fitted) == []
+    assert fitted[1].content == DIRECTIVE  # before: cut to fit beside the whole call
+    call = fitted[2]
+    assert isinstance(call, AIMessage)
+    args = call.tool_calls[0]["args"]
+    assert args["file_path"] == PATH
+    assert call.tool_calls[0]["id"] == "c1"
+    assert "characters cut here in this view" in args["content"]
+    assert args["content"].startswith(BODY[:200])
+    assert args["content"].endswith(BODY[-100:])
+    assert "Writing the file." in call.text
+    assert report.elided_messages == 1
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_representation_of_the_call_is_cut_alike_and_stays_json(shape: str) -> None:
+    cut = with_cut_args(SHAPES[shape](), 300)
+    args = cut.tool_calls[0]["args"]
+    for block in cut.content if isinstance(cut.content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            assert block["input"] == args
+        if isinstance(block, dict) and block.get("type") == "function_call":
+            assert json.loads(block["arguments"]) == args
+    for legacy in cut.additional_kwargs.get("tool_calls", []):
+        assert json.loads(legacy["function"]["arguments"]) == args
+    assert len(args["content"]) < 500
+    assert args["file_path"] == PATH
+
+
+@pytest.mark.parametrize(
+    "wire", [anthropic_wire, openai_chat_wire, openai_responses_wire], ids=lambda w: w.__name__
+)
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_cut_call_passes_each_providers_own_formatter(
+    shape: str, wire: Callable[[list[BaseMessage]], list[str]]
+) -> None:
+    view = _view(SHAPES[shape]())
+    fitted, _ = fit_to_budget(view, _budget(view), COUNTER)
+    assert wire(fitted) == []
+
+
+def test_a_call_only_in_anthropic_blocks_is_cut_too() -> None:
+    view = _view(_anthropic_native())
+    budget = _budget(view)
+    fitted, _ = fit_to_budget(view, budget, COUNTER)
+    assert count_tokens(fitted, COUNTER) <= budget
+    assert fitted[1].content == DIRECTIVE
+    block = next(b for b in fitted[2].content if isinstance(b, dict) and b["type"] == "tool_use")
+    assert block["id"] == "c1"
+    assert block["input"]["file_path"] == PATH
+    assert "characters cut here" in block["input"]["content"]
+
+
+def test_short_values_and_the_record_are_never_touched() -> None:
+    call = _plain()
+    before = call.model_dump()
+    small = elide_message(call, 200, COUNTER)
+    assert call.model_dump() == before
+    assert small.tool_calls[0]["args"]["file_path"] == PATH  # type: ignore[attr-defined]
+    assert COUNTER.count_message(small) <= 200
+
+
+@pytest.mark.parametrize("entry", ["windowed", "build_working_transcript"])
+def test_the_entry_points_keep_the_directive_beside_a_big_write(entry: str) -> None:
+    record: list[BaseMessage] = [HumanMessage(DIRECTIVE), _plain()]
+    record.append(ToolMessage("File created", tool_call_id="c1"))
+    budget = _budget([SystemMessage(""), *record]) + 200
+    if entry == "windowed":
+        view = windowed(record, max_tokens=budget)
+    else:
+        view = build_working_transcript(
+            record, summarizer=lambda p: "note", max_tokens=budget
+        ).messages
+    assert request_problems(view) == []
+    assert count_tokens(view, COUNTER) <= budget
+    assert any(m.content == DIRECTIVE for m in view)
+    # Before, the running call was dropped whole (with its answer) to keep the directive.
+    assert any(isinstance(m, AIMessage) and m.tool_calls for m in view)
+
+
+@pytest.mark.slow
+def test_the_claude_code_run_keeps_its_plan_in_every_request_at_8k() -> None:
+    """The run whose last turns cut the plan to a stub beside its ``Write`` of watch.go."""
+    path = next(p for p in transcript_files() if "move-watch-command" in p.stem)
+    record = load_transcript(path)
+    state: dict[str, object] | None = None
+    for prefix in model_turns(record):
+        out = build_working_transcript(
+            prefix, memo=state, summarizer=lambda p: "Progress noted.", max_tokens=8_000
+        )
+        state = out.state.to_dict()
+        directive = next(m for m in reversed(prefix) if isinstance(m, HumanMessage))
+        assert any(directive.text in m.text for m in out.messages), len(prefix)

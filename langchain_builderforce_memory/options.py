@@ -134,7 +134,8 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "clear_tool_results": (
             "Clear stale tool results (one-line placeholders in the view, the record "
-            "untouched) before folding; ``False`` folds as soon as the view overflows."
+            "untouched; an edit's call keeps its path, its written file or patch cut) "
+            "before folding; ``False`` folds as soon as the view overflows."
         ),
         "native": (
             'Hand the fold to the provider where it compacts itself: ``"auto"`` asks a '

@@ -1,9 +1,11 @@
-"""A call's long argument values give way in the view before the directive does.
+"""A call's long argument values give way in the view: an edit's at the clear tier, any
+call's before the directive when a view must be cut.
 
 A coding agent's largest message is often a call, not a result: the whole file a
-``Write`` created, a patch. Before, the elision step kept calls whole, so in a recorded
-Claude Code run at 8k the plan the run carried out was cut to a stub beside one
-11k-character ``Write``. Every provider shape of a call is cut alike, and stays valid.
+``Write`` created, a patch. Before, every tier kept calls whole: in a recorded Claude Code
+run at 8k the plan the run carried out was cut to a stub beside one 11k-character
+``Write``, and old writes stayed whole in every view until a fold. Every provider shape of
+a call is cut alike, and stays valid.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory import build_working_transcript, request_problems, windowed
+from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.call_args import with_cut_args
+from langchain_builderforce_memory.transcript.clear import apply_clear
 from langchain_builderforce_memory.transcript.elide import elide_message, fit_to_budget
+from langchain_builderforce_memory.transcript.results import tool_results
 
-from .helpers import load_transcript, model_turns, transcript_files
+from .helpers import load_transcript, model_turns, transcript_files, working_turn
 from .provider_shapes import anthropic_wire, openai_chat_wire, openai_responses_wire
 
 COUNTER = ApproximateTokenCounter()
@@ -197,3 +202,82 @@ def test_the_claude_code_run_keeps_its_plan_in_every_request_at_8k() -> None:
         state = out.state.to_dict()
         directive = next(m for m in reversed(prefix) if isinstance(m, HumanMessage))
         assert any(directive.text in m.text for m in out.messages), len(prefix)
+
+
+# ------------------------------------------------------------ the clear tier, on edits
+
+
+def _coding_run(rounds: int, *, shape: str = "tool_calls") -> list[BaseMessage]:
+    """A directive, then per round a read of a file (big output) and a write of it (big call)."""
+    record: list[BaseMessage] = [HumanMessage("Port every module to the new API.", id="u0")]
+    for i in range(rounds):
+        path = f"src/m{i}.py"
+        read = {"name": "read_file", "args": {"path": path}, "id": f"r{i}"}
+        write_args = {"path": path, "content": f"# m{i}\n" + BODY}
+        write = {"name": "write_file", "args": write_args, "id": f"w{i}"}
+        content: str | list[str | dict[str, object]] = f"writing {path}"
+        if shape == "anthropic":
+            block = {"type": "tool_use", "id": f"w{i}", "name": "write_file", "input": write_args}
+            content = [{"type": "text", "text": f"writing {path}"}, block]
+        record += [
+            AIMessage(f"reading {path}", tool_calls=[read], id=f"a{i}"),
+            ToolMessage(f"{path}:\n" + "y = 1\n" * 1_500, tool_call_id=f"r{i}", id=f"t{i}"),
+            AIMessage(content, tool_calls=[write], id=f"b{i}"),
+            ToolMessage(f"wrote {path}", tool_call_id=f"w{i}", id=f"s{i}"),
+        ]
+    return record
+
+
+def _writes(view: list[BaseMessage]) -> list[tuple[bool, BaseMessage]]:
+    """Each write call in ``view``, with whether its content is cut."""
+    return [
+        ("characters cut here" in m.tool_calls[0]["args"]["content"], m)
+        for m in view
+        if isinstance(m, AIMessage) and m.tool_calls and m.tool_calls[0]["name"] == "write_file"
+    ]
+
+
+@pytest.mark.parametrize("shape", ["tool_calls", "anthropic"])
+def test_the_clear_tier_cuts_old_writes_and_keeps_the_paths(shape: str) -> None:
+    record = _coding_run(16, shape=shape)
+    out = working_turn(record, None, budget=48_000)
+    view = out.messages
+    assert out.memo is None  # the clear tier alone, no fold
+    writes = _writes(view)
+    cut = [m for was_cut, m in writes if was_cut]
+    assert cut  # before: every write kept whole, so the view folded or dropped more
+    assert not writes[-1][0]  # the newest, in the protected tail, stays whole
+    for m in cut:
+        assert isinstance(m, AIMessage)
+        assert m.tool_calls[0]["args"]["path"].startswith("src/m")
+        assert (stamp_of(m) or {}).get("kind") == "cleared"
+        for block in m.content if isinstance(m.content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                assert block["input"] == m.tool_calls[0]["args"]
+    assert request_problems(view) == []
+    assert anthropic_wire(view) == []
+    assert count_tokens(view, COUNTER) <= 48_000
+
+
+def test_cut_writes_hold_their_bytes_from_turn_to_turn() -> None:
+    """The cut is part of the clear tier's horizon: the prefix stays while it holds."""
+    record = _coding_run(16)
+    first = working_turn(record, None, budget=48_000)
+    grown = [*record, AIMessage("checking", id="x1"), HumanMessage("and the docs?", id="u1")]
+    assert any(was_cut for was_cut, _ in _writes(first.messages))
+    second = working_turn(grown, first.state.to_dict(), budget=48_000)
+    assert second.messages[: len(first.messages)] == first.messages
+
+
+def test_the_cleared_tokens_count_the_cut_calls() -> None:
+    record = _coding_run(16)
+    results = tool_results(record, COUNTER)
+    writes = [r for r in results if r.name == "write_file"]
+    assert all(r.kind == "edit" and r.call_saving > 1_000 for r in writes)
+    assert all(not r.shown_as_placeholder for r in writes)  # "wrote ..." is short
+    cleared, tokens = apply_clear(record, writes[:3])
+    assert tokens == sum(r.call_saving for r in writes[:3])
+    assert count_tokens(cleared, COUNTER) <= count_tokens(record, COUNTER) - tokens + 300
+    assert [m.content for m in cleared if isinstance(m, ToolMessage)] == [
+        m.content for m in record if isinstance(m, ToolMessage)
+    ]

@@ -191,7 +191,8 @@ def _fold_plan(
             return fates, list(valid), 0, "fits verbatim: no fold"
         sent = [*plan.system, *with_clear(plan.convo, plan.clear)]
         for r in plan.clear.cleared:
-            fates[id(plan.convo[r.index])] = "cleared"
+            if r.shown_as_placeholder:
+                fates[id(plan.convo[r.index])] = "cleared"
         return (
             fates,
             sent,

@@ -17,12 +17,12 @@ the other; JSON argument strings stay valid JSON. The record is never touched.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = ["SHORT", "longest_value", "with_cut_args"]
+__all__ = ["SHORT", "cut_saving", "longest_value", "with_cut_args"]
 
 SHORT: Final = 160
 """Values of at most this many characters are never cut: paths, flags, a command line."""
@@ -63,8 +63,12 @@ def _cut_json(raw: object, keep: int) -> object:
     return json.dumps(_cut(parsed, keep), ensure_ascii=False)
 
 
-def _cut_block(block: object, keep: int) -> object:
-    if not isinstance(block, Mapping):
+def _block_id(block: Mapping[str, object]) -> object:
+    return block.get("call_id") if block.get("type") == "function_call" else block.get("id")
+
+
+def _cut_block(block: object, keep: int, only: Collection[str] | None) -> object:
+    if not isinstance(block, Mapping) or (only is not None and _block_id(block) not in only):
         return block
     kind = block.get("type")
     if kind == "tool_use":
@@ -81,9 +85,11 @@ def _cut_block(block: object, keep: int) -> object:
     return block
 
 
-def _cut_legacy(call: object, keep: int) -> object:
+def _cut_legacy(call: object, keep: int, only: Collection[str] | None) -> object:
     """An OpenAI ``additional_kwargs["tool_calls"]`` entry, its ``arguments`` cut."""
     if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        return call
+    if only is not None and call.get("id") not in only:
         return call
     function = dict(call["function"])
     function["arguments"] = _cut_json(function.get("arguments"), keep)
@@ -123,12 +129,13 @@ def longest_value(message: BaseMessage) -> int:
     return max((n for v in values for n in _leaves(v)), default=0)
 
 
-def with_cut_args(message: AIMessage, keep: int) -> AIMessage:
+def with_cut_args(message: AIMessage, keep: int, only: Collection[str] | None = None) -> AIMessage:
     """A copy of ``message`` whose call argument values keep at most ``keep`` characters.
 
     Values of :data:`SHORT` characters or fewer are kept whole; a longer one keeps its head
     and end around a marker naming how many characters were cut. Ids, names and keys are
-    unchanged, so the call still pairs with its answer.
+    unchanged, so the call still pairs with its answer. ``only``: the ids of the calls to
+    cut (``None``: every call).
 
     Example:
         >>> m = AIMessage("", tool_calls=[{"name": "Write", "id": "c1",
@@ -137,17 +144,42 @@ def with_cut_args(message: AIMessage, keep: int) -> AIMessage:
         >>> cut.tool_calls[0]["args"]["path"], len(cut.tool_calls[0]["args"]["content"]) < 400
         ('a.py', True)
     """
+
+    def chosen(call: Mapping[str, object]) -> bool:
+        return only is None or call.get("id") in only
+
     update: dict[str, object] = {
-        "tool_calls": [{**c, "args": _cut(c["args"], keep)} for c in message.tool_calls],
+        "tool_calls": [
+            {**c, "args": _cut(c["args"], keep)} if chosen(c) else c for c in message.tool_calls
+        ],
         "invalid_tool_calls": [
-            {**c, "args": _cut(c.get("args"), keep)} for c in message.invalid_tool_calls
+            {**c, "args": _cut(c.get("args"), keep)} if chosen(c) else c
+            for c in message.invalid_tool_calls
         ],
     }
     if isinstance(message.content, list):
-        update["content"] = [_cut_block(b, keep) for b in message.content]
+        update["content"] = [_cut_block(b, keep, only) for b in message.content]
     legacy = message.additional_kwargs.get("tool_calls")
     if isinstance(legacy, list):
         extra = dict(message.additional_kwargs)
-        extra["tool_calls"] = [_cut_legacy(c, keep) for c in legacy]
+        extra["tool_calls"] = [_cut_legacy(c, keep, only) for c in legacy]
         update["additional_kwargs"] = extra
     return message.model_copy(update=update)
+
+
+def cut_saving(args: object, count_text: Callable[[str], int]) -> int:
+    """Tokens cutting ``args``' long values to their markers saves (0 when none is long).
+
+    Example:
+        >>> from langchain_builderforce_memory.tokens import estimate_text_tokens
+        >>> cut_saving({"path": "a.py"}, estimate_text_tokens)
+        0
+        >>> cut_saving({"path": "a.py", "content": "def f(): pass; " * 300},
+        ...            estimate_text_tokens) > 1_000
+        True
+    """
+    if max(_leaves(args), default=0) <= SHORT:
+        return 0
+    whole = json.dumps(args, ensure_ascii=False, default=str)
+    cut = json.dumps(_cut(args, 0), ensure_ascii=False, default=str)
+    return max(0, count_text(whole) - count_text(cut))

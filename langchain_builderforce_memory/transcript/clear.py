@@ -16,7 +16,10 @@ run is working on (the working set: the most recently touched files first, as ma
 ``keep_tokens`` holds; :func:`in_use_files` says why recency alone). The
 priority: superseded outputs (a re-read, a re-run), bulky search / list / shell outputs
 and failed calls (:func:`priority_clearing`) go first, up to the protected tail, each
-time the horizon moves; then the rest, oldest first, up to the horizon.
+time the horizon moves; then the rest, oldest first, up to the horizon. An edit's output
+("wrote a.py") is too short to clear, but the call that made it carries the file written
+or the patch: clearing an edit cuts those long values in the call instead, its path kept
+(:func:`~.results.cleared_call`).
 
 Why a HORIZON: the clearing is a pure function of the record and one index, the horizon:
 every clearable result before it is cleared, and the working set it spares is judged from
@@ -31,12 +34,13 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.facts import bisect_index
 from langchain_builderforce_memory.transcript.results import (
     ToolResult,
     ToolResults,
+    cleared_call,
     cleared_result,
 )
 
@@ -333,23 +337,45 @@ def clearable(
 
 
 def _worth_clearing(result: ToolResult) -> bool:
-    """A result smaller than its placeholder stays: clearing it would grow the view."""
-    return result.size > result.placeholder_size
+    """Whether clearing shrinks the view (by the output, or an edit's call values)."""
+    return result.saving > 0
 
 
 def _saving(cleared: Sequence[ToolResult]) -> int:
-    return sum(r.size - r.placeholder_size for r in cleared)
+    return sum(r.saving for r in cleared)
 
 
 def apply_clear(
     convo: Sequence[BaseMessage], cleared: Sequence[ToolResult]
 ) -> tuple[list[BaseMessage], int]:
-    """``convo`` with ``cleared`` results replaced by placeholders, and the tokens cleared."""
+    """``convo`` with ``cleared`` results replaced by placeholders, and the tokens cleared.
+
+    An edit's call also has its long argument values cut (:func:`~.results.cleared_call`).
+    """
     out = list(convo)
     tokens = 0
+    calls: dict[int, list[ToolResult]] = {}
     for r in cleared:
         m = out[r.index]
-        if isinstance(m, ToolMessage):
+        if not isinstance(m, ToolMessage):
+            continue
+        if r.shown_as_placeholder:
             out[r.index] = cleared_result(m, r)
             tokens += r.size
+        if r.call_saving and (at := _call_index(out, r)) is not None:
+            calls.setdefault(at, []).append(r)
+    for at, answered in calls.items():
+        call = out[at]
+        if isinstance(call, AIMessage):
+            out[at] = cleared_call(call, answered)
+            tokens += sum(r.call_saving for r in answered)
     return out, tokens
+
+
+def _call_index(convo: Sequence[BaseMessage], result: ToolResult) -> int | None:
+    """The index of the assistant message that made the call ``result`` answers."""
+    for i in range(result.index - 1, -1, -1):
+        m = convo[i]
+        if isinstance(m, AIMessage):
+            return i if any(c.get("id") == result.call_id for c in m.tool_calls) else None
+    return None

@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.transcript.call_args import cut_saving, with_cut_args
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "ResultKind",
     "ToolResult",
     "ToolResults",
+    "cleared_call",
     "cleared_result",
     "tool_results",
 ]
@@ -74,6 +76,27 @@ class ToolResult:
     placeholder_size: int = 60
     """Its placeholder's tokens when cleared (:func:`cleared_result`, counted): the
     placeholder quotes the call's arguments, so a shell command's costs more than a path."""
+    call_saving: int = 0
+    """Tokens its call's long argument values take beyond their markers, for an edit (the
+    file a write created, a patch): clearing the result cuts them too (:func:`cleared_call`).
+    The tool has acted on them, and an edit's own output is too short to clear."""
+    call_id: str = ""
+    """The id of the call it answers."""
+
+    @property
+    def shown_as_placeholder(self) -> bool:
+        """Whether clearing replaces the output itself (a placeholder is shorter)."""
+        return self.size > self.placeholder_size
+
+    @property
+    def saving(self) -> int:
+        """Tokens clearing it takes off the view: its output's, and its call's values'."""
+        return max(0, self.size - self.placeholder_size) + self.call_saving
+
+    @property
+    def cleared_tokens(self) -> int:
+        """Tokens clearing it puts out of the view (its output's whole, its call's values')."""
+        return (self.size if self.shown_as_placeholder else 0) + self.call_saving
 
 
 def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
@@ -138,6 +161,7 @@ class _PerMessage:
 
 _INFO: Final = _PerMessage()
 _PLACEHOLDERS: Final = _PerMessage()
+_CALLS: Final = _PerMessage()
 
 
 def _info(
@@ -229,10 +253,19 @@ class _ToolResultsFact:
             m = record[i]
             if not isinstance(m, ToolMessage):
                 continue
-            name, text, kind, target, mid = _info(m, state.calls.get(m.tool_call_id))
+            call = state.calls.get(m.tool_call_id)
+            name, text, kind, target, mid = _info(m, call)
             result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
             placeholder = counter.count_message(cleared_result(m, result))
-            state.items.append(replace(result, placeholder_size=placeholder))
+            saving = cut_saving(call[1], counter.count_text) if kind == "edit" and call else 0
+            state.items.append(
+                replace(
+                    result,
+                    placeholder_size=placeholder,
+                    call_saving=saving,
+                    call_id=m.tool_call_id,
+                )
+            )
             state.indices.append(i)
             state.answered.add(m.tool_call_id)
         if len(state.items) > known:
@@ -292,3 +325,28 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
     )
     _PLACEHOLDERS.put(message, placeholder)
     return placeholder
+
+
+def cleared_call(message: AIMessage, results: Sequence[ToolResult]) -> AIMessage:
+    """``message`` with the long argument values of the calls ``results`` answer cut.
+
+    Stamped cleared, with the tokens cut; kept per message, so a view shows the same
+    object turn after turn while its horizon holds.
+
+    Example:
+        >>> call = AIMessage("", tool_calls=[{"name": "write_file", "id": "c1",
+        ...     "args": {"path": "a.py", "content": "x = 1; " * 500}}])
+        >>> r = ToolResult(2, "write_file", "{}", 3, "edit", "a.py", call_saving=900,
+        ...                call_id="c1")
+        >>> cleared_call(call, [r]).tool_calls[0]["args"]["content"].strip()[:20]
+        '[... 3,500 character'
+    """
+    ids = frozenset(r.call_id for r in results)
+    hit = _CALLS.get(message)
+    if isinstance(hit, tuple) and hit[0] == ids:
+        return hit[1]  # type: ignore[no-any-return]
+    copy = with_cut_args(message, 0, ids)
+    tokens = sum(r.call_saving for r in results)
+    cleared = stamp(copy, CLEARED_KIND, of=message_id(message), tokens=tokens)
+    _CALLS.put(message, (ids, cleared))
+    return cleared

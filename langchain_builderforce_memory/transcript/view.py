@@ -154,8 +154,8 @@ class ClearStep:
 
     @property
     def saving(self) -> int:
-        """Tokens of output the placeholders stand for."""
-        return sum(r.size for r in self.cleared)
+        """Tokens the placeholders stand for (outputs, and edits' call values)."""
+        return sum(r.cleared_tokens for r in self.cleared)
 
 
 def clear_range(

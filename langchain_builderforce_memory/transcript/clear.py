@@ -338,11 +338,13 @@ def clearable(
 
 def _worth_clearing(result: ToolResult) -> bool:
     """Whether clearing shrinks the view (by the output, or an edit's call values)."""
-    return result.saving > 0
+    # Plain fields (no property call): this runs over every result before a horizon.
+    return result.size > result.placeholder_size or result.call_saving > 0
 
 
 def _saving(cleared: Sequence[ToolResult]) -> int:
-    return sum(r.saving for r in cleared)
+    """Tokens clearing ``cleared`` takes off the view: outputs, and edits' call values."""
+    return sum(max(0, r.size - r.placeholder_size) + r.call_saving for r in cleared)
 
 
 def apply_clear(

@@ -88,16 +88,6 @@ class ToolResult:
         """Whether clearing replaces the output itself (a placeholder is shorter)."""
         return self.size > self.placeholder_size
 
-    @property
-    def saving(self) -> int:
-        """Tokens clearing it takes off the view: its output's, and its call's values'."""
-        return max(0, self.size - self.placeholder_size) + self.call_saving
-
-    @property
-    def cleared_tokens(self) -> int:
-        """Tokens clearing it puts out of the view (its output's whole, its call's values')."""
-        return (self.size if self.shown_as_placeholder else 0) + self.call_saving
-
 
 def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[str, object]]]:
     calls: dict[str, tuple[str, Mapping[str, object]]] = {}

@@ -155,7 +155,10 @@ class ClearStep:
     @property
     def saving(self) -> int:
         """Tokens the placeholders stand for (outputs, and edits' call values)."""
-        return sum(r.cleared_tokens for r in self.cleared)
+        # An output replaced by its placeholder counts whole; an edit's call, its values.
+        return sum(
+            (r.size if r.size > r.placeholder_size else 0) + r.call_saving for r in self.cleared
+        )
 
 
 def clear_range(

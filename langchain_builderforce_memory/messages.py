@@ -12,7 +12,6 @@ list into the runs no view may cut. The strict-provider checks built on them
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeVar, cast
@@ -35,6 +34,7 @@ from langchain_builderforce_memory.blocks import (
     is_tool_result_turn,
     tool_result_ids,
 )
+from langchain_builderforce_memory.jsontext import json_text
 
 __all__ = [
     "DIRECTIVE_KIND",
@@ -267,7 +267,7 @@ def _canonical(message: BaseMessage) -> str:
         payload["tool_calls"] = [(c.get("id"), c["name"], c["args"]) for c in message.tool_calls]
     if isinstance(message, ToolMessage):
         payload["tool_call_id"] = message.tool_call_id
-    return json.dumps(payload, ensure_ascii=False, default=str, sort_keys=True)
+    return json_text(payload, sort_keys=True)
 
 
 def clean_text(text: str) -> str:

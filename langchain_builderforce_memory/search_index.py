@@ -21,7 +21,6 @@ searches and the answers built from the hits are in :mod:`langchain_builderforce
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import threading
@@ -32,6 +31,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import Role, message_id, role_of
 
 __all__ = [
@@ -77,7 +77,7 @@ def _block_text(block: object) -> str:
             return str(block["text"])
         if kind in _MEDIA:
             return f"[{kind}]"  # a base64 payload is not text anyone searches for
-    return json.dumps(block, ensure_ascii=False, default=str)
+    return json_text(block)
 
 
 def message_search_text(message: BaseMessage) -> str:
@@ -93,10 +93,7 @@ def message_search_text(message: BaseMessage) -> str:
     content = message.content
     text = content if isinstance(content, str) else "\n".join(map(_block_text, content))
     if isinstance(message, AIMessage) and message.tool_calls:
-        calls = (
-            f"{c['name']} {json.dumps(c['args'], ensure_ascii=False, default=str)}"
-            for c in message.tool_calls
-        )
+        calls = (f"{c['name']} {json_text(c['args'])}" for c in message.tool_calls)
         text = "\n".join([text, *calls]) if text else "\n".join(calls)
     return text
 
@@ -260,7 +257,7 @@ class RecordIndex:
             if isinstance(m, AIMessage):
                 for c in m.tool_calls:
                     if c.get("id"):
-                        args = json.dumps(c["args"], ensure_ascii=False, default=str)
+                        args = json_text(c["args"])
                         self._calls[str(c["id"])] = (c["name"], args)
             self._meta.append(_Meta(role_of(m), mid, call_id))
             self._positions.setdefault(mid, []).append(pos)

@@ -23,7 +23,6 @@ the cache instead of being kept alive by it.
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -37,6 +36,7 @@ from langchain_builderforce_memory.blocks import THINKING_TYPES, reasoning_text
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
 # stays importable, re-exported in __all__ (tests and users import it from here).
 from langchain_builderforce_memory.estimate import estimate_text_tokens
+from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def _block_text(
         media = media_tokens(block, count_text)
         if media is not None:
             return "", media
-    return json.dumps(block, ensure_ascii=False, default=str, sort_keys=True), 0
+    return json_text(block, sort_keys=True), 0
 
 
 def content_text_for_count(
@@ -146,7 +146,7 @@ def content_text_for_count(
             parts.append(text)
             extra += fixed
         return "".join(parts), extra
-    return json.dumps(content, ensure_ascii=False, default=str, sort_keys=True), 0
+    return json_text(content, sort_keys=True), 0
 
 
 def _content_of(message: BaseMessage, count_text: Callable[[str], int]) -> tuple[str, int]:
@@ -176,7 +176,7 @@ def tool_call_payload(message: BaseMessage) -> str:
         {"id": c.get("id"), "name": c.get("name"), "args": c.get("args"), "error": c.get("error")}
         for c in message.invalid_tool_calls
     )
-    return json.dumps(calls, ensure_ascii=False, default=str, sort_keys=True)
+    return json_text(calls, sort_keys=True)
 
 
 _Entry: TypeAlias = tuple["weakref.ref[BaseMessage]", object, int, object, object, int]

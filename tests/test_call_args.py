@@ -24,7 +24,7 @@ from langchain_builderforce_memory.transcript.clear import apply_clear
 from langchain_builderforce_memory.transcript.elide import elide_message, fit_to_budget
 from langchain_builderforce_memory.transcript.results import tool_results
 
-from .helpers import load_transcript, model_turns, transcript_files, working_turn
+from .helpers import agent_views, load_transcript, model_turns, transcript_files, working_turn
 from .provider_shapes import anthropic_wire, openai_chat_wire, openai_responses_wire
 
 COUNTER = ApproximateTokenCounter()
@@ -281,3 +281,38 @@ def test_the_cleared_tokens_count_the_cut_calls() -> None:
     assert [m.content for m in cleared if isinstance(m, ToolMessage)] == [
         m.content for m in record if isinstance(m, ToolMessage)
     ]
+
+
+# ------------------------------------------------------- arguments nested past the limit
+
+
+def _deep(levels: int) -> object:
+    value: object = "x" * 2_000
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+ENTRY_POINTS = {
+    **agent_views(COUNTER),
+    "windowed": lambda record, budget: windowed(record, max_tokens=budget),
+    "build_working_transcript": lambda record, budget: (
+        build_working_transcript(record, summarizer=lambda p: "note", max_tokens=budget).messages
+    ),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_arguments_nested_past_the_recursion_limit_never_raise(entry: str) -> None:
+    """A model can be made to write arguments nested deeper than ``json.dumps`` goes."""
+    args = {"data": _deep(3_000), "content": "y" * 40_000}
+    record: list[BaseMessage] = [HumanMessage("Store the tree.", id="u0")]
+    for i in range(3):
+        record += [
+            AIMessage("", tool_calls=[{"name": "store", "args": args, "id": f"c{i}"}], id=f"a{i}"),
+            ToolMessage("stored", tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    view = ENTRY_POINTS[entry](list(record), 6_000)  # before: RecursionError
+    assert request_problems(view) == []
+    assert count_tokens(view, COUNTER) <= 6_000
+    assert any(m.text == "Store the tree." for m in view)

@@ -23,6 +23,7 @@ from langchain_builderforce_memory.handoff.volatile import (
     VOLATILE_TAIL_TAG,
     is_volatile_tail,
 )
+from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import TokenCounter, resolve_token_counter
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
@@ -61,8 +62,8 @@ def _key(message: BaseMessage) -> tuple[object, ...]:
     calls = getattr(message, "tool_calls", None) or []
     return (
         message.type,
-        json.dumps(message.content, sort_keys=True, default=str),
-        json.dumps([(c.get("id"), c["name"], c["args"]) for c in calls], sort_keys=True),
+        json_text(message.content, sort_keys=True),
+        json_text([(c.get("id"), c["name"], c["args"]) for c in calls], sort_keys=True),
         getattr(message, "tool_call_id", None),
     )
 

@@ -22,6 +22,8 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.jsontext import json_text
+
 __all__ = ["SHORT", "cut_saving", "longest_value", "with_cut_args"]
 
 SHORT: Final = 160
@@ -35,20 +37,26 @@ def _marker(cut: int) -> str:
     return f"\n[... {cut:,} characters cut here in this view; the full call is in the record ...]\n"
 
 
-def _cut(value: object, keep: int) -> object:
+_DEEPEST: Final = 64
+"""Nesting past which values are left as they are: a model can be made to write arguments
+nested hundreds of levels deep, and this walk must not raise ``RecursionError``."""
+
+
+def _cut(value: object, keep: int, depth: int = 0) -> object:
     """``value`` with every string leaf over ``max(keep, SHORT)`` characters cut to ``keep``."""
     if isinstance(value, str):
         if len(value) <= max(keep, SHORT):
             return value
         head = int(keep * _HEAD_SHARE)
         end = keep - head
-        return (
-            value[:head] + _marker(len(value) - keep) + (value[len(value) - end :] if end else "")
-        )
+        tail = value[len(value) - end :] if end else ""
+        return value[:head] + _marker(len(value) - keep) + tail
+    if depth >= _DEEPEST:
+        return value
     if isinstance(value, Mapping):
-        return {k: _cut(v, keep) for k, v in value.items()}
+        return {k: _cut(v, keep, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_cut(v, keep) for v in value]
+        return [_cut(v, keep, depth + 1) for v in value]
     return value
 
 
@@ -58,9 +66,9 @@ def _cut_json(raw: object, keep: int) -> object:
         return _cut(raw, keep)
     try:
         parsed = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the limit
         return _cut(raw, keep)
-    return json.dumps(_cut(parsed, keep), ensure_ascii=False)
+    return json_text(_cut(parsed, keep))
 
 
 def _block_id(block: Mapping[str, object]) -> object:
@@ -96,13 +104,15 @@ def _cut_legacy(call: object, keep: int, only: Collection[str] | None) -> object
     return {**call, "function": function}
 
 
-def _leaves(value: object) -> list[int]:
+def _leaves(value: object, depth: int = 0) -> list[int]:
     if isinstance(value, str):
         return [len(value)]
+    if depth >= _DEEPEST:
+        return []
     if isinstance(value, Mapping):
-        return [n for v in value.values() for n in _leaves(v)]
+        return [n for v in value.values() for n in _leaves(v, depth + 1)]
     if isinstance(value, list):
-        return [n for v in value for n in _leaves(v)]
+        return [n for v in value for n in _leaves(v, depth + 1)]
     return []
 
 
@@ -180,6 +190,6 @@ def cut_saving(args: object, count_text: Callable[[str], int]) -> int:
     """
     if max(_leaves(args), default=0) <= SHORT:
         return 0
-    whole = json.dumps(args, ensure_ascii=False, default=str)
-    cut = json.dumps(_cut(args, 0), ensure_ascii=False, default=str)
+    whole = json_text(args)
+    cut = json_text(_cut(args, 0))
     return max(0, count_text(whole) - count_text(cut))

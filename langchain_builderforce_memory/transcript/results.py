@@ -10,7 +10,6 @@ only the results new since the last.
 from __future__ import annotations
 
 import functools
-import json
 import operator
 import re
 import weakref
@@ -21,6 +20,7 @@ from typing import Final, Literal
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
+from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.call_args import cut_saving, with_cut_args
@@ -163,7 +163,7 @@ def _info(
         return hit
     name, args = call if call is not None else (message.name or "tool", {})
     kind, target = _classify(name, args, message)
-    text = json.dumps(args, ensure_ascii=False, default=str, sort_keys=True)
+    text = json_text(args, sort_keys=True)
     value = (name, text, kind, target, message_id(message))
     _INFO.put(message, value)
     return value

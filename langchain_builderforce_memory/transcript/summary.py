@@ -30,6 +30,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
+from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import clean_text, role_of
 from langchain_builderforce_memory.models import chat_model_from_string
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
@@ -168,7 +169,7 @@ def resolve_summarizer(summarizer: SummarizerLike | None) -> Summarizer | None:
 def _compact_json(value: object) -> str:
     # Compact separators, as the seed's JSON.stringify: a tool result rendered for the
     # summarizer costs no padding tokens, and renders the same as the seed's.
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    return json_text(value, compact=True)
 
 
 _THINKING_BLOCKS: Final = frozenset(("thinking", "redacted_thinking", "reasoning"))

@@ -437,7 +437,7 @@ def test_the_command_leaves_the_callers_logging_as_it_was() -> None:
 
 @pytest.mark.parametrize("path", transcript_params())
 def test_inspect_reads_every_recorded_run_and_agrees_with_the_window(path: Path) -> None:
-    report = inspect_json(path, "--budget", "16000")
+    report = inspect_json(path, "--budget", "48000")
     record = load_transcript(path)
     assert report["record_messages"] == len(record)
     view = windowed(record, max_tokens=16_000)
@@ -768,3 +768,26 @@ def test_every_event_has_the_keys_of_its_type(demo: DemoResult) -> None:
     for event in demo.events:
         typed = types[str(event["builderforce_memory"])]
         assert set(event) == set(typed.__required_keys__) | set(typed.__optional_keys__)
+
+
+def test_an_edits_call_cut_by_the_clear_tier_shows_as_cleared(tmp_path: Path) -> None:
+    """Before, only placeholder results were marked: a call whose written file the view cut
+    showed as kept."""
+    from langchain_core.messages import messages_to_dict
+
+    body = "".join(f"line {i} of the module\n" for i in range(600))
+    record: list[BaseMessage] = [HumanMessage("Port every module.")]
+    for i in range(12):
+        args = {"path": f"src/m{i}.py", "content": body}
+        read = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"r{i}"}
+        record += [
+            AIMessage("", tool_calls=[read]),
+            ToolMessage(body, tool_call_id=f"r{i}"),
+            AIMessage("", tool_calls=[{"name": "write_file", "args": args, "id": f"w{i}"}]),
+            ToolMessage(f"wrote src/m{i}.py", tool_call_id=f"w{i}"),
+        ]
+    path = tmp_path / "writes.json"
+    path.write_text(json.dumps(messages_to_dict(record)))
+    report = inspect_json(path, "--budget", "48000", "--max-messages", "400")
+    cleared = [r for r in report["rows"] if r["fold"] == "cleared"]  # type: ignore[index]
+    assert "assistant" in {r["role"] for r in cleared}

@@ -189,10 +189,11 @@ def _fold_plan(
     if plan.mode == "verbatim":
         if not plan.clear.cleared:
             return fates, list(valid), 0, "fits verbatim: no fold"
-        sent = [*plan.system, *with_clear(plan.convo, plan.clear)]
-        for r in plan.clear.cleared:
-            if r.shown_as_placeholder:
-                fates[id(plan.convo[r.index])] = "cleared"
+        shown = with_clear(plan.convo, plan.clear)
+        sent = [*plan.system, *shown]
+        for original, copy in zip(plan.convo, shown, strict=True):
+            if copy is not original:  # a placeholder, or an edit's call with its values cut
+                fates[id(original)] = "cleared"
         return (
             fates,
             sent,

@@ -437,7 +437,7 @@ def test_the_command_leaves_the_callers_logging_as_it_was() -> None:
 
 @pytest.mark.parametrize("path", transcript_params())
 def test_inspect_reads_every_recorded_run_and_agrees_with_the_window(path: Path) -> None:
-    report = inspect_json(path, "--budget", "48000")
+    report = inspect_json(path, "--budget", "16000")
     record = load_transcript(path)
     assert report["record_messages"] == len(record)
     view = windowed(record, max_tokens=16_000)

@@ -14,12 +14,14 @@ import json
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory import build_working_transcript, request_problems, windowed
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.call_args import with_cut_args
+from langchain_builderforce_memory.transcript.call_args import SHORT, longest_value, with_cut_args
 from langchain_builderforce_memory.transcript.clear import apply_clear
 from langchain_builderforce_memory.transcript.elide import elide_message, fit_to_budget
 from langchain_builderforce_memory.transcript.results import tool_results
@@ -316,3 +318,43 @@ def test_arguments_nested_past_the_recursion_limit_never_raise(entry: str) -> No
     assert request_problems(view) == []
     assert count_tokens(view, COUNTER) <= 6_000
     assert any(m.text == "Store the tree." for m in view)
+
+
+# ------------------------------------------------------------------ any arguments, any cut
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=400),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _shape(value: object) -> object:
+    """``value`` with every long string replaced by a token: what a cut must keep."""
+    if isinstance(value, str):
+        return value if len(value) <= SHORT else "<long>"
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(args=st.dictionaries(st.text(max_size=8), JSON, max_size=4), keep=st.integers(0, 500))
+def test_a_cut_keeps_every_key_short_value_and_id_and_stays_json(
+    args: dict[str, object], keep: int
+) -> None:
+    message = AIMessage(
+        [{"type": "function_call", "call_id": "c1", "name": "t", "arguments": json.dumps(args)}],
+        tool_calls=[{"name": "t", "args": args, "id": "c1"}],
+    )
+    cut = with_cut_args(message, keep)
+    assert cut.tool_calls[0]["id"] == "c1"
+    assert _shape(cut.tool_calls[0]["args"]) == _shape(args)
+    block = cut.content[0]
+    assert isinstance(block, dict)
+    assert json.loads(block["arguments"]) == cut.tool_calls[0]["args"]
+    assert longest_value(cut) <= max(SHORT, keep + 120)  # the kept characters and a marker

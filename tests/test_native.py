@@ -12,6 +12,7 @@ LangChain integrations, so the record holds what a real run would hold:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -310,22 +311,28 @@ def test_records_with_compactions_give_valid_views_in_budget_through_every_entry
         assert view[lead + 1] is record[last] or view[lead + 1] == record[last]
 
 
+def _native_events(events: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
+    return [e for e in events if e["builderforce_memory"] == "native"]
+
+
+def _native_event(*, compacted: bool, uses: int, tokens: int) -> dict[str, object]:
+    """The native event a turn reports (the fields of ``NativeEvent``)."""
+    return {
+        "builderforce_memory": "native",
+        "compacted": compacted,
+        "cleared_tool_uses": uses,
+        "cleared_input_tokens": tokens,
+    }
+
+
 def test_a_compaction_answer_is_reported_once_as_a_native_event() -> None:
     record = compacted_record(after=2)
     core = MemoryCore(MemoryPolicy(max_tokens=64_000), token_counter=COUNTER)
     upto = last_compaction_index(record) + 2  # the compaction answer and its tool result
     events = run_turn(core, record[:upto], {"messages": record[:upto]}).events
-    native = [e for e in events if e["builderforce_memory"] == "native"]
-    assert native == [
-        {
-            "builderforce_memory": "native",
-            "compacted": True,
-            "cleared_tool_uses": 0,
-            "cleared_input_tokens": 0,
-        }
-    ]
+    assert _native_events(events) == [_native_event(compacted=True, uses=0, tokens=0)]
     later = run_turn(core, record, {"messages": record}).events  # newer answers since
-    assert not any(e["builderforce_memory"] == "native" for e in later)
+    assert _native_events(later) == []
 
 
 def _answer(input_tokens: int, cleared: int) -> AIMessage:
@@ -359,15 +366,7 @@ def test_the_calibration_adds_back_what_the_providers_edits_cleared() -> None:
         [*record, _answer(7_000, 3_000), HumanMessage("again")],
         {},
     ).events
-    native = [e for e in events if e["builderforce_memory"] == "native"]
-    assert native == [
-        {
-            "builderforce_memory": "native",
-            "compacted": False,
-            "cleared_tool_uses": 3,
-            "cleared_input_tokens": 3_000,
-        }
-    ]
+    assert _native_events(events) == [_native_event(compacted=False, uses=3, tokens=3_000)]
 
 
 def test_inspect_shows_the_views_starting_at_the_block() -> None:

@@ -24,7 +24,7 @@ from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_openai import ChatOpenAI
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
 from langchain_builderforce_memory.agents.native import ANTHROPIC_BETAS
@@ -145,8 +145,11 @@ def test_auto_puts_openais_compaction_in_a_responses_payload() -> None:
     [
         ChatOpenAI(model="gpt-4o", api_key="offline"),  # type: ignore[arg-type]
         GenericFakeChatModel(messages=iter([])),
+        ChatOpenAI(  # type: ignore[call-arg]
+            model="qwen3", api_key="offline", use_responses_api=True, base_url="http://vllm:8000/v1"
+        ),
     ],
-    ids=["chat completions", "generic fake"],
+    ids=["chat completions", "generic fake", "responses api off openai"],
 )
 @pytest.mark.parametrize("native", ["auto", "off"])
 def test_models_without_native_compaction_are_sent_as_before(
@@ -154,6 +157,33 @@ def test_models_without_native_compaction_are_sent_as_before(
 ) -> None:
     request = sent(model, read_loop(2, 100), native=native, settings={"temperature": 0})
     assert request.model_settings == {"temperature": 0}
+
+
+def azure_responses() -> AzureChatOpenAI:
+    return AzureChatOpenAI(  # type: ignore[call-arg]
+        azure_deployment="gpt-5",
+        azure_endpoint="https://example.openai.azure.com",
+        api_key="offline",
+        api_version="2025-04-01-preview",
+        use_responses_api=True,
+    )
+
+
+def test_azure_openai_on_the_responses_api_is_delegated_like_openai() -> None:
+    request = sent(azure_responses(), read_loop(2, 100), native="auto", max_tokens=64_000)
+    assert request.model_settings["context_management"] == [
+        {"type": "compaction", "compact_threshold": 64_000}
+    ]
+
+
+def test_only_on_a_responses_endpoint_off_openai_keeps_the_window_and_sends_no_edits() -> None:
+    model = ChatOpenAI(  # type: ignore[call-arg]
+        model="qwen3", api_key="offline", use_responses_api=True, base_url="http://vllm:8000/v1"
+    )
+    request = sent(model, read_loop(40, 2_000), native="only", max_tokens=16_000)
+    assert "context_management" not in openai_payload(request)
+    assert count_tokens(request.messages, COUNTER) <= 16_000
+    assert request_problems(request.messages) == []
 
 
 def chat(turns: int, size: int) -> list[BaseMessage]:

@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
+from urllib.parse import urlsplit
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -48,6 +49,7 @@ __all__ = [
     "delegation_for",
     "kept_tool_uses",
     "native_provider",
+    "served_by_openai",
     "user_edits",
 ]
 
@@ -103,8 +105,9 @@ def native_provider(model: object) -> Provider | None:
     """Whose native context management ``model`` can take: Anthropic, OpenAI Responses, none.
 
     Read from the chat model's ``_llm_type`` (LangChain's own name for the integration):
-    a Claude model that takes compaction (:func:`compacting_claude`), or an OpenAI model
-    on the Responses API (``use_responses_api=True``: Chat Completions has no compaction).
+    a Claude model that takes compaction (:func:`compacting_claude`), or an OpenAI or Azure
+    OpenAI model on the Responses API (``use_responses_api=True``: Chat Completions has no
+    compaction). Whether we may also *send* it compaction is :func:`delegable`.
 
     Example:
         >>> from langchain_core.language_models import GenericFakeChatModel
@@ -115,9 +118,35 @@ def native_provider(model: object) -> Provider | None:
     if kind == "anthropic-chat":
         name = getattr(model, "model", None) or getattr(model, "model_name", None)
         return "anthropic" if compacting_claude(name) else None
-    if kind == "openai-chat" and getattr(model, "use_responses_api", None) is True:
+    responses = getattr(model, "use_responses_api", None) is True
+    if kind in ("openai-chat", "azure-openai-chat") and responses:
         return "openai"
     return None
+
+
+def served_by_openai(model: object) -> bool:
+    """Whether an OpenAI-shaped ``model`` is served by OpenAI or Azure OpenAI.
+
+    Compaction is OpenAI's own: a ``ChatOpenAI`` pointed at another ``base_url`` (vLLM,
+    Ollama, a gateway) may refuse the ``context_management`` field or drop it, so we never
+    add it there; the client-side tiers run instead. Read from the endpoint the client
+    will call (its ``root_client.base_url``, which also reflects ``OPENAI_BASE_URL``), else
+    from ``openai_api_base``.
+
+    Example:
+        >>> from langchain_openai import ChatOpenAI
+        >>> served_by_openai(ChatOpenAI(model="gpt-5", api_key="k"))
+        True
+        >>> served_by_openai(ChatOpenAI(model="m", api_key="k", base_url="http://localhost:8000/v1"))
+        False
+    """
+    if getattr(model, "_llm_type", None) == "azure-openai-chat":
+        return True
+    client_url = getattr(getattr(model, "root_client", None), "base_url", None)
+    url = str(client_url) if client_url is not None else getattr(model, "openai_api_base", None)
+    if not isinstance(url, str):
+        return True  # no endpoint set anywhere: the SDK's default, api.openai.com
+    return urlsplit(url).hostname == "api.openai.com"
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +277,8 @@ def delegation_for(
         clears = CLEAR_EDIT in configured
         compacts = COMPACT_EDIT in configured or "compaction" in configured
         return Delegation(provider, {}, clears, compacts) if clears or compacts else None
+    if provider == "openai" and not served_by_openai(model):
+        provider = None  # the user's own edits were honoured above; we send none here
     if mode == "off" or (provider is None and mode == "auto"):
         return None
     if provider == "anthropic":

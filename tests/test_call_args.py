@@ -334,7 +334,7 @@ JSON = st.recursive(
 def _shape(value: object) -> object:
     """``value`` with every long string replaced by a token: what a cut must keep."""
     if isinstance(value, str):
-        return value if len(value) <= SHORT else "<long>"
+        return "<long>" if len(value) > SHORT or "characters cut here" in value else value
     if isinstance(value, dict):
         return {k: _shape(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -358,3 +358,14 @@ def test_a_cut_keeps_every_key_short_value_and_id_and_stays_json(
     assert isinstance(block, dict)
     assert json.loads(block["arguments"]) == cut.tool_calls[0]["args"]
     assert longest_value(cut) <= max(SHORT, keep + 120)  # the kept characters and a marker
+    assert longest_value(cut) <= longest_value(message)  # a cut never lengthens a value
+
+
+@pytest.mark.parametrize("keep", [0, 40, 100, 159])
+def test_a_cut_that_would_not_shorten_a_value_keeps_it_whole(keep: int) -> None:
+    value = "v" * (SHORT + 5)
+    message = AIMessage("", tool_calls=[{"name": "t", "args": {"v": value}, "id": "c1"}])
+    cut = with_cut_args(message, keep)
+    shown = cut.tool_calls[0]["args"]["v"]
+    assert len(shown) <= len(value)
+    assert shown == value or "characters cut here" in shown

@@ -43,14 +43,19 @@ nested hundreds of levels deep, and this walk must not raise ``RecursionError``.
 
 
 def _cut(value: object, keep: int, depth: int = 0) -> object:
-    """``value`` with every string leaf over ``max(keep, SHORT)`` characters cut to ``keep``."""
+    """``value`` with every string leaf over ``SHORT`` characters cut to ``keep`` and a marker.
+
+    A leaf the cut would not shorten (``keep`` plus the marker reach its length) is kept
+    whole.
+    """
     if isinstance(value, str):
-        if len(value) <= max(keep, SHORT):
-            return value
+        marker = _marker(len(value) - keep)
+        if len(value) <= max(keep + len(marker), SHORT):
+            return value  # short, or a cut that would save nothing
         head = int(keep * _HEAD_SHARE)
         end = keep - head
         tail = value[len(value) - end :] if end else ""
-        return value[:head] + _marker(len(value) - keep) + tail
+        return value[:head] + marker + tail
     if depth >= _DEEPEST:
         return value
     if isinstance(value, Mapping):

@@ -185,9 +185,10 @@ class RecordFacts:
         """``sums[i]``: the tokens of the record's first ``i`` messages. Read, never change."""
         self.rebuilds = 0
         """Times a record that did not extend the one seen made the facts start over."""
-        self.copies = Copies()
+        self.copies = Copies(limit=1_024)
         """The messages the conversation's views make (its note, restated directive,
-        re-attached outputs, brief), the same objects turn after turn."""
+        re-attached outputs, brief, edits' cut calls), the same objects turn after turn:
+        room for every cleared edit a long view shows."""
         self._seen: list[BaseMessage] = []
         self._directive = -1
         self._turn_start = -1

@@ -637,6 +637,33 @@ def keeps_front(
     return list(view[: len(rest)]) == rest
 
 
+WRITTEN_BODY = "".join(f"func helper{i}(x int) int {{ return x * {i} }}\n" for i in range(900))
+"""What :func:`read_write_loop` writes to each file."""
+
+
+def read_write_loop(rounds: int, *, shape: str = "tool_calls") -> list[BaseMessage]:
+    """A directive, then per round a read of a file (big output) and a write of it (big
+    call: the file's ~9k tokens): the run whose old writes the clear tier cuts. ``shape``:
+    ``"anthropic"`` also puts each write in a ``tool_use`` block."""
+    record: list[BaseMessage] = [HumanMessage("Port every module to the new API.", id="u0")]
+    for i in range(rounds):
+        path = f"src/m{i}.py"
+        read = {"name": "read_file", "args": {"path": path}, "id": f"r{i}"}
+        write_args = {"path": path, "content": f"# m{i}\n" + WRITTEN_BODY}
+        write = {"name": "write_file", "args": write_args, "id": f"w{i}"}
+        content: str | list[str | dict[str, object]] = f"writing {path}"
+        if shape == "anthropic":
+            block = {"type": "tool_use", "id": f"w{i}", "name": "write_file", "input": write_args}
+            content = [{"type": "text", "text": f"writing {path}"}, block]
+        record += [
+            AIMessage(f"reading {path}", tool_calls=[read], id=f"a{i}"),
+            ToolMessage(f"{path}:\n" + "y = 1\n" * 1_500, tool_call_id=f"r{i}", id=f"t{i}"),
+            AIMessage(content, tool_calls=[write], id=f"b{i}"),
+            ToolMessage(f"wrote {path}", tool_call_id=f"w{i}", id=f"s{i}"),
+        ]
+    return record
+
+
 def read_loop(rounds: int, size: int = 3_000, *, files: int = 40) -> list[BaseMessage]:
     """One directive, then ``rounds`` reads of ``size`` tokens each (``files`` paths in
     turn): the long single-directive tool loop the clear tier is built for."""

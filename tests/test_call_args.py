@@ -26,7 +26,14 @@ from langchain_builderforce_memory.transcript.clear import apply_clear
 from langchain_builderforce_memory.transcript.elide import elide_message, fit_to_budget
 from langchain_builderforce_memory.transcript.results import tool_results
 
-from .helpers import agent_views, load_transcript, model_turns, transcript_files, working_turn
+from .helpers import (
+    agent_views,
+    load_transcript,
+    model_turns,
+    read_write_loop,
+    transcript_files,
+    working_turn,
+)
 from .provider_shapes import anthropic_wire, openai_chat_wire, openai_responses_wire
 
 COUNTER = ApproximateTokenCounter()
@@ -209,27 +216,6 @@ def test_the_claude_code_run_keeps_its_plan_in_every_request_at_8k() -> None:
 # ------------------------------------------------------------ the clear tier, on edits
 
 
-def _coding_run(rounds: int, *, shape: str = "tool_calls") -> list[BaseMessage]:
-    """A directive, then per round a read of a file (big output) and a write of it (big call)."""
-    record: list[BaseMessage] = [HumanMessage("Port every module to the new API.", id="u0")]
-    for i in range(rounds):
-        path = f"src/m{i}.py"
-        read = {"name": "read_file", "args": {"path": path}, "id": f"r{i}"}
-        write_args = {"path": path, "content": f"# m{i}\n" + BODY}
-        write = {"name": "write_file", "args": write_args, "id": f"w{i}"}
-        content: str | list[str | dict[str, object]] = f"writing {path}"
-        if shape == "anthropic":
-            block = {"type": "tool_use", "id": f"w{i}", "name": "write_file", "input": write_args}
-            content = [{"type": "text", "text": f"writing {path}"}, block]
-        record += [
-            AIMessage(f"reading {path}", tool_calls=[read], id=f"a{i}"),
-            ToolMessage(f"{path}:\n" + "y = 1\n" * 1_500, tool_call_id=f"r{i}", id=f"t{i}"),
-            AIMessage(content, tool_calls=[write], id=f"b{i}"),
-            ToolMessage(f"wrote {path}", tool_call_id=f"w{i}", id=f"s{i}"),
-        ]
-    return record
-
-
 def _writes(view: list[BaseMessage]) -> list[tuple[bool, BaseMessage]]:
     """Each write call in ``view``, with whether its content is cut."""
     return [
@@ -241,7 +227,7 @@ def _writes(view: list[BaseMessage]) -> list[tuple[bool, BaseMessage]]:
 
 @pytest.mark.parametrize("shape", ["tool_calls", "anthropic"])
 def test_the_clear_tier_cuts_old_writes_and_keeps_the_paths(shape: str) -> None:
-    record = _coding_run(16, shape=shape)
+    record = read_write_loop(16, shape=shape)
     out = working_turn(record, None, budget=48_000)
     view = out.messages
     assert out.memo is None  # the clear tier alone, no fold
@@ -263,7 +249,7 @@ def test_the_clear_tier_cuts_old_writes_and_keeps_the_paths(shape: str) -> None:
 
 def test_cut_writes_hold_their_bytes_from_turn_to_turn() -> None:
     """The cut is part of the clear tier's horizon: the prefix stays while it holds."""
-    record = _coding_run(16)
+    record = read_write_loop(16)
     first = working_turn(record, None, budget=48_000)
     grown = [*record, AIMessage("checking", id="x1"), HumanMessage("and the docs?", id="u1")]
     assert any(was_cut for was_cut, _ in _writes(first.messages))
@@ -272,7 +258,7 @@ def test_cut_writes_hold_their_bytes_from_turn_to_turn() -> None:
 
 
 def test_the_cleared_tokens_count_the_cut_calls() -> None:
-    record = _coding_run(16)
+    record = read_write_loop(16)
     results = tool_results(record, COUNTER)
     writes = [r for r in results if r.name == "write_file"]
     assert all(r.kind == "edit" and r.call_saving > 1_000 for r in writes)

@@ -185,10 +185,16 @@ def test_every_module_stays_under_the_line_limit() -> None:
     assert not over, f"modules over {MODULE_LINE_LIMIT} lines (split them): {over}"
 
 
-def _reaches(root: object, targets: set[int], skip: set[int], depth: int = 7) -> bool:
-    """Whether ``root`` refers to one of ``targets`` (by id) within ``depth`` references."""
+def _reaches(
+    root: object, targets: set[int], skip: set[int], depth: int = 7, *, weakly: bool = False
+) -> bool:
+    """Whether ``root`` refers to one of ``targets`` (by id) within ``depth`` references.
+
+    ``weakly``: weak references count too (a cache keyed by ``id(message)`` holds one).
+    """
     import gc
     import types
+    import weakref
 
     seen: set[int] = set()
     frontier = [root]
@@ -200,7 +206,9 @@ def _reaches(root: object, targets: set[int], skip: set[int], depth: int = 7) ->
             seen.add(id(obj))
             if id(obj) in targets:
                 return True
-            if not isinstance(obj, type | types.ModuleType):
+            if weakly and isinstance(obj, weakref.ref):
+                following.append(obj())
+            elif not isinstance(obj, type | types.ModuleType):
                 following.extend(gc.get_referents(obj))
         frontier = following
     return False
@@ -262,6 +270,40 @@ def test_no_module_keeps_a_conversations_messages() -> None:
         if not isinstance(value, BaseMessage) and _reaches(value, targets, skip)
     ]
     assert not held, f"module-level state holds the record's messages: {held}"
+
+
+def test_no_module_caches_a_conversations_messages_by_identity() -> None:
+    """No module-level cache keyed by ``id()`` (issue 23), weak references included.
+
+    What is derived from a conversation's messages (a result's placeholder, an edit's cut
+    call) lives in its facts and copies. The token counter's per-message cache is the one
+    exception issue 23 allows.
+    """
+    import gc
+    import importlib
+    import sys
+
+    from langchain_core.messages import BaseMessage
+
+    from langchain_builderforce_memory.tokens import _CachedCounter
+
+    from .helpers import read_write_loop
+
+    record = read_write_loop(16)
+    _serve_a_record_every_way(list(record))
+    gc.collect()
+    targets = {id(m) for m in record}
+    modules = [importlib.import_module(name) for name in module_names(PACKAGE_DIR)]
+    skip = {id(vars(m)) for m in list(sys.modules.values()) if m is not None}
+    # The counter's per-message cache, the one issue 23 allows: its table is not walked.
+    skip |= {id(c._cache) for c in gc.get_objects() if isinstance(c, _CachedCounter)}
+    held = [
+        f"{module.__name__}.{attr}"
+        for module in modules
+        for attr, value in vars(module).items()
+        if not isinstance(value, BaseMessage) and _reaches(value, targets, skip, weakly=True)
+    ]
+    assert not held, f"module-level caches refer to the record's messages: {held}"
 
 
 FUNCTION_LINE_LIMIT = 60

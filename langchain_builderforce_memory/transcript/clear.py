@@ -36,6 +36,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import bisect_index
 from langchain_builderforce_memory.transcript.results import (
     ToolResult,
@@ -348,11 +349,12 @@ def _saving(cleared: Sequence[ToolResult]) -> int:
 
 
 def apply_clear(
-    convo: Sequence[BaseMessage], cleared: Sequence[ToolResult]
+    convo: Sequence[BaseMessage], cleared: Sequence[ToolResult], copies: Copies | None = None
 ) -> tuple[list[BaseMessage], int]:
     """``convo`` with ``cleared`` results replaced by placeholders, and the tokens cleared.
 
-    An edit's call also has its long argument values cut (:func:`~.results.cleared_call`).
+    An edit's call also has its long argument values cut (:func:`~.results.cleared_call`;
+    ``copies``: the conversation's, where the cut copies are kept).
     """
     out = list(convo)
     tokens = 0
@@ -369,7 +371,7 @@ def apply_clear(
     for at, answered in calls.items():
         call = out[at]
         if isinstance(call, AIMessage):
-            out[at] = cleared_call(call, answered)
+            out[at] = cleared_call(call, answered, copies)
             tokens += sum(r.call_saving for r in answered)
     return out, tokens
 

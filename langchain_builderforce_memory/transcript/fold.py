@@ -204,7 +204,7 @@ def _compacted(
         )
     view = assemble_compacted(
         plan.system,
-        with_clear(convo, clear),
+        with_clear(convo, clear, plan.copies),
         memo.note,
         memo.covered_end,
         shown_restored,
@@ -323,7 +323,7 @@ def _verbatim(
     plan: FoldPlan, summarizer_calls: int, backoff: SummarizerBackoff | None
 ) -> WorkingTranscript:
     """The whole record (cleared as planned), elided to the budget if need be."""
-    shown = [*plan.system, *present_leading_marker(with_clear(plan.convo, plan.clear))]
+    shown = [*plan.system, *present_leading_marker(with_clear(plan.convo, plan.clear, plan.copies))]
     view, elision = fit_view(
         _checked(shown), plan.policy.max_tokens, plan.counter, where="build_working_transcript"
     )

@@ -437,6 +437,7 @@ def _fold_input(
         with_clear(
             plan.convo,
             furthest_clear(plan.results, start=start, end=to, keep_tokens=policy.keep_budget),
+            plan.copies,
         )
         if policy.clear_tool_results
         else plan.convo

@@ -9,16 +9,15 @@ only the results new since the last.
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
-import weakref
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import message_id, stamp
@@ -82,6 +81,9 @@ class ToolResult:
     The tool has acted on them, and an edit's own output is too short to clear."""
     call_id: str = ""
     """The id of the call it answers."""
+    placeholder: ToolMessage | None = field(default=None, compare=False, repr=False)
+    """Its placeholder (:func:`cleared_result`), made once when the result is first seen, so
+    a view shows the same object turn after turn while its horizon holds."""
 
     @property
     def shown_as_placeholder(self) -> bool:
@@ -115,58 +117,13 @@ def _classify(
     return "other", None
 
 
-class _PerMessage:
-    """Values derived from one message, cached while the message lives.
-
-    A turn looks at every tool result of the run again; classifying a result, hashing its
-    id and building its placeholder are pure functions of the message, so they are worked
-    out once. Keyed by ``id(message)`` with a weak reference (a freed message leaves the
-    cache) and the identity of its content (an edited message is worked out again).
-    """
-
-    __slots__ = ("_entries",)
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[BaseMessage], int, object]] = {}
-
-    def _evict(self, key: int, _dead: object) -> None:
-        self._entries.pop(key, None)
-
-    def get(self, message: BaseMessage) -> object | None:
-        hit = self._entries.get(id(message))
-        if hit is not None and hit[0]() is message and hit[1] == id(message.content):
-            return hit[2]
-        return None
-
-    def put(self, message: BaseMessage, value: object) -> None:
-        if len(self._entries) > 200_000:
-            self._entries.clear()
-        key = id(message)
-        try:
-            ref = weakref.ref(message, functools.partial(self._evict, key))
-        except TypeError:
-            return
-        self._entries[key] = (ref, id(message.content), value)
-
-
-_INFO: Final = _PerMessage()
-_PLACEHOLDERS: Final = _PerMessage()
-_CALLS: Final = _PerMessage()
-
-
 def _info(
     message: ToolMessage, call: tuple[str, Mapping[str, object]] | None
 ) -> tuple[str, str, ResultKind, str | None, str]:
-    """(name, args JSON, kind, target, message id) of a tool result, cached."""
-    hit = _INFO.get(message)
-    if isinstance(hit, tuple) and hit[0] == (call[0] if call else message.name or "tool"):
-        return hit
+    """(name, args JSON, kind, target, message id) of a tool result."""
     name, args = call if call is not None else (message.name or "tool", {})
     kind, target = _classify(name, args, message)
-    text = json_text(args, sort_keys=True)
-    value = (name, text, kind, target, message_id(message))
-    _INFO.put(message, value)
-    return value
+    return name, json_text(args, sort_keys=True), kind, target, message_id(message)
 
 
 class ToolResults(Prefix[ToolResult]):
@@ -246,14 +203,15 @@ class _ToolResultsFact:
             call = state.calls.get(m.tool_call_id)
             name, text, kind, target, mid = _info(m, call)
             result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
-            placeholder = counter.count_message(cleared_result(m, result))
+            placeholder = cleared_result(m, result)
             saving = cut_saving(call[1], counter.count_text) if kind == "edit" and call else 0
             state.items.append(
                 replace(
                     result,
-                    placeholder_size=placeholder,
+                    placeholder_size=counter.count_message(placeholder),
                     call_saving=saving,
                     call_id=m.tool_call_id,
+                    placeholder=placeholder,
                 )
             )
             state.indices.append(i)
@@ -301,27 +259,25 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
         >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:46]
         '[cleared from this view: read_file({"path": "a'
     """
-    hit = _PLACEHOLDERS.get(message)
-    if isinstance(hit, ToolMessage):
-        return hit
+    if result.placeholder is not None and result.placeholder.tool_call_id == message.tool_call_id:
+        return result.placeholder
     args = result.args if len(result.args) <= _ARGS_CHARS else result.args[:_ARGS_CHARS] + "…"
     text = (
         f"[cleared from this view: {result.name}({args}) returned {result.size} tokens; "
         "to see its output again, make the same call again]"
     )
     copy = message.model_copy(update={"content": text})
-    placeholder = stamp(
-        copy, CLEARED_KIND, of=result.message_id or message_id(message), tokens=result.size
-    )
-    _PLACEHOLDERS.put(message, placeholder)
-    return placeholder
+    of = result.message_id or message_id(message)
+    return stamp(copy, CLEARED_KIND, of=of, tokens=result.size)
 
 
-def cleared_call(message: AIMessage, results: Sequence[ToolResult]) -> AIMessage:
+def cleared_call(
+    message: AIMessage, results: Sequence[ToolResult], copies: Copies | None = None
+) -> AIMessage:
     """``message`` with the long argument values of the calls ``results`` answer cut.
 
-    Stamped cleared, with the tokens cut; kept per message, so a view shows the same
-    object turn after turn while its horizon holds.
+    Stamped cleared, with the tokens cut. ``copies``: the conversation's, so a view shows
+    the same object turn after turn while its horizon holds (without, made anew).
 
     Example:
         >>> call = AIMessage("", tool_calls=[{"name": "write_file", "id": "c1",
@@ -332,11 +288,12 @@ def cleared_call(message: AIMessage, results: Sequence[ToolResult]) -> AIMessage
         '[... 3,500 character'
     """
     ids = frozenset(r.call_id for r in results)
-    hit = _CALLS.get(message)
-    if isinstance(hit, tuple) and hit[0] == ids:
-        return hit[1]  # type: ignore[no-any-return]
-    copy = with_cut_args(message, 0, ids)
     tokens = sum(r.call_saving for r in results)
-    cleared = stamp(copy, CLEARED_KIND, of=message_id(message), tokens=tokens)
-    _CALLS.put(message, (ids, cleared))
-    return cleared
+
+    def make() -> AIMessage:
+        copy = with_cut_args(message, 0, ids)
+        return stamp(copy, CLEARED_KIND, of=message_id(message), tokens=tokens)
+
+    if copies is None:
+        return make()
+    return copies.get((CLEARED_KIND, message_id(message), ids), (message, message.content), make)

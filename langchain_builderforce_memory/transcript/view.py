@@ -265,9 +265,14 @@ def furthest_clear(
     return ClearStep(end, tuple(cleared))
 
 
-def with_clear(convo: Sequence[BaseMessage], step: ClearStep) -> list[BaseMessage]:
-    """``convo`` with ``step``'s results shown as placeholders."""
-    return apply_clear(convo, step.cleared)[0] if step.cleared else list(convo)
+def with_clear(
+    convo: Sequence[BaseMessage], step: ClearStep, copies: Copies | None = None
+) -> list[BaseMessage]:
+    """``convo`` with ``step``'s results shown as placeholders.
+
+    ``copies``: the conversation's, where an edit's cut call is kept from turn to turn.
+    """
+    return apply_clear(convo, step.cleared, copies)[0] if step.cleared else list(convo)
 
 
 def restore_plan(

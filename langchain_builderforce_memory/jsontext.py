@@ -4,20 +4,27 @@ Contents and call arguments come from a model's output and a tool's, and a model
 made to write arguments nested a few hundred levels deep: ``json.dumps`` then raises
 ``RecursionError`` inside someone's graph (a view counts every call's arguments). Such a
 value is rendered instead as its keys and scalars in order, walked without recursion:
-the same text for the same value, close to the JSON's tokens.
+the same text for the same value, close to the JSON's tokens. "Too deep" is a fixed
+depth (:data:`DEEPEST`), not the interpreter's recursion limit of the moment, which a test
+runner or a library may have raised: the same value gets the same text in every process.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Final
 
-__all__ = ["json_text"]
+__all__ = ["DEEPEST", "json_text"]
+
+DEEPEST: Final = 200
+"""Nesting past which a value is rendered as its keys and scalars (well under Python's
+default recursion limit of 1,000, with room for the caller's own frames)."""
 
 
 def json_text(value: object, *, sort_keys: bool = False, compact: bool = False) -> str:
     """``value`` as JSON (non-ASCII kept, unknown types as ``str``), whatever its depth.
 
-    ``compact``: no spaces after separators. A value too deep for ``json.dumps`` (or one
+    ``compact``: no spaces after separators. A value nested past :data:`DEEPEST` (or one
     that contains itself) becomes its keys and scalars joined by spaces, in order.
 
     Example:
@@ -30,12 +37,30 @@ def json_text(value: object, *, sort_keys: bool = False, compact: bool = False) 
         'k x'
     """
     separators = (",", ":") if compact else None
+    if _deeper_than(value, DEEPEST):
+        return " ".join(_scalars(value))
     try:
         return json.dumps(
             value, ensure_ascii=False, default=str, sort_keys=sort_keys, separators=separators
         )
     except (RecursionError, ValueError):  # too deep, or circular
         return " ".join(_scalars(value))
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` deep (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list | tuple) or id(item) in seen:
+            continue
+        if depth >= limit:
+            return True
+        seen.add(id(item))
+        inner = item.values() if isinstance(item, dict) else item
+        stack.extend((v, depth + 1) for v in inner if isinstance(v, dict | list | tuple))
+    return False
 
 
 def _scalars(value: object) -> list[str]:

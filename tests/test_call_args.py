@@ -306,6 +306,23 @@ def test_arguments_nested_past_the_recursion_limit_never_raise(entry: str) -> No
     assert any(m.text == "Store the tree." for m in view)
 
 
+@pytest.mark.parametrize("limit", [1_000, 100_000])
+def test_a_deep_value_gets_the_same_text_whatever_the_recursion_limit(limit: int) -> None:
+    """Before: the text (and so the token count) depended on ``sys.getrecursionlimit()``,
+    which a test runner or a library may raise, and the doctest failed in some orders."""
+    import sys
+
+    from langchain_builderforce_memory.jsontext import DEEPEST, json_text
+
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        assert json_text({"k": _deep(5_000)}) == "k " + "x" * 2_000
+        assert json_text(_deep(DEEPEST)).startswith("[" * DEEPEST + '"x')  # up to it: JSON
+    finally:
+        sys.setrecursionlimit(before)
+
+
 # ------------------------------------------------------------------ any arguments, any cut
 
 JSON = st.recursive(

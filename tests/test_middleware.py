@@ -130,6 +130,26 @@ def test_the_private_state_keys_stay_out_of_the_agent_input_and_output() -> None
     assert WORKING_MEMORY_KEY in values
 
 
+def test_both_state_schemas_build_on_the_one_declaration_of_the_keys() -> None:
+    """Issue 23: one TypedDict of the state keys, private in both schemas."""
+    from typing import get_args, get_type_hints
+
+    from langchain.agents.middleware.types import PrivateStateAttr
+
+    from langchain_builderforce_memory import BuilderforceMemoryState, WorkingTranscriptKeys
+    from langchain_builderforce_memory.agents.toolstate import BuilderforceStateKeys
+
+    declared = get_type_hints(BuilderforceStateKeys, include_extras=True)
+    assert len(declared) == 5
+    for schema in (BuilderforceMemoryState, WorkingTranscriptKeys):
+        assert BuilderforceStateKeys in schema.__orig_bases__  # type: ignore[attr-defined]
+        hints = get_type_hints(schema, include_extras=True)
+        ours = {k: v for k, v in hints.items() if k.startswith("builderforce")}
+        assert {k: ours[k] for k in declared} == declared
+        assert all(PrivateStateAttr in get_args(hints[k]) for k in declared)
+        assert declared.keys() <= schema.__optional_keys__
+
+
 def test_the_memo_and_the_working_memory_are_plain_json_in_state() -> None:
     _, _, agent = _small_run()
     values = agent.get_state(THREAD).values

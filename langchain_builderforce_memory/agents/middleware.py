@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, cast
+from typing import Any, cast
 
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AnyMessage, SystemMessage
@@ -50,7 +50,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 try:
     from langchain.agents.middleware import (
@@ -60,7 +60,6 @@ try:
         ModelRequest,
         ModelResponse,
     )
-    from langchain.agents.middleware.types import PrivateStateAttr
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides langchain
     msg = (
         "BuilderforceMemoryMiddleware needs LangChain v1 (the `langchain` package, for "
@@ -85,9 +84,8 @@ from langchain_builderforce_memory.agents.policy import (
     CodeMapScope,
     MaxTokens,
 )
-from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.tools import memory_tools
-from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
+from langchain_builderforce_memory.agents.toolstate import BuilderforceStateKeys
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.options import keyword_options
@@ -110,19 +108,8 @@ __all__ = ["BuilderforceMemoryMiddleware", "BuilderforceMemoryState"]
 logger = logging.getLogger(__name__)
 
 
-class BuilderforceMemoryState(AgentState[Any]):
-    """The agent state with this middleware's private keys (plain JSON, checkpointed)."""
-
-    builderforce_memo: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-    """The fold's memo (``CompactMemo.to_dict()``)."""
-    builderforce_working_memory: NotRequired[Annotated[RunMemoryState | None, PrivateStateAttr]]
-    """The run's working memory and how far the record has been read for it."""
-    builderforce_view: NotRequired[Annotated[ViewMark | None, PrivateStateAttr]]
-    """What the last view showed (``agent_tools``: search_history searches the rest)."""
-    builderforce_compact: NotRequired[Annotated[CompactState | None, PrivateStateAttr]]
-    """A fold the model asked for with compact_context, and when (the rate limit)."""
-    builderforce_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-    """The thread's usage calibration (``UsageCalibration.to_dict()``)."""
+class BuilderforceMemoryState(AgentState[Any], BuilderforceStateKeys):
+    """The agent state with this middleware's private keys (:class:`BuilderforceStateKeys`)."""
 
 
 def _current_config() -> RunnableConfig:

@@ -37,7 +37,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.managed import RemainingSteps
 from langgraph.types import StreamWriter
-from typing_extensions import NotRequired, Required, TypedDict
+from typing_extensions import NotRequired, Required
 
 from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import (
@@ -57,12 +57,11 @@ from langchain_builderforce_memory.agents.policy import (
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
     WORKING_MEMORY_KEY,
-    RunMemoryState,
     reset_scan,
     state_get,
 )
 from langchain_builderforce_memory.agents.tools import memory_tools
-from langchain_builderforce_memory.agents.toolstate import CompactState, ViewMark
+from langchain_builderforce_memory.agents.toolstate import BuilderforceStateKeys
 from langchain_builderforce_memory.agents.turn import TurnView
 from langchain_builderforce_memory.handoff import ToolLike
 from langchain_builderforce_memory.messages import as_messages, role_of
@@ -93,8 +92,11 @@ DEFAULT_VIEW_KEY = "llm_input_messages"
 """Where the view goes: the key ``create_react_agent`` sends instead of ``messages``."""
 
 
-class WorkingTranscriptKeys(TypedDict, total=False):
+class WorkingTranscriptKeys(BuilderforceStateKeys, total=False):
     """The keys the node writes: mix them into your own state schema.
+
+    The package's state keys (:class:`~langchain_builderforce_memory.agents.toolstate.
+    BuilderforceStateKeys`), the view, and the schema marker.
 
     Example:
         >>> from langgraph.graph import MessagesState
@@ -108,16 +110,6 @@ class WorkingTranscriptKeys(TypedDict, total=False):
 
     llm_input_messages: list[AnyMessage]
     """The view the model is sent this turn (rewritten every turn)."""
-    builderforce_memo: dict[str, Any] | None
-    """The fold's memo (``CompactMemo.to_dict()``), plain JSON."""
-    builderforce_working_memory: RunMemoryState | None
-    """The run's working memory and how far the record has been read for it."""
-    builderforce_view: ViewMark | None
-    """What the last view showed (``agent_tools``: search_history searches the rest)."""
-    builderforce_compact: CompactState | None
-    """A fold the model asked for with compact_context, and when (the rate limit)."""
-    builderforce_calibration: dict[str, Any] | None
-    """The thread's usage calibration (``UsageCalibration.to_dict()``), plain JSON."""
     builderforce_schema: Annotated[list[str], operator.add]
     """Never written. A key with a reducer is in every state LangGraph hands a node, as
     ``[]``, from the first step on: the node reads it to know the graph keeps its keys."""

@@ -12,24 +12,29 @@ Two private keys, written only when ``agent_tools=True``:
 - :data:`COMPACT_KEY` (:class:`CompactState`): a fold the model asked for with
   ``compact_context``, pending until the next model call honours it, and when the last
   one was asked (for the rate limit). In the graph state, so it survives a checkpoint.
+
+:class:`BuilderforceStateKeys` declares every key the package keeps in graph state, once:
+the middleware's state schema and the node's both build on it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Annotated, Any, Final
 
 from langchain_core.messages import BaseMessage
 from typing_extensions import TypedDict
 
-from langchain_builderforce_memory.agents.state import state_get
+from langchain_builderforce_memory.agents.state import RunMemoryState, state_get
 from langchain_builderforce_memory.messages import is_generated, message_id
 from langchain_builderforce_memory.transcript.summary import FOCUS_MAX_CHARS
 
 __all__ = [
     "COMPACT_KEY",
+    "PRIVATE",
     "VIEW_KEY",
+    "BuilderforceStateKeys",
     "CompactRequest",
     "CompactState",
     "ViewMark",
@@ -46,6 +51,16 @@ VIEW_KEY: Final = "builderforce_view"
 
 COMPACT_KEY: Final = "builderforce_compact"
 """State key of :class:`CompactState` (plain JSON)."""
+
+
+try:
+    from langchain.agents.middleware.types import PrivateStateAttr
+
+    PRIVATE: object = PrivateStateAttr
+except ImportError:  # pragma: no cover - LangGraph alone: no schema reads the mark
+    PRIVATE = "private"
+"""The mark that keeps a key out of ``create_agent``'s input and output schemas
+(LangChain's ``PrivateStateAttr``); a plain LangGraph graph ignores it."""
 
 
 class ViewMark(TypedDict):
@@ -134,3 +149,29 @@ def honoured(request: CompactRequest) -> CompactState:
 def new_request(focus: str, record_tokens: int) -> CompactState:
     """The state a ``compact_context`` call writes (focus cut to a sane length)."""
     return CompactState(pending=True, focus=focus.strip()[:FOCUS_MAX_CHARS], asked_at=record_tokens)
+
+
+class BuilderforceStateKeys(TypedDict, total=False):
+    """The keys the package keeps in graph state: plain JSON, checkpointed with the thread.
+
+    Declared once: :class:`~langchain_builderforce_memory.agents.middleware.
+    BuilderforceMemoryState` and :class:`~langchain_builderforce_memory.agents.node.
+    WorkingTranscriptKeys` build on it. Each is marked :data:`PRIVATE`, so an agent's
+    callers neither pass nor receive them.
+
+    Example:
+        >>> sorted(BuilderforceStateKeys.__annotations__)  # doctest: +NORMALIZE_WHITESPACE
+        ['builderforce_calibration', 'builderforce_compact', 'builderforce_memo',
+         'builderforce_view', 'builderforce_working_memory']
+    """
+
+    builderforce_memo: Annotated[dict[str, Any] | None, PRIVATE]
+    """The fold's state (``FoldState.to_dict()``): its note, backoff and horizon."""
+    builderforce_working_memory: Annotated[RunMemoryState | None, PRIVATE]
+    """The run's working memory and how far the record has been read for it."""
+    builderforce_view: Annotated[ViewMark | None, PRIVATE]
+    """What the last view showed (``agent_tools``: search_history searches the rest)."""
+    builderforce_compact: Annotated[CompactState | None, PRIVATE]
+    """A fold the model asked for with compact_context, and when (the rate limit)."""
+    builderforce_calibration: Annotated[dict[str, Any] | None, PRIVATE]
+    """The thread's usage calibration (``UsageCalibration.to_dict()``)."""

@@ -107,7 +107,7 @@ def native_provider(model: object) -> Provider | None:
     Read from the chat model's ``_llm_type`` (LangChain's own name for the integration):
     a Claude model that takes compaction (:func:`compacting_claude`), or an OpenAI or Azure
     OpenAI model on the Responses API (``use_responses_api=True``: Chat Completions has no
-    compaction). Whether we may also *send* it compaction is :func:`delegable`.
+    compaction). Whether we may also *send* it compaction is :func:`served_by_openai`.
 
     Example:
         >>> from langchain_core.language_models import GenericFakeChatModel

@@ -49,9 +49,11 @@ def _cut(value: object, keep: int, depth: int = 0) -> object:
     whole.
     """
     if isinstance(value, str):
+        if len(value) <= SHORT:
+            return value
         marker = _marker(len(value) - keep)
-        if len(value) <= max(keep + len(marker), SHORT):
-            return value  # short, or a cut that would save nothing
+        if len(value) <= keep + len(marker):
+            return value  # a cut that would save nothing
         head = int(keep * _HEAD_SHARE)
         end = keep - head
         tail = value[len(value) - end :] if end else ""

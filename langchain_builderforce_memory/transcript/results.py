@@ -296,4 +296,7 @@ def cleared_call(
 
     if copies is None:
         return make()
-    return copies.get((CLEARED_KIND, message_id(message), ids), (message, message.content), make)
+    # Keyed by where its first result sits, not by message_id (a hash of the whole call
+    # when the message has no id): a turn looks each cleared call up again.
+    key = (CLEARED_KIND, min(r.index for r in results), ids)
+    return copies.get(key, (message, message.content), make)

@@ -158,6 +158,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         clear_at_least: int | None = None,
         restore_tokens: int | None = None,
         clear_tool_results: bool = True,
+        clear_edit_inputs: bool = True,
         usage_calibration: bool = True,
     ) -> None:
         super().__init__()

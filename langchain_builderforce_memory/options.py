@@ -137,6 +137,14 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "untouched; an edit's call keeps its path, its written file or patch cut) "
             "before folding; ``False`` folds as soon as the view overflows."
         ),
+        "clear_edit_inputs": (
+            "When the clear tier clears an edit, also cut its call's long argument values "
+            "(the file it wrote, the patch; the path stays): an edit's own output is too "
+            "short to clear, its call is what weighs. ``False`` keeps every call's "
+            "arguments whole, as LangChain's ``ClearToolUsesEdit`` does by default: for a "
+            "provider that checks a call against a signature, or a model that re-reads its "
+            "own writes."
+        ),
         "native": (
             'Hand the fold to the provider where it compacts itself: ``"auto"`` asks a '
             "Claude that takes compaction (Opus or Sonnet 4.6 on), or a Responses-API "

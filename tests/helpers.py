@@ -637,11 +637,14 @@ def keeps_front(
     return list(view[: len(rest)]) == rest
 
 
-WRITTEN_BODY = "".join(f"func helper{i}(x int) int {{ return x * {i} }}\n" for i in range(900))
-"""What :func:`read_write_loop` writes to each file."""
+def written_body(lines: int = 900) -> str:
+    """What :func:`read_write_loop` writes to each file: ``lines`` short Go functions."""
+    return "".join(f"func helper{i}(x int) int {{ return x * {i} }}\n" for i in range(lines))
 
 
-def read_write_loop(rounds: int, *, shape: str = "tool_calls") -> list[BaseMessage]:
+def read_write_loop(
+    rounds: int, *, shape: str = "tool_calls", read_lines: int = 1_500, written_lines: int = 900
+) -> list[BaseMessage]:
     """A directive, then per round a read of a file (big output) and a write of it (big
     call: the file's ~9k tokens): the run whose old writes the clear tier cuts. ``shape``:
     ``"anthropic"`` also puts each write in a ``tool_use`` block."""
@@ -649,7 +652,7 @@ def read_write_loop(rounds: int, *, shape: str = "tool_calls") -> list[BaseMessa
     for i in range(rounds):
         path = f"src/m{i}.py"
         read = {"name": "read_file", "args": {"path": path}, "id": f"r{i}"}
-        write_args = {"path": path, "content": f"# m{i}\n" + WRITTEN_BODY}
+        write_args = {"path": path, "content": f"# m{i}\n" + written_body(written_lines)}
         write = {"name": "write_file", "args": write_args, "id": f"w{i}"}
         content: str | list[str | dict[str, object]] = f"writing {path}"
         if shape == "anthropic":
@@ -657,7 +660,7 @@ def read_write_loop(rounds: int, *, shape: str = "tool_calls") -> list[BaseMessa
             content = [{"type": "text", "text": f"writing {path}"}, block]
         record += [
             AIMessage(f"reading {path}", tool_calls=[read], id=f"a{i}"),
-            ToolMessage(f"{path}:\n" + "y = 1\n" * 1_500, tool_call_id=f"r{i}", id=f"t{i}"),
+            ToolMessage(f"{path}:\n" + "y = 1\n" * read_lines, tool_call_id=f"r{i}", id=f"t{i}"),
             AIMessage(content, tool_calls=[write], id=f"b{i}"),
             ToolMessage(f"wrote {path}", tool_call_id=f"w{i}", id=f"s{i}"),
         ]
@@ -789,9 +792,12 @@ def history_replay(
     return sent
 
 
-def agent_views(counter: Any) -> dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]]:
+def agent_views(
+    counter: Any, **options: Any
+) -> dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]]:
     """The view each agent-facing entry point sends for a record at a budget (the
-    middleware's turn, the pre-model node, the chat history), counted with ``counter``."""
+    middleware's turn, the pre-model node, the chat history), counted with ``counter``
+    (``options``: given to each, e.g. ``clear_edit_inputs=False``)."""
     from langchain_builderforce_memory.agents.core import MemoryCore
     from langchain_builderforce_memory.agents.driver import run_turn
     from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
@@ -799,12 +805,14 @@ def agent_views(counter: Any) -> dict[str, Callable[[list[BaseMessage], int], li
     from langchain_builderforce_memory.history import CompactingChatMessageHistory
 
     def middleware(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-        policy = MemoryPolicy(max_tokens=budget)
+        policy = MemoryPolicy(max_tokens=budget, **options)
         core = MemoryCore(policy, summarizer=ScriptedSummarizer(), token_counter=counter)
         return list(run_turn(core, record, {"messages": record}).messages)
 
     def node(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
-        node = WorkingTranscriptNode(ScriptedSummarizer(), max_tokens=budget, token_counter=counter)
+        node = WorkingTranscriptNode(
+            ScriptedSummarizer(), max_tokens=budget, token_counter=counter, **options
+        )
         return list(node.invoke({"messages": record})["llm_input_messages"])
 
     def history(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
@@ -813,6 +821,7 @@ def agent_views(counter: Any) -> dict[str, Callable[[list[BaseMessage], int], li
             max_tokens=budget,
             tail_tokens=budget // 2,
             token_counter=counter,
+            **options,
         )
         history.add_messages(record)
         return history.messages

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory import build_working_transcript, request_problems, windowed
-from langchain_builderforce_memory.messages import stamp_of
+from langchain_builderforce_memory.messages import is_stamped, stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.call_args import SHORT, longest_value, with_cut_args
 from langchain_builderforce_memory.transcript.clear import apply_clear
 from langchain_builderforce_memory.transcript.elide import elide_message, fit_to_budget
-from langchain_builderforce_memory.transcript.results import tool_results
+from langchain_builderforce_memory.transcript.results import CLEARED_KIND, tool_results
 
 from .helpers import (
     agent_views,
@@ -245,6 +245,36 @@ def test_the_clear_tier_cuts_old_writes_and_keeps_the_paths(shape: str) -> None:
     assert request_problems(view) == []
     assert anthropic_wire(view) == []
     assert count_tokens(view, COUNTER) <= 48_000
+
+
+def _entry_points(
+    **options: bool,
+) -> dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]]:
+    return {
+        **agent_views(COUNTER, **options),
+        "build_working_transcript": lambda record, budget: (
+            working_turn(record, None, budget=budget, **options).messages
+        ),
+    }
+
+
+@pytest.mark.parametrize("cut", [True, False])
+@pytest.mark.parametrize("entry", ["build_working_transcript", "history", "middleware", "node"])
+def test_clear_edit_inputs_decides_whether_cleared_writes_are_cut(entry: str, cut: bool) -> None:
+    """``False`` is the opt-out LangChain's ``ClearToolUsesEdit`` users expect (its
+    default): reads are still cleared, every call stays whole."""
+    record = read_write_loop(16, read_lines=3_000, written_lines=100)
+    view = _entry_points(clear_edit_inputs=cut)[entry](list(record), 60_000)
+    assert any(was_cut for was_cut, _ in _writes(view)) == cut  # before: always cut
+    assert any(is_stamped(m, CLEARED_KIND) for m in view if isinstance(m, ToolMessage))
+    assert request_problems(view) == []
+    assert count_tokens(view, COUNTER) <= 60_000
+
+
+@pytest.mark.parametrize("value", [None, "no", 0])
+def test_clear_edit_inputs_must_be_a_bool(value: object) -> None:
+    with pytest.raises(ValueError, match="clear_edit_inputs must be True or False"):
+        build_working_transcript([HumanMessage("hi")], clear_edit_inputs=value)  # type: ignore[arg-type]
 
 
 def test_cut_writes_hold_their_bytes_from_turn_to_turn() -> None:

@@ -219,6 +219,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         clear_at_least: int | None = None,
         restore_tokens: int | None = None,
         clear_tool_results: bool = True,
+        clear_edit_inputs: bool = True,
         token_counter: TokenCounterLike = None,
         code_maps: CodeMapStore | None = None,
         code_map_scope: CodeMapScope = "default",

@@ -174,6 +174,7 @@ class MemoryPolicy:
     clear_at_least: int | None = None
     restore_tokens: int | None = None
     clear_tool_results: bool = True
+    clear_edit_inputs: bool = True
     usage_calibration: bool = True
     native: NativeMode = "off"
 
@@ -184,6 +185,7 @@ class MemoryPolicy:
             "handoff_summarize",
             "agent_tools",
             "clear_tool_results",
+            "clear_edit_inputs",
             "usage_calibration",
         ):
             if not isinstance(getattr(self, flag), bool):
@@ -339,6 +341,7 @@ def _fold_policy(policy: MemoryPolicy) -> FoldPolicy:
         clear_at_least=policy.clear_at_least,
         restore_tokens=policy.restore_tokens,
         clear_tool_results=policy.clear_tool_results,
+        clear_edit_inputs=policy.clear_edit_inputs,
     )
 
 

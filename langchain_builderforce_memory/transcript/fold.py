@@ -407,6 +407,7 @@ def build_working_transcript(
     clear_at_least: int | None = None,
     restore_tokens: int | None = None,
     clear_tool_results: bool = True,
+    clear_edit_inputs: bool = True,
     facts: RecordFacts | None = None,
 ) -> WorkingTranscript:
     """This turn's view of a run: verbatim, the held note reused, a new fold, or the window.
@@ -442,6 +443,8 @@ def build_working_transcript(
         restore_tokens: Tokens of file outputs re-attached after a fold's note (``None``:
             an eighth of ``max_tokens``; 0: none); the clear tier keeps twice that verbatim.
         clear_tool_results: Run the clear tier before folding.
+        clear_edit_inputs: When the clear tier clears an edit, cut its call's long values
+            too (``False``: every call's arguments stay whole).
         facts: The conversation's :class:`~langchain_builderforce_memory.facts.RecordFacts`
             (of the messages after the leading system ones), kept with the memo from turn
             to turn: a turn then counts and classifies only its new messages. Without
@@ -482,6 +485,7 @@ async def abuild_working_transcript(
     clear_at_least: int | None = None,
     restore_tokens: int | None = None,
     clear_tool_results: bool = True,
+    clear_edit_inputs: bool = True,
     facts: RecordFacts | None = None,
 ) -> WorkingTranscript:
     """Async twin of :func:`build_working_transcript`.

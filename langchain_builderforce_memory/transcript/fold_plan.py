@@ -45,7 +45,7 @@ from langchain_builderforce_memory.transcript.plan import (
     system_messages,
     verbatim_start,
 )
-from langchain_builderforce_memory.transcript.results import TOOL_RESULTS, ToolResult
+from langchain_builderforce_memory.transcript.results import ToolResult, results_fact
 from langchain_builderforce_memory.transcript.view import (
     ClearStep,
     clear_range,
@@ -175,7 +175,8 @@ def plan_working_transcript(
     held = memo.held_in(convo) if memo is not None else None
     if fits and held is None:
         return plan
-    turn = replace(turn, plan=replace(plan, results=turn.facts.get(TOOL_RESULTS).results))
+    fact = results_fact(cut_inputs=policy.clear_edit_inputs)
+    turn = replace(turn, plan=replace(plan, results=turn.facts.get(fact).results))
     cleared = _record_cleared(turn) if held is None else None
     if cleared is not None:
         return cleared

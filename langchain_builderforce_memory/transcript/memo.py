@@ -244,6 +244,9 @@ class FoldPolicy:
     ``max_tokens``; 0: none); the clear tier keeps twice that verbatim."""
     clear_tool_results: bool = True
     """Run the clear tier before folding (``False``: fold as soon as the view overflows)."""
+    clear_edit_inputs: bool = True
+    """When the clear tier clears an edit, cut its call's long values too (the file it
+    wrote, the patch; ``False``: every call's arguments stay whole)."""
 
     def __post_init__(self) -> None:
         validate_budget(max_messages=self.max_messages, max_tokens=self.max_tokens)
@@ -257,10 +260,11 @@ class FoldPolicy:
                 f"got {backoff!r}."
             )
             raise ValueError(msg)
-        flag: object = self.clear_tool_results
-        if not isinstance(flag, bool):
-            msg = f"clear_tool_results must be True or False; got {flag!r}."
-            raise ValueError(msg)
+        for name in ("clear_tool_results", "clear_edit_inputs"):
+            flag: object = getattr(self, name)
+            if not isinstance(flag, bool):
+                msg = f"{name} must be True or False; got {flag!r}."
+                raise ValueError(msg)
         for name, minimum in (("clear_at_least", 1), ("restore_tokens", 0)):
             number: object = getattr(self, name)
             if number is not None and (

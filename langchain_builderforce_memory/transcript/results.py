@@ -28,11 +28,13 @@ from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 __all__ = [
     "CLEARED_KIND",
     "TOOL_RESULTS",
+    "TOOL_RESULTS_WHOLE_CALLS",
     "ResultKind",
     "ToolResult",
     "ToolResults",
     "cleared_call",
     "cleared_result",
+    "results_fact",
     "tool_results",
 ]
 
@@ -172,6 +174,7 @@ class _ResultsSoFar:
         self.results = ToolResults(self.items, self.indices, self.ordered, self.derived)
 
 
+@dataclass(frozen=True, slots=True)
 class _ToolResultsFact:
     """Every tool result of a record with its call, size and kind.
 
@@ -179,7 +182,9 @@ class _ToolResultsFact:
     only the results new since the last.
     """
 
-    __slots__ = ()
+    cut_inputs: bool
+    """Whether clearing an edit also cuts its call's long values (:attr:`ToolResult.
+    call_saving`); ``False``: every call stays whole (``clear_edit_inputs=False``)."""
 
     def grow(
         self,
@@ -204,7 +209,8 @@ class _ToolResultsFact:
             name, text, kind, target, mid = _info(m, call)
             result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
             placeholder = cleared_result(m, result)
-            saving = cut_saving(call[1], counter.count_text) if kind == "edit" and call else 0
+            edit = self.cut_inputs and kind == "edit" and call is not None
+            saving = cut_saving(call[1], counter.count_text) if edit and call else 0
             state.items.append(
                 replace(
                     result,
@@ -223,8 +229,18 @@ class _ToolResultsFact:
         return state
 
 
-TOOL_RESULTS: Final = _ToolResultsFact()
+TOOL_RESULTS: Final = _ToolResultsFact(cut_inputs=True)
 """The :class:`~langchain_builderforce_memory.facts.Fact` of a record's tool results."""
+
+TOOL_RESULTS_WHOLE_CALLS: Final = _ToolResultsFact(cut_inputs=False)
+"""The same, for a clear tier that leaves every call whole (``clear_edit_inputs=False``):
+a fact of its own, so what is derived from the results (cut points, per-horizon answers)
+is never shared between the two."""
+
+
+def results_fact(*, cut_inputs: bool) -> _ToolResultsFact:
+    """:data:`TOOL_RESULTS`, or :data:`TOOL_RESULTS_WHOLE_CALLS` for ``clear_edit_inputs=False``."""
+    return TOOL_RESULTS if cut_inputs else TOOL_RESULTS_WHOLE_CALLS
 
 
 def tool_results(

@@ -141,9 +141,7 @@ from langchain_core.messages.utils import trim_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt.chat_agent_executor import AgentState as ReactAgentState
 from langgraph.runtime import Runtime
-from langmem.short_term import SummarizationNode
 from pydantic import PrivateAttr
 
 from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
@@ -294,20 +292,6 @@ class TimedSummarization(SummarizationMiddleware):
             self.times.counts["summarizations"] += update is not None
 
 
-class TimedLangmemNode(SummarizationNode):  # type: ignore[misc]  # langmem ships no types
-    """langmem's ``SummarizationNode``, timed: the node function."""
-
-    times: StepTimes
-
-    def _func(self, input: Any) -> dict[str, Any]:
-        started = time.perf_counter()
-        try:
-            update: dict[str, Any] = super()._func(input)
-            return update
-        finally:
-            self.times.seconds.append(time.perf_counter() - started)
-
-
 class TrimHook:
     """The ``trim_messages`` pre-model hook of LangGraph's message-history guide, timed."""
 
@@ -332,12 +316,6 @@ class TrimHook:
             return {"llm_input_messages": trimmed}
         finally:
             self.times.seconds.append(time.perf_counter() - started)
-
-
-class LangmemState(ReactAgentState):
-    """``create_react_agent``'s state plus the ``context`` key langmem keeps its summary in."""
-
-    context: dict[str, Any]
 
 
 # ------------------------------------------------------------------ the contenders
@@ -449,6 +427,8 @@ def build_context_editing(s: Setup) -> Built:
 
 
 def build_langmem(s: Setup) -> Built:
+    from langmem_peer import LangmemState, TimedLangmemNode  # langmem needs Python 3.11
+
     node = TimedLangmemNode(
         model=s.summarizer,
         max_tokens=s.message_budget,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
     AIMessage,
@@ -440,11 +441,25 @@ AGENT_KINDS = ("create_agent", "react", "graph")
 ``pre_model_hook``; a hand-written ``StateGraph`` with the node before the model node."""
 
 RUN_MODES = ("invoke", "ainvoke", "stream", "astream")
+"""How a test drives a compiled graph (see :func:`run_directives`)."""
 
 ASYNC_STREAM_WRITER = sys.version_info >= (3, 11)
 """LangGraph finds a node's stream writer through a context variable that asyncio tasks
-carry only from Python 3.11 on: below it, async graphs report folds by log line alone."""
-"""How a test drives a compiled graph (see :func:`run_directives`)."""
+carry only from Python 3.11 on: below it, async graphs report folds by log line alone
+(``create_agent``'s ``runtime.stream_writer`` too: it asks ``get_config()``)."""
+
+STREAMED_MODES = (
+    "stream",
+    pytest.param(
+        "astream",
+        marks=pytest.mark.skipif(
+            not ASYNC_STREAM_WRITER,
+            reason="LangGraph's stream writer needs Python 3.11+ in async graphs",
+        ),
+    ),
+)
+"""``stream`` and ``astream``, for a test that reads the custom events (see
+:data:`ASYNC_STREAM_WRITER`)."""
 
 
 def build_agent(

@@ -32,7 +32,7 @@ from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import run_directives
+from .helpers import STREAMED_MODES, run_directives
 
 NEEDLE = "E7731: unexpected token '}' in src/parser.py at line 120"
 CALLS, SEARCH_AT, COMPACT_AT, FOCUS = 300, 250, 260, "the parser"
@@ -117,7 +117,7 @@ def _note(request: list[BaseMessage]) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["create_agent", "graph"])
-@pytest.mark.parametrize("mode", ["stream", "astream"])
+@pytest.mark.parametrize("mode", STREAMED_MODES)
 def test_300_calls_search_then_compact(kind: str, mode: str) -> None:
     model = ScriptedChatModel(script=[step(i) for i in range(1, CALLS + 1)])
     notes = NoteWriter(model)

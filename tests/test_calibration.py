@@ -37,6 +37,7 @@ from langchain_builderforce_memory.testing import (
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 
 from .helpers import (
+    STREAMED_MODES,
     ScriptedSummarizer,
     build_agent,
     history_replay,
@@ -179,7 +180,7 @@ def test_a_fraction_needs_a_model_with_a_profile_and_says_so() -> None:
 # ----------------------------------------------------------------------- overflow recovery
 
 
-@pytest.mark.parametrize("mode", ["stream", "astream"])
+@pytest.mark.parametrize("mode", STREAMED_MODES)
 def test_a_model_refusing_requests_over_20k_is_retried_once_per_overflow(mode: str) -> None:
     model, events = _coding_run(
         {"usage_counter": EXACT, "overflow_above": 20_000},

@@ -36,7 +36,7 @@ from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     AGENT_SYSTEM_PROMPT,
-    ASYNC_STREAM_WRITER,
+    STREAMED_MODES,
     ScriptedSummarizer,
     build_agent,
     run_directives,
@@ -193,16 +193,7 @@ def test_the_node_fits_the_view_to_its_model() -> None:
 
 @pytest.mark.parametrize(
     "mode",
-    [
-        "stream",
-        pytest.param(
-            "astream",
-            marks=pytest.mark.skipif(
-                not ASYNC_STREAM_WRITER,
-                reason="LangGraph's stream writer needs Python 3.11+ in async graphs",
-            ),
-        ),
-    ],
+    STREAMED_MODES,
 )
 def test_folds_reach_the_custom_stream_of_a_graph(mode: str) -> None:
     run = coding_agent_script(turns=40, directives=1)

@@ -17,21 +17,33 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_to_dict,
+)
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import langchain_builderforce_memory
 from langchain_builderforce_memory.cli import demo as demo_module
 from langchain_builderforce_memory.cli import main
 from langchain_builderforce_memory.cli.demo import DEMO_SYSTEM_PROMPT, DemoResult, run_demo
+from langchain_builderforce_memory.cli.inspect import _stand_in_summarizer
 from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
 from langchain_builderforce_memory.handoff import is_volatile_tail, pack_handoff
 from langchain_builderforce_memory.messages import role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
+from langchain_builderforce_memory.transcript.fold import (
+    COMPACT_TAIL_TOKEN_BUDGET,
+    build_working_transcript,
+)
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import load_transcript, transcript_params
+from .helpers import load_transcript, read_write_loop, transcript_params
 
 # The module (``cli.main`` the attribute is the function the package re-exports).
 cli_main = importlib.import_module("langchain_builderforce_memory.cli.main")
@@ -192,7 +204,7 @@ def test_the_fold_covers_a_prefix_and_keeps_everything_after_it() -> None:
     fold = [r["fold"] for r in rows]
     assert "folded" in fold
     last_covered = max(i for i, f in enumerate(fold) if f in ("folded", "re-injected"))
-    assert all(f == "kept" for f in fold[last_covered + 1 :])
+    assert all(f in ("kept", "elided") for f in fold[last_covered + 1 :])
     assert fold[0] == "kept"  # the system prompt is never folded
     # The note never leaves a tool result without its call: the tail opens on no tool row.
     assert rows[last_covered + 1]["role"] != "tool"
@@ -446,6 +458,16 @@ def test_inspect_reads_every_recorded_run_and_agrees_with_the_window(path: Path)
     assert handoff["fits"]
 
 
+@pytest.mark.parametrize("budget", [4_000, 8_000])
+@pytest.mark.parametrize("path", transcript_params())
+def test_the_fold_column_of_every_recorded_run_fits_its_budget(path: Path, budget: int) -> None:
+    # What a run would send is within its budget; the column once left out the elision.
+    fold = next(
+        v for v in inspect_json(path, "--budget", str(budget))["views"] if v["view"] == "fold"
+    )
+    assert fold["fits"], fold
+
+
 # --------------------------------------------------------------------------- flags and help
 
 
@@ -519,6 +541,11 @@ def _library_defaults() -> list[tuple[str, float, float]]:
     return [
         ("HISTORY_TOKEN_BUDGET", cli_main.HISTORY_TOKEN_BUDGET, window.HISTORY_TOKEN_BUDGET),
         ("HISTORY_WINDOW", cli_main.HISTORY_WINDOW, window.HISTORY_WINDOW),
+        (
+            "AUTO_TOKENS_PER_MESSAGE",
+            cli_main.AUTO_TOKENS_PER_MESSAGE,
+            window.AUTO_TOKENS_PER_MESSAGE,
+        ),
         (
             "COMPACT_TAIL_TOKEN_BUDGET",
             cli_main.COMPACT_TAIL_TOKEN_BUDGET,
@@ -791,3 +818,96 @@ def test_an_edits_call_cut_by_the_clear_tier_shows_as_cleared(tmp_path: Path) ->
     report = inspect_json(path, "--budget", "48000", "--max-messages", "400")
     cleared = [r for r in report["rows"] if r["fold"] == "cleared"]  # type: ignore[index]
     assert "assistant" in {r["role"] for r in cleared}
+
+
+def _saved(tmp_path: Path, record: list[BaseMessage]) -> Path:
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(messages_to_dict(record)))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("budget", "max_messages", "extra", "fates"),
+    [
+        (40_000, 80, (), {"folded", "re-injected", "elided", "kept"}),
+        (60_000, 200, (), {"cleared", "kept"}),
+        (60_000, 200, ("--keep-edit-inputs",), {"folded", "re-injected", "kept"}),
+        (150_000, 200, ("--no-clear",), {"folded", "re-injected", "kept"}),
+    ],
+)
+def test_the_fold_column_is_the_view_a_run_sends(
+    tmp_path: Path, budget: int, max_messages: int, extra: tuple[str, ...], fates: set[str]
+) -> None:
+    # The column was once assembled apart from the fold: it skipped the elision and the
+    # clear tier's tail, and reported a view over the budget that no run sends.
+    record = read_write_loop(12)
+    report = inspect_json(
+        _saved(tmp_path, record),
+        "--budget",
+        str(budget),
+        "--max-messages",
+        str(max_messages),
+        *extra,
+    )
+    fold = {v["view"]: v for v in report["views"]}["fold"]
+    turn = build_working_transcript(
+        record,
+        summarizer=_stand_in_summarizer,
+        max_tokens=budget,
+        max_messages=max_messages,
+        tail_tokens=COMPACT_TAIL_TOKEN_BUDGET,
+        clear_tool_results="--no-clear" not in extra,
+        clear_edit_inputs="--keep-edit-inputs" not in extra,
+    )
+    assert fold["tokens"] == count_tokens(turn.messages) <= budget
+    assert fold["fits"]
+    assert fold["messages"] == len(turn.messages)
+    assert {r["fold"] for r in report["rows"]} == fates
+
+
+def test_keep_edit_inputs_shows_the_clear_tier_leaving_calls_whole(tmp_path: Path) -> None:
+    path = _saved(tmp_path, read_write_loop(12))
+    small = ("--budget", "60000", "--max-messages", "200")
+    cut = inspect_json(path, *small)
+    whole = inspect_json(path, *small, "--keep-edit-inputs")
+    fold = [{v["view"]: v for v in r["views"]}["fold"] for r in (cut, whole)]
+    assert fold[0]["tokens"] < fold[1]["tokens"]
+    # Old writes' calls are cut (cleared) by default, never with the flag.
+    writes = [r["index"] for r in cut["rows"] if r["preview"].startswith("[calls write_file]")]
+    assert [cut["rows"][i]["fold"] for i in writes].count("cleared") >= 6
+    assert "cleared" not in {whole["rows"][i]["fold"] for i in writes}
+
+
+@pytest.mark.parametrize(
+    ("flag", "ceiling", "shown"),
+    [
+        ((), "auto", 320),
+        (("--max-messages", "auto"), "auto", 320),
+        (("--max-messages", "none"), None, "none"),
+        (("--max-messages", "80"), 80, 80),
+    ],
+)
+def test_the_message_ceiling_is_the_adapters_by_default(
+    tmp_path: Path, flag: tuple[str, ...], ceiling: int | str | None, shown: int | str
+) -> None:
+    # At 64k the middleware's "auto" ceiling is 320 messages; the report once assumed 80,
+    # so it showed folds of many small messages that no run with the defaults makes.
+    record = [HumanMessage("Port the parser.", id="u")]
+    for i in range(150):
+        record += [AIMessage(f"step {i}", id=f"a{i}"), HumanMessage(f"go on {i}", id=f"h{i}")]
+    path = _saved(tmp_path, record)
+    report = inspect_json(path, *flag)
+    assert report["settings"]["max_messages"] == shown
+    views = {v["view"]: v for v in report["views"]}
+    loaded = load_transcript_file(path).messages
+    window = windowed(loaded, max_tokens=64_000, max_messages=ceiling)
+    assert views["window"]["messages"] == len(window)
+    code, out, _ = run_cli("inspect", str(path), *flag)
+    assert code == 0
+    assert ("no message ceiling" if shown == "none" else f"/ {shown} messages;") in out
+
+
+def test_a_bad_message_ceiling_is_a_usage_error_naming_the_choices() -> None:
+    code, _, err = run_cli("inspect", str(DATA / "openai_chat.json"), "--max-messages", "lots")
+    assert code == 2
+    assert "--max-messages: expected a whole number >= 1, 'auto' or 'none'; got 'lots'" in err

@@ -6,10 +6,11 @@ into the note, or re-injected as the active directive), then what each view cost
 total, and any problem a strict provider would reject in the input itself.
 
 The fold is shown WITHOUT a summarizer: nothing is called. The fold's own planner
-(:func:`~langchain_builderforce_memory.transcript.fold_plan.plan_working_transcript`, which
-sizes the tail with ``compact_tail_start_for_budget``) says where it would cut and what
-stays verbatim after the note; the note, not yet written, is counted at the room the fold
-reserves for it (:func:`~langchain_builderforce_memory.transcript.plan.note_reserve`).
+(:func:`~langchain_builderforce_memory.transcript.fold_plan.plan_working_transcript`) says
+where it would cut, and its own assembler
+(:func:`~langchain_builderforce_memory.transcript.fold.fold_turn`) makes the
+view a run would send: cleared, files re-attached, elided to the budget. The note, not yet
+written, is a stand-in as long as the room the fold keeps for it.
 The hand-off view packs without a summarizer too, so its note is the elision marker.
 
 Everything here is pure data (:func:`inspect_messages` returns an
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from langchain_core.messages import BaseMessage
 
@@ -30,10 +31,7 @@ from langchain_builderforce_memory.handoff.budget import (
     DEFAULT_RESERVE_FRACTION_DIVISOR,
     handoff_budget,
 )
-from langchain_builderforce_memory.messages import (
-    role_of,
-    stamp_of,
-)
+from langchain_builderforce_memory.messages import DIRECTIVE_KIND, message_id, role_of, stamp_of
 from langchain_builderforce_memory.native import last_compaction_index, scope_to_compaction
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
@@ -45,20 +43,16 @@ from langchain_builderforce_memory.transcript.elide import ELIDED_KIND
 from langchain_builderforce_memory.transcript.fold import (
     COMPACT_TAIL_TOKEN_BUDGET,
     FoldPolicy,
-    pinned_directive_index,
+    fold_turn,
     verbatim_start,
 )
 from langchain_builderforce_memory.transcript.fold_plan import plan_working_transcript
-from langchain_builderforce_memory.transcript.plan import note_reserve
 from langchain_builderforce_memory.transcript.results import CLEARED_KIND
-from langchain_builderforce_memory.transcript.view import (
-    RESTORED_KIND,
-    restored_message,
-    with_clear,
-)
+from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
-    HISTORY_WINDOW,
+    MessageCeiling,
+    auto_ceiling,
     validate_budget,
     windowed,
 )
@@ -73,7 +67,7 @@ __all__ = [
     "inspect_messages",
 ]
 
-Fate = Literal["kept", "dropped", "folded", "re-injected", "cleared"]
+Fate = Literal["kept", "dropped", "folded", "re-injected", "cleared", "elided"]
 """What a view does with one record message."""
 
 DEFAULT_TARGET_MODEL_TOKENS = 8_192
@@ -96,8 +90,10 @@ class MessageRow:
     window: Fate
     """``kept`` or ``dropped`` by the window."""
     fold: Fate
-    """``kept`` verbatim, ``folded`` into the note, or ``re-injected`` (the active
-    directive: covered by the note AND repeated verbatim before the tail)."""
+    """``kept`` verbatim, ``folded`` into the note, ``re-injected`` (the active
+    directive: covered by the note AND repeated before the tail), ``cleared`` (a
+    placeholder, or a call with its long values cut), ``elided`` (sent, its text cut to
+    fit), or ``dropped``."""
     handoff: Fate
     """``kept`` or ``dropped`` (into the hand-off note) by the packer."""
     preview: str
@@ -169,71 +165,95 @@ def _role(message: BaseMessage) -> str:
         return "?"
 
 
+_STAND_IN_SUMMARY: Final = ("(the note the summarizer would write) " * 4_096).rstrip()
+"""The fold's note in a report: capped, as every note is, to the room the fold keeps for
+it, so the view is counted and elided as it would be with the longest note allowed."""
+
+
+def _stand_in_summarizer(_prompt: Sequence[BaseMessage]) -> str:
+    """The summarizer of a report: no model is called."""
+    return _STAND_IN_SUMMARY
+
+
 def _fold_plan(
     valid: Sequence[BaseMessage],
     *,
     policy: FoldPolicy,
     counter: TokenCounter,
-) -> tuple[dict[int, Fate], list[BaseMessage], int, str]:
-    """Where the fold would cut ``valid`` (a repaired record), without calling anything.
+) -> tuple[dict[int, Fate], list[BaseMessage], str]:
+    """What the fold would send for ``valid`` (a repaired record), without calling anything.
 
-    Asks the fold's own planner (:func:`plan_working_transcript`, told a summarizer is
-    there), so the cut shown is the one a run would make; nothing is summarized.
+    The fold's own planner and assembler make the view, with a stand-in note as long as
+    the fold allows: the cut, the clear tier, the re-attached files and the elision shown
+    are the ones a run would make; nothing is summarized.
 
     Returns:
-        The fate of each message (by identity), the messages sent besides the note, the
-        note's reserved tokens (0 without a fold), and a sentence.
+        The fate of each message (by identity), the messages sent, and a sentence.
     """
     plan = plan_working_transcript(valid, policy=policy, token_counter=counter, can_summarize=True)
-    fates: dict[int, Fate] = {id(m): "kept" for m in valid}
-    if plan.mode == "verbatim":
-        if not plan.clear.cleared:
-            return fates, list(valid), 0, "fits verbatim: no fold"
-        shown = with_clear(plan.convo, plan.clear)
-        sent = [*plan.system, *shown]
-        for original, copy in zip(plan.convo, shown, strict=True):
-            if copy is not original:  # a placeholder, or an edit's call with its values cut
-                fates[id(original)] = "cleared"
-        return (
-            fates,
-            sent,
-            0,
-            f"clears {len(plan.clear.cleared)} stale tool result(s) ({plan.clear.saving:,} "
-            "tokens) into placeholders: no fold",
+    turn = fold_turn(plan, _stand_in_summarizer)
+    view = list(turn.messages)
+    folded = verbatim_start(plan.convo, plan.fold_to) if plan.mode == "fold" else 0
+    fates = _fold_fates(plan.system, plan.convo, view, folded)
+    if plan.mode == "fold":
+        lead = len(plan.system)
+        restored = f"; re-attaches {len(plan.restore)} file output(s)" if plan.restore else ""
+        again = [lead + i for i, m in enumerate(plan.convo) if fates[id(m)] == "re-injected"]
+        detail = (
+            f"would fold messages {lead}..{lead + folded - 1} into one note (a stand-in "
+            f"as long as the fold allows){restored}"
+            + "".join(f"; re-injects the directive, message {i}" for i in again)
         )
-    convo = plan.convo
-    if plan.mode != "fold":
-        # Nothing the minimum tail leaves to fold: the fold falls back to the window.
-        view = windowed(
-            valid,
-            max_messages=policy.max_messages,
-            max_tokens=policy.max_tokens,
-            token_counter=counter,
+    elif plan.mode == "verbatim":
+        cleared = turn.steps.cleared_messages
+        detail = (
+            f"clears {cleared} stale tool result(s) ({turn.steps.cleared_tokens:,} tokens) "
+            "into placeholders: no fold"
+            if cleared
+            else "fits verbatim: no fold"
         )
-        kept = {id(m) for m in view}
-        fates = {id(m): ("kept" if id(m) in kept else "dropped") for m in valid}
-        return fates, view, 0, "nothing to fold past the minimum tail: the window is used"
-    cut = plan.fold_to
-    tail_start = verbatim_start(convo, cut)
-    directive = pinned_directive_index(convo, tail_start)
-    for i, m in enumerate(convo[:tail_start]):
-        fates[id(m)] = "re-injected" if i == directive else "folded"
-    restored = [restored_message(convo[r.index], r) for r in plan.restore]
-    sent = [
-        *plan.system,
-        *restored,
-        *([convo[directive]] if directive >= 0 else []),
-        *convo[tail_start:],
-    ]
-    lead = len(plan.system)
-    reserve = note_reserve(counter, cut)
-    detail = (
-        f"would fold messages {lead}..{lead + tail_start - 1} into one note (counted at its "
-        f"{reserve:,}-token reserve)"
-        + (f"; re-attaches {len(restored)} file output(s)" if restored else "")
-        + (f"; re-injects the directive, message {lead + directive}" if directive >= 0 else "")
-    )
-    return fates, sent, reserve, detail
+    else:
+        detail = "nothing to fold past the minimum tail: the window is used"
+    return fates, view, detail
+
+
+_STANDS_FOR: Final[dict[object, Fate]] = {
+    CLEARED_KIND: "cleared",
+    DIRECTIVE_KIND: "re-injected",
+    None: "elided",
+}
+"""A record message's fate, by the kind of the copy the fold shows of it (an elided copy:
+by the kind it had before it was cut, ``None`` for the record message itself)."""
+
+
+def _fold_fates(
+    system: Sequence[BaseMessage],
+    convo: Sequence[BaseMessage],
+    view: Sequence[BaseMessage],
+    folded: int,
+) -> dict[int, Fate]:
+    """Each message's fate in the fold's ``view``; ``convo[:folded]`` is in the note.
+
+    A message the view shows as a copy (a placeholder, a call with its values cut, an
+    elided text, the restated directive) is found by the ``of`` its copy is stamped with.
+    """
+    sent = {id(m) for m in view}
+    stands_for: dict[str, Fate] = {}
+    for m in view:
+        stamp = stamp_of(m) or {}
+        of, kind = stamp.get("of"), stamp.get("kind")
+        # An elided copy names what it cut: a record message (no "was"), or a stand-in.
+        fate = _STANDS_FOR.get(stamp.get("was") if kind == ELIDED_KIND else kind)
+        if isinstance(of, str) and fate is not None:
+            stands_for[of] = fate
+    fates: dict[int, Fate] = {id(m): "kept" for m in system if id(m) in sent}
+    for i, m in enumerate(convo):
+        if id(m) in sent:
+            fates[id(m)] = "kept"
+        else:
+            default: Fate = "folded" if i < folded else "dropped"
+            fates[id(m)] = stands_for.get(message_id(m), default)
+    return fates
 
 
 def _summary(
@@ -242,14 +262,13 @@ def _summary(
     sent: Sequence[BaseMessage],
     *,
     fates: dict[int, Fate],
-    extra: tuple[int, int] = (0, 0),
     budget: int,
     counter: TokenCounter,
     detail: str,
 ) -> ViewSummary:
-    """A view's totals; ``extra`` is (messages, tokens) sent beyond ``sent`` (a note)."""
+    """A view's totals."""
     kept = sum(1 for m in record if fates.get(id(m)) in ("kept", "re-injected"))
-    tokens = count_tokens(sent, counter) + extra[1]
+    tokens = count_tokens(sent, counter)
     cleared = restored = elided = 0
     for m in sent:
         stamp = stamp_of(m) or {}
@@ -262,11 +281,11 @@ def _summary(
             elided += int(stamp["cut_tokens"])  # type: ignore[call-overload]
     return ViewSummary(
         view=view,
-        messages=len(sent) + extra[0],
+        messages=len(sent),
         tokens=tokens,
         kept=kept,
         not_sent=len(record) - kept,
-        generated=len(sent) + extra[0] - kept,
+        generated=len(sent) - kept,
         budget=budget,
         fits=tokens <= budget,
         detail=detail,
@@ -285,20 +304,22 @@ def inspect_messages(
     messages: Sequence[BaseMessage],
     *,
     budget: int = HISTORY_TOKEN_BUDGET,
-    max_messages: int = HISTORY_WINDOW,
+    max_messages: MessageCeiling = "auto",
     tail_tokens: int | None = None,
     target_model_tokens: int = DEFAULT_TARGET_MODEL_TOKENS,
     reserve_output_tokens: int | None = None,
     token_counter: TokenCounterLike = None,
     source: str = "<messages>",
     clear_tool_results: bool = True,
+    clear_edit_inputs: bool = True,
 ) -> InspectReport:
     """What the window, the fold (planned) and the hand-off packer would send.
 
     Args:
         messages: The record, oldest first (never changed).
         budget: The view's token budget (window and fold ``max_tokens``).
-        max_messages: The window's message ceiling.
+        max_messages: The view's message ceiling, as the adapters take it: a count,
+            ``"auto"`` (their default) or ``None``.
         tail_tokens: Tokens the fold keeps verbatim at most (default 40,000; the fold also
             caps it at the seed's 40/64 share of what the budget leaves).
         target_model_tokens: The hand-off target's context window.
@@ -307,6 +328,8 @@ def inspect_messages(
         source: A label for the report (the file name).
         clear_tool_results: Plan the fold with the clear tier (stale tool results shown
             as placeholders), as a run does.
+        clear_edit_inputs: When the clear tier clears an edit, cut its call's long values
+            (a whole file written, a patch), as a run does by default.
 
     Returns:
         The :class:`InspectReport`.
@@ -321,6 +344,7 @@ def inspect_messages(
         [('user', 'kept', 'kept', 'kept'), ('assistant', 'kept', 'kept', 'kept')]
     """
     validate_budget(max_messages=max_messages, max_tokens=budget)
+    ceiling = auto_ceiling(max_messages, budget)
     tail = COMPACT_TAIL_TOKEN_BUDGET if tail_tokens is None else tail_tokens
     reserve = (
         target_model_tokens // DEFAULT_RESERVE_FRACTION_DIVISOR
@@ -348,6 +372,7 @@ def inspect_messages(
         max_messages=max_messages,
         tail_tokens=tail,
         clear_tool_results=clear_tool_results,
+        clear_edit_inputs=clear_edit_inputs,
     )
     fold_view, fold_fates = _fold_column(record, valid, fold_policy, counter)
     handoff_view, handoff_fates = _handoff_column(record, target_model_tokens, reserve, counter)
@@ -358,7 +383,7 @@ def inspect_messages(
     ]
     settings: dict[str, int | str] = {
         "budget": budget,
-        "max_messages": max_messages,
+        "max_messages": "none" if ceiling is None else ceiling,
         "tail_tokens": tail,
         "target_model_tokens": target_model_tokens,
         "reserve_output_tokens": reserve,
@@ -408,13 +433,12 @@ def _fold_column(
     counter: TokenCounter,
 ) -> tuple[ViewSummary, dict[int, Fate]]:
     """The fold column, planned over the repaired record ``valid``."""
-    fates, sent, note_tokens, detail = _fold_plan(valid, policy=policy, counter=counter)
+    fates, sent, detail = _fold_plan(valid, policy=policy, counter=counter)
     summary = _summary(
         "fold",
         record,
         sent,
         fates=fates,
-        extra=(1, note_tokens) if note_tokens else (0, 0),
         budget=policy.max_tokens,
         counter=counter,
         detail=detail,

@@ -37,6 +37,8 @@ HISTORY_TOKEN_BUDGET = 64_000
 """``transcript.window.HISTORY_TOKEN_BUDGET``."""
 HISTORY_WINDOW = 80
 """``transcript.window.HISTORY_WINDOW``."""
+AUTO_TOKENS_PER_MESSAGE = 200
+"""``transcript.window.AUTO_TOKENS_PER_MESSAGE``."""
 COMPACT_TAIL_TOKEN_BUDGET = 40_000
 """``transcript.fold.COMPACT_TAIL_TOKEN_BUDGET``."""
 DEFAULT_TARGET_MODEL_TOKENS = 8_192
@@ -71,6 +73,18 @@ class _WholeNumber:
 
 _POSITIVE = _WholeNumber(1)
 _NON_NEGATIVE = _WholeNumber(0)
+
+
+def _message_ceiling(text: str) -> int | str | None:
+    """An argparse ``type=`` for ``max_messages``: a count, ``auto`` or ``none``."""
+    word = text.strip().lower()
+    if word in ("auto", "none"):
+        return None if word == "none" else "auto"
+    try:
+        return _POSITIVE(text)
+    except argparse.ArgumentTypeError:
+        msg = f"expected a whole number >= 1, 'auto' or 'none'; got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _png_path(text: str) -> Path:
@@ -255,6 +269,12 @@ def _add_inspect(
         action="store_true",
         help="plan the fold without the clear tier (stale tool results as placeholders)",
     )
+    inspect.add_argument(
+        "--keep-edit-inputs",
+        action="store_true",
+        help="when the clear tier clears an edit, keep its call whole (default: cut a long "
+        "value, such as a whole file written, to its head and end)",
+    )
     return inspect
 
 
@@ -268,9 +288,12 @@ def _add_inspect_budgets(inspect: argparse.ArgumentParser) -> None:
     )
     inspect.add_argument(
         "--max-messages",
-        type=_POSITIVE,
-        default=HISTORY_WINDOW,
-        help=f"the window's message ceiling (default {HISTORY_WINDOW})",
+        type=_message_ceiling,
+        default="auto",
+        metavar="N|auto|none",
+        help="the view's message ceiling: a number, 'auto' (the default, as in the "
+        f"middleware: one message per {AUTO_TOKENS_PER_MESSAGE} budget tokens, at least "
+        f"{HISTORY_WINDOW}) or 'none' (the token budget decides)",
     )
     inspect.add_argument(
         "--tail-tokens",
@@ -389,6 +412,7 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             token_counter=counter,
             source=str(args.file),
             clear_tool_results=not args.no_clear,
+            clear_edit_inputs=not args.keep_edit_inputs,
         )
     except ValueError as exc:
         _error(err, str(exc))

@@ -33,6 +33,7 @@ _STYLES: dict[str, str] = {
     "folded": "yellow",
     "re-injected": "cyan",
     "cleared": "magenta",
+    "elided": "blue",
 }
 
 
@@ -73,12 +74,16 @@ _VIEW_HEADERS = [
 ]
 
 
+def _ceiling_text(ceiling: int | str) -> str:
+    return f"{ceiling:,} messages" if isinstance(ceiling, int) else "no message ceiling"
+
+
 def _header_lines(report: InspectReport) -> list[str]:
     s = report.settings
     lines = [
         f"{report.source}: {report.record_messages} messages, "
         f"{report.record_tokens:,} tokens ({s['token_counter']})",
-        f"budget {s['budget']:,} tokens / {s['max_messages']} messages; fold tail "
+        f"budget {s['budget']:,} tokens / {_ceiling_text(s['max_messages'])}; fold tail "
         f"{s['tail_tokens']:,} tokens; hand-off to a {s['target_model_tokens']:,}-token "
         f"model ({s['handoff_budget']:,} for the transcript)",
     ]

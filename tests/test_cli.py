@@ -911,3 +911,18 @@ def test_a_bad_message_ceiling_is_a_usage_error_naming_the_choices() -> None:
     code, _, err = run_cli("inspect", str(DATA / "openai_chat.json"), "--max-messages", "lots")
     assert code == 2
     assert "--max-messages: expected a whole number >= 1, 'auto' or 'none'; got 'lots'" in err
+
+
+def test_a_system_prompt_over_the_handoff_target_leaves_the_other_views_reported(
+    tmp_path: Path,
+) -> None:
+    # The hand-off target (8k by default) was once a hard error for the whole report.
+    system = SystemMessage("You follow the house rules. " * 2_000)
+    record = [system, HumanMessage("Fix the bug.", id="u"), AIMessage("Done.", id="a")]
+    report = inspect_json(_saved(tmp_path, record), "--budget", "40000")
+    views = {v["view"]: v for v in report["views"]}
+    assert views["window"]["fits"]
+    assert views["fold"]["fits"]
+    assert not views["handoff"]["fits"]
+    assert "cannot hold the system prompt" in views["handoff"]["detail"]
+    assert {r["handoff"] for r in report["rows"]} == {"dropped"}

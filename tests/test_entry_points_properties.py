@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.blocks import is_tool_result_turn
+from langchain_builderforce_memory.cli.inspect import inspect_messages
 from langchain_builderforce_memory.messages import (
     is_stamped,
     leading_system_count,
@@ -74,3 +75,26 @@ def test_every_entry_point_sends_a_valid_view_in_budget_with_the_directive(
     assert count_tokens(view, COUNTER) <= budget
     directive = _directive(record)
     assert directive is None or _shows(view, directive)
+
+
+@PROPERTY
+@given(record=valid_records(max_units=25), budget=st.integers(min_value=6_000, max_value=40_000))
+def test_bfmem_inspect_reports_the_window_and_the_fold_within_budget(
+    record: list[BaseMessage], budget: int
+) -> None:
+    # What `bfmem inspect` shows for the fold is what a run would send, so it fits too.
+    system = record[: leading_system_count(record)]
+    if count_tokens(system, COUNTER) + 100 > budget // 2:
+        return
+    report = inspect_messages(record, budget=budget, token_counter=COUNTER)
+    views = {v.view: v for v in report.views}
+    assert views["window"].fits, views["window"]
+    assert views["fold"].fits, views["fold"]
+    assert {r.fold for r in report.rows} <= {
+        "kept",
+        "dropped",
+        "folded",
+        "re-injected",
+        "cleared",
+        "elided",
+    }

@@ -26,6 +26,7 @@ from typing import Final, Literal
 
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.handoff import pack_handoff
 from langchain_builderforce_memory.handoff.budget import (
     DEFAULT_RESERVE_FRACTION_DIVISOR,
@@ -449,10 +450,23 @@ def _fold_column(
 def _handoff_column(
     record: Sequence[BaseMessage], target: int, reserve: int, counter: TokenCounter
 ) -> tuple[ViewSummary, dict[int, Fate]]:
-    """The hand-off column: ``record`` packed for a ``target``-token model."""
-    pack = pack_handoff(
-        record, target_context_tokens=target, reserve_output_tokens=reserve, token_counter=counter
-    )
+    """The hand-off column: ``record`` packed for a ``target``-token model.
+
+    A target too small for the system prompt is a column that does not fit, saying why:
+    the window and the fold still have their report.
+    """
+    try:
+        pack = pack_handoff(
+            record,
+            target_context_tokens=target,
+            reserve_output_tokens=reserve,
+            token_counter=counter,
+        )
+    except ContextBudgetError as exc:
+        fates: dict[int, Fate] = {id(m): "dropped" for m in record}
+        budget = handoff_budget(target, reserve)
+        unsent = ViewSummary("handoff", 0, 0, 0, len(record), 0, budget, False, str(exc))
+        return unsent, fates
     fates = _sent_fates(record, pack.messages)
     fit = "fits" if pack.fits else "the system prompt + directive alone do not fit"
     dropped = f"; {pack.dropped} message(s) behind one note" if pack.dropped else ""

@@ -69,7 +69,10 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "Tokens a fold keeps verbatim after its note (the fold also caps it by its share "
             "of the room left, so a small ``max_tokens`` still leaves headroom)."
         ),
-        "min_tail_messages": "Messages a fold keeps verbatim at the least, however large.",
+        "min_tail_messages": (
+            "Messages a fold keeps verbatim at the least, while they fit the tail's token "
+            "budget; past it the tail keeps the latest assistant turn and its results."
+        ),
         "max_tail_messages": (
             "Messages a fold keeps verbatim at the most (also capped at half of ``max_messages``)."
         ),

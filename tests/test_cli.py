@@ -829,7 +829,7 @@ def _saved(tmp_path: Path, record: list[BaseMessage]) -> Path:
 @pytest.mark.parametrize(
     ("budget", "max_messages", "extra", "fates"),
     [
-        (40_000, 80, (), {"folded", "re-injected", "elided", "kept"}),
+        (16_000, 80, (), {"folded", "re-injected", "elided", "kept"}),
         (60_000, 200, (), {"cleared", "kept"}),
         (60_000, 200, ("--keep-edit-inputs",), {"folded", "re-injected", "kept"}),
         (150_000, 200, ("--no-clear",), {"folded", "re-injected", "kept"}),

@@ -247,14 +247,16 @@ def test_a_new_instruction_after_a_fold_keeps_the_front_of_the_view(thinking: bo
 
 
 async def test_a_fold_keeps_the_id_of_the_instruction_it_restated(build: Build) -> None:
-    record = _two_instructions(20)
-    first = await build(record[:31], summarizer=ScriptedSummarizer(), max_tokens=1_500)
+    # A budget with room for a tail past the note's reserve: at 1,500 the fold keeps only
+    # the latest call and its result (the tail's floor gives way to its token budget).
+    record = _two_instructions(60)
+    first = await build(record[:101], summarizer=ScriptedSummarizer(), max_tokens=6_000)
     assert first.mode == "folded"
     assert first.memo is not None
     assert first.memo.directive_id == "u0"
     assert CompactMemo.from_dict(first.memo.to_dict()) == first.memo
     # Folded just after the second instruction: the tail holds it, nothing is restated.
-    later = await build(record[:46], summarizer=ScriptedSummarizer(), max_tokens=1_500)
+    later = await build(record[:128], summarizer=ScriptedSummarizer(), max_tokens=6_000)
     assert later.mode == "folded"
     assert later.memo is not None
     assert later.memo.directive_id is None

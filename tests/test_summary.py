@@ -163,10 +163,13 @@ async def test_reports_the_note_and_the_index_it_covers_up_to() -> None:
         assert fold is not None
         assert fold.dropped_messages == fold.covered_end
         assert "summary" in fold.note
+        # Each message is 16k tokens: the tail keeps the latest answer alone, and the
+        # question before it, folded, is restated.
         assert out.memo == CompactMemo(
             note=fold.note,
             covered_end=fold.covered_end,
             last_covered_id=message_id(record[fold.covered_end - 1]),
+            directive_id=message_id(record[fold.covered_end - 1]),
         )
         # Item 3: the note is a human-role message stamped "memory_note" (the seed's was
         # {role: 'assistant', content: note}).

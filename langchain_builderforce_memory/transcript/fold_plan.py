@@ -492,6 +492,7 @@ def _tail_start(
             min_tail_messages=policy.min_tail_messages,
             max_tail_messages=policy.tail_message_cap,
             token_counter=counter,
+            floor_within_budget=True,
         ),
     )
 

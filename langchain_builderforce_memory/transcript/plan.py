@@ -181,6 +181,7 @@ def compact_tail_start_for_budget(
     min_tail_messages: int = COMPACT_TAIL_TURNS,
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES,
     token_counter: TokenCounterLike = None,
+    floor_within_budget: bool = False,
 ) -> int:
     """Where the verbatim tail begins when the conversation is folded.
 
@@ -195,6 +196,12 @@ def compact_tail_start_for_budget(
     starts at the assistant turn that made the calls instead, so the model never loses
     the results of its latest calls to the note.
 
+    ``floor_within_budget`` (the fold's own sizing): the ``min_tail_messages`` floor holds
+    only while those messages fit ``budget_tokens``; past that the tail keeps at least the
+    latest assistant turn and its results. A floor of eight 7k-token results fills a 32k
+    view by itself, so the view has no headroom and the next turn folds again: with the
+    clear tier off, or with nothing it can clear, the summarizer ran on every turn.
+
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> convo = [HumanMessage("task")] + [AIMessage("x" * 40_000) for _ in range(30)]
@@ -205,12 +212,15 @@ def compact_tail_start_for_budget(
     n = len(convo)
     start = n
     tokens = 0
+    floor = (
+        min(min_tail_messages, _latest_unit(convo)) if floor_within_budget else min_tail_messages
+    )
     while start > 0:
         kept = n - start
         if kept >= max_tail_messages:
             break
         size = counter.count_message(convo[start - 1])
-        if kept >= min_tail_messages and tokens + size > budget_tokens:
+        if kept >= floor and tokens + size > budget_tokens:
             break
         tokens += size
         start -= 1
@@ -221,6 +231,18 @@ def compact_tail_start_for_budget(
     while back > 0 and role_of(convo[back]) == "tool":
         back -= 1
     return back
+
+
+def _latest_unit(convo: Sequence[BaseMessage]) -> int:
+    """Messages from the latest assistant turn on, its tool results (either shape) included.
+
+    (:func:`~langchain_builderforce_memory.messages.role_of` reads a user turn of
+    ``tool_result`` blocks as a tool result).
+    """
+    for i in range(len(convo) - 1, -1, -1):
+        if role_of(convo[i]) != "tool":
+            return len(convo) - i
+    return len(convo)
 
 
 @dataclass(frozen=True, slots=True)

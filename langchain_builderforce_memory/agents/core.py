@@ -453,9 +453,9 @@ class MemoryCore:
         """What the packer must do to fit ``view`` (``view_tokens`` of it); ``None`` when it fits.
 
         The limit is ``max_tokens``, or the serving model's budget when that is smaller
-        (``fit_to_model``). ``max_tokens`` is enforced here too: the fold keeps at least
-        ``min_tail_messages`` verbatim however large they are (correctness over size), and
-        a few 20k-token tool results can carry that past the budget.
+        (``fit_to_model``). ``max_tokens`` is enforced here too: the fold keeps at least the
+        latest assistant turn and its results verbatim however large (correctness over
+        size), and a few 20k-token tool results can carry that past the budget.
         """
         hard = plan.native.limit if plan.native is not None else None
         limit, to_model = hard or plan.policy.budget, None

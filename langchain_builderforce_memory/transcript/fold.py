@@ -433,7 +433,8 @@ def build_working_transcript(
         max_messages: Conversation messages the view may hold: ``"auto"``, one per 200
             tokens of ``max_tokens`` and at least 80; ``None``: no ceiling.
         tail_tokens: Tokens the verbatim tail may keep after a fold.
-        min_tail_messages: The fewest messages the tail keeps, however large.
+        min_tail_messages: The fewest messages the tail keeps while they fit its token
+            budget; past it, the latest assistant turn and its results.
         max_tail_messages: The most messages the tail keeps.
         token_counter: How to count (default: the seed's approximate estimate).
         timeout: Seconds a summarizer call may take (``None``: no limit).

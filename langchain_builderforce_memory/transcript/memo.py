@@ -46,7 +46,7 @@ The rest is headroom new work fills before the next fold, so the note is re-fold
 per ~20k tokens of progress, not on every turn."""
 
 COMPACT_TAIL_TURNS: Final = 8
-"""The fewest recent messages the verbatim tail keeps, however large they are."""
+"""The fewest recent messages the verbatim tail keeps while they fit its token budget."""
 
 COMPACT_TAIL_MAX_MESSAGES: Final = 40
 """The most recent messages the verbatim tail may hold: half the 80-message window, so a
@@ -225,7 +225,8 @@ class FoldPolicy:
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     """Tokens the verbatim tail may keep after a fold (also capped by :data:`TAIL_SHARE`)."""
     min_tail_messages: int = COMPACT_TAIL_TURNS
-    """The fewest messages the tail keeps, however large: correctness over the budget."""
+    """The fewest messages the tail keeps while they fit its token budget; past it, the latest
+    assistant turn and its results (a floor that fills the view leaves no headroom)."""
     max_tail_messages: int = COMPACT_TAIL_MAX_MESSAGES
     """The most messages the tail keeps (also capped at half of ``max_messages``)."""
     timeout: float | None = DEFAULT_SUMMARIZER_TIMEOUT

@@ -90,11 +90,7 @@ def test_bfmem_inspect_reports_the_window_and_the_fold_within_budget(
     views = {v.view: v for v in report.views}
     assert views["window"].fits, views["window"]
     assert views["fold"].fits, views["fold"]
-    assert {r.fold for r in report.rows} <= {
-        "kept",
-        "dropped",
-        "folded",
-        "re-injected",
-        "cleared",
-        "elided",
-    }
+    # Every record message the fold column says is sent (as is, cleared or cut) is one of
+    # the messages its view counts, which also holds the note and any restated directive.
+    shown = sum(r.fold in ("kept", "cleared", "elided") for r in report.rows)
+    assert shown <= views["fold"].messages

@@ -10,6 +10,11 @@ is only as valid as our reading of them:
 - **Thinking.** With extended thinking, the assistant turn that calls tools opens with
   ``thinking`` / ``redacted_thinking`` blocks, which must stay first and verbatim while
   its tool loop runs. OpenAI Responses keeps ``reasoning`` items the same way.
+- **LangChain v1 content** (``output_version="v1"``). The same blocks in LangChain's
+  standard types: Claude's thinking is a ``reasoning`` block (its signature in
+  ``extras``), a redacted thought a ``non_standard`` block wrapping the native one, a
+  call a ``tool_call`` block. langchain-anthropic turns them back into Anthropic's blocks
+  on the way out, so the thinking rules hold for them as they are.
 - **Invalid tool calls.** A call whose arguments did not parse is in
   ``invalid_tool_calls``; providers still send it as a call, so it needs an answer.
 
@@ -18,6 +23,7 @@ What a media block costs is :mod:`langchain_builderforce_memory.media`'s concern
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -47,7 +53,9 @@ __all__ = [
     "thinking_problems",
     "thinking_restart",
     "thinking_span",
+    "tool_calls_of",
     "tool_result_ids",
+    "wire_type",
     "with_cut_text",
 ]
 
@@ -55,6 +63,41 @@ THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"}
 """Block types that carry a model's reasoning (Anthropic thinking, OpenAI Responses)."""
 _SIGNED_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 """Anthropic's thinking blocks: with thinking on, the running tool loop must open with one."""
+
+
+def wire_type(block: Mapping[str, object]) -> object:
+    """A block's type as the provider receives it.
+
+    LangChain v1 content wraps the provider blocks it has no standard type for (Anthropic's
+    ``redacted_thinking``) in ``non_standard``, and the provider package unwraps them.
+
+    Example:
+        >>> wire_type({"type": "non_standard", "value": {"type": "redacted_thinking"}})
+        'redacted_thinking'
+    """
+    value = block.get("value")
+    if block.get("type") == "non_standard" and isinstance(value, Mapping):
+        return value.get("type")
+    return block.get("type")
+
+
+def _is_signed_thinking(block: Mapping[str, object], message: BaseMessage) -> bool:
+    """Whether ``block`` reaches Anthropic as a ``thinking`` / ``redacted_thinking`` block.
+
+    Natively, or as v1 content: langchain-anthropic sends a ``reasoning`` block of a
+    Claude message (``model_provider`` "anthropic") as ``thinking``; a ``reasoning`` block
+    that carries a signature is Claude's whoever recorded it.
+    """
+    kind = wire_type(block)
+    if kind in _SIGNED_THINKING:
+        return True
+    if kind != "reasoning":
+        return False
+    extras = block.get("extras")
+    return message.response_metadata.get("model_provider") == "anthropic" or (
+        isinstance(extras, Mapping) and "signature" in extras
+    )
+
 
 _CALL_BLOCK_TYPES: Final = frozenset({"tool_use", "function_call", "tool_call"})
 _RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
@@ -83,21 +126,50 @@ def call_ids(message: BaseMessage) -> list[tuple[str, str]]:
         >>> call_ids(m)
         [('t1', 'ls'), ('t2', 'cat')]
     """
+    return [(str(call["id"]), str(call["name"])) for call in tool_calls_of(message)]
+
+
+def _block_args(block: Mapping[str, object]) -> object:
+    if block.get("type") == "tool_use":
+        return block.get("input")
+    if block.get("type") == "tool_call":
+        return block.get("args")
+    raw = block.get("arguments")
+    try:
+        return json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):
+        return raw
+
+
+def tool_calls_of(message: BaseMessage) -> list[dict[str, object]]:
+    """The calls of :func:`call_ids` with their arguments, as ``{"id", "name", "args"}``.
+
+    A call block of the content that ``tool_calls`` lacks (an Anthropic-native record)
+    gives its ``input`` / ``args`` / parsed ``arguments``; an invalid call its raw text.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> tool_calls_of(AIMessage([{"type": "tool_use", "id": "t1", "name": "ls",
+        ...                           "input": {"path": "src"}}]))
+        [{'id': 't1', 'name': 'ls', 'args': {'path': 'src'}}]
+    """
     if not isinstance(message, AIMessage):
         return []
-    out: dict[str, str] = {}
+    found: dict[str, dict[str, object]] = {}
     for call in message.tool_calls:
         if call.get("id"):
-            out.setdefault(str(call["id"]), call["name"])
+            found.setdefault(str(call["id"]), {"name": call["name"], "args": call["args"]})
     for block in _blocks(message):
         if block.get("type") in _CALL_BLOCK_TYPES:
             key = block.get("id") if block.get("type") != "function_call" else block.get("call_id")
             if isinstance(key, str) and key:
-                out.setdefault(key, str(block.get("name") or "tool"))
+                name = str(block.get("name") or "tool")
+                found.setdefault(key, {"name": name, "args": _block_args(block)})
     for bad in message.invalid_tool_calls:
         if bad.get("id"):
-            out.setdefault(str(bad["id"]), str(bad.get("name") or "tool"))
-    return list(out.items())
+            name = str(bad.get("name") or "tool")
+            found.setdefault(str(bad["id"]), {"name": name, "args": bad.get("args")})
+    return [{"id": key, **call} for key, call in found.items()]
 
 
 def tool_result_ids(message: BaseMessage) -> list[str]:
@@ -140,7 +212,7 @@ def has_structure(message: BaseMessage) -> bool:
 
     Thinking, calls and results: a cut must keep them and shorten only the text around.
     """
-    return any(b.get("type") in _STRUCTURAL_TYPES for b in _blocks(message))
+    return any(wire_type(b) in _STRUCTURAL_TYPES for b in _blocks(message))
 
 
 def _result_text(block: Mapping[str, object]) -> str:
@@ -200,8 +272,7 @@ def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, objec
     result_turn = is_tool_result_turn(message)
     content = message.content if isinstance(message.content, list) else [message.content]
     for block in content:
-        kind = block.get("type") if isinstance(block, Mapping) else None
-        if isinstance(block, Mapping) and kind in _STRUCTURAL_TYPES:
+        if isinstance(block, Mapping) and wire_type(block) in _STRUCTURAL_TYPES:
             if result_turn:
                 body = text if not placed else _CUT_RESULT
                 out.append({**block, "content": body})
@@ -217,7 +288,7 @@ def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, objec
             (
                 i
                 for i, b in enumerate(out)
-                if isinstance(b, dict) and b.get("type") not in THINKING_TYPES
+                if isinstance(b, dict) and wire_type(b) not in THINKING_TYPES
             ),
             len(out),
         )
@@ -229,16 +300,14 @@ def opens_with_thinking(message: BaseMessage) -> bool:
     """True when an assistant message's content opens with an Anthropic thinking block."""
     blocks = message.content if isinstance(message.content, list) else []
     return (
-        bool(blocks)
-        and isinstance(blocks[0], Mapping)
-        and blocks[0].get("type") in _SIGNED_THINKING
+        bool(blocks) and isinstance(blocks[0], Mapping) and _is_signed_thinking(blocks[0], message)
     )
 
 
 def has_thinking(message: BaseMessage) -> bool:
     """True when an assistant message carries an Anthropic thinking block."""
     return isinstance(message, AIMessage) and any(
-        b.get("type") in _SIGNED_THINKING for b in _blocks(message)
+        _is_signed_thinking(b, message) for b in _blocks(message)
     )
 
 
@@ -246,7 +315,7 @@ def thinking_out_of_place(message: BaseMessage) -> bool:
     """True when a thinking block follows a non-thinking block (reordered or separated)."""
     seen_other = False
     for block in _blocks(message):
-        if block.get("type") in THINKING_TYPES:
+        if wire_type(block) in THINKING_TYPES:
             if seen_other:
                 return True
         else:
@@ -438,7 +507,7 @@ def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:
     blocks = message.content
 
     def thought(b: object) -> bool:
-        return isinstance(b, Mapping) and b.get("type") in THINKING_TYPES
+        return isinstance(b, Mapping) and wire_type(b) in THINKING_TYPES
 
     ordered = [b for b in blocks if thought(b)] + [b for b in blocks if not thought(b)]
     return message.model_copy(update={"content": ordered}), True

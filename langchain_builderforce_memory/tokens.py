@@ -102,8 +102,9 @@ def _block_text(
     Text blocks count their text; thinking / reasoning blocks their thought (not their
     signature); media blocks their size class (:func:`~langchain_builderforce_memory.
     media.media_tokens`), never their base64; a ``tool_result`` block its content, the
-    same way; a ``tool_use`` block already in ``tool_calls`` nothing (the payload counts
-    it once); anything else its JSON, roughly what goes over the wire.
+    same way; a ``tool_use`` (or v1 ``tool_call``) block already in ``tool_calls``
+    nothing (the payload counts it once); anything else its JSON, roughly what goes over
+    the wire.
     """
     if isinstance(block, str):
         return block, 0
@@ -113,7 +114,7 @@ def _block_text(
             return str(block["text"]), 0
         if kind in THINKING_TYPES:
             return reasoning_text(block), 0
-        if kind == "tool_use" and block.get("id") in skip_ids:
+        if kind in ("tool_use", "tool_call") and block.get("id") in skip_ids:
             return "", 0
         if kind == "tool_result":
             text, fixed = content_text_for_count(block.get("content") or "", count_text)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_anthropic.chat_models import _format_messages
+from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai.chat_models.base import (
     _construct_responses_api_input,
@@ -130,6 +130,21 @@ def anthropic_thinking_response(i: int) -> AIMessage:
         *_tool_use(calls),
     ]
     return AIMessage(content, tool_calls=calls, response_metadata=meta)
+
+
+def standard_content(response: Callable[[int], AIMessage]) -> Callable[[int], AIMessage]:
+    """``response`` as a model with ``output_version="v1"`` records it: LangChain's standard
+    content blocks (``reasoning``, ``tool_call``, ``non_standard``), marked ``"v1"`` in
+    ``response_metadata`` as langchain-core marks it."""
+
+    def respond(i: int) -> AIMessage:
+        message = response(i)
+        meta = {**message.response_metadata, "output_version": "v1"}
+        return message.model_copy(
+            update={"content": message.content_blocks, "response_metadata": meta}
+        )
+
+    return respond
 
 
 def anthropic_native_response(i: int) -> AIMessage:
@@ -256,6 +271,17 @@ def image_directive(d: int) -> HumanMessage:
 
 # ------------------------------------------------------------------------ wire checks
 
+_ANTHROPIC = ChatAnthropic(model="claude-sonnet-4-5", api_key="offline-test-key")  # type: ignore[call-arg]
+
+
+def anthropic_request(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The Messages API ``messages`` langchain-anthropic sends for ``messages``: its own
+    payload builder (private, so wrapped here), which also turns LangChain v1 content
+    back into Anthropic's blocks."""
+    payload: dict[str, Any] = _ANTHROPIC._get_request_payload(list(messages))
+    wire: list[dict[str, Any]] = payload["messages"]
+    return wire
+
 
 def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -> list[str]:
     """Format with langchain-anthropic, then check the Messages API's rules.
@@ -267,7 +293,7 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
     with one.
     """
     try:
-        _system, wire = _format_messages(list(messages), model="claude-sonnet-4-5")
+        wire = anthropic_request(messages)
     except (ValueError, KeyError, TypeError) as exc:
         return [f"langchain-anthropic could not format the request: {exc}"]
     problems: list[str] = []
@@ -437,6 +463,19 @@ SHAPES: dict[str, Shape] = {
     ),
     "openai_reasoning": Shape(
         "openai_reasoning", openai_reasoning_response, tool_messages, openai_responses_wire
+    ),
+    "anthropic_thinking_v1": Shape(
+        "anthropic_thinking_v1",
+        standard_content(anthropic_thinking_response),
+        tool_messages,
+        lambda ms: anthropic_wire(ms, thinking=True),
+        thinking=True,
+    ),
+    "openai_reasoning_v1": Shape(
+        "openai_reasoning_v1",
+        standard_content(openai_reasoning_response),
+        tool_messages,
+        openai_responses_wire,
     ),
     "images": Shape("images", image_response, image_results, image_wire),
     "invalid_tool_calls": Shape(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import has_thinking, is_tool_result_turn
+from langchain_builderforce_memory.blocks import is_tool_result_turn
 
 SIZES = st.one_of(
     st.integers(min_value=0, max_value=200),  # chat-sized
@@ -41,26 +43,41 @@ def _tool_use(ids: list[str]) -> list[dict[str, object]]:
     return [{"type": "tool_use", "id": c, "name": "read_file", "input": {"path": c}} for c in ids]
 
 
+_CLAUDE = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
+PROVIDER_SHAPES = ("native", "thinking", "thinking_v1", "reasoning", "invalid", "image")
+CLAUDE_SHAPES = ("native", "thinking", "thinking_v1")
+"""The shapes a Claude run records (for checks by langchain-anthropic's own formatter)."""
+
+
 @st.composite
-def provider_round(draw: st.DrawFn, ids: list[str], body: str) -> list[BaseMessage]:
+def provider_round(
+    draw: st.DrawFn, ids: list[str], body: str, shapes: Sequence[str] = PROVIDER_SHAPES
+) -> list[BaseMessage]:
     """One tool round in a provider's own shape (issue 13's shapes).
 
     Anthropic native (``tool_use`` blocks, answered by a user turn of ``tool_result``
-    blocks); Anthropic extended thinking (a signed thinking block first); OpenAI Responses
-    (a reasoning item, ``function_call`` items); a call with unparsable arguments (in
+    blocks); Anthropic extended thinking (a signed thinking block first), also as LangChain
+    v1 content (``output_version="v1"``: a ``reasoning`` block first, ``tool_call``
+    blocks); OpenAI Responses (a reasoning item, ``function_call`` items); a call with
+    unparsable arguments (in
     ``invalid_tool_calls``, answered with an error); a result carrying an image.
     """
-    shape = draw(st.sampled_from(["native", "thinking", "reasoning", "invalid", "image"]))
+    shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
     if shape == "native":
         call = AIMessage([{"type": "text", "text": body}, *_tool_use(ids)])
         results = [{"type": "tool_result", "tool_use_id": c, "content": body} for c in ids]
         return [call, HumanMessage(results)]
     answers: list[BaseMessage] = [ToolMessage(body, tool_call_id=c, name="read_file") for c in ids]
-    if shape == "thinking":
+    if shape in ("thinking", "thinking_v1"):
         thought = {"type": "thinking", "thinking": body[:400] or "hm", "signature": "sig"}
         content = [thought, {"type": "text", "text": "reading"}, *_tool_use(ids)]
-        return [AIMessage(content, tool_calls=calls), *answers]
+        message = AIMessage(content, tool_calls=calls, response_metadata=_CLAUDE)
+        if shape == "thinking_v1":
+            meta = {**_CLAUDE, "output_version": "v1"}
+            update = {"content": message.content_blocks, "response_metadata": meta}
+            message = message.model_copy(update=update)
+        return [message, *answers]
     if shape == "reasoning":
         reasoning = {"type": "reasoning", "id": f"rs_{ids[0]}", "summary": []}
         items = [
@@ -81,7 +98,9 @@ def provider_round(draw: st.DrawFn, ids: list[str], body: str) -> list[BaseMessa
 
 
 @st.composite
-def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
+def units(
+    draw: st.DrawFn, *, allow_user: bool = True, shapes: Sequence[str] = PROVIDER_SHAPES
+) -> list[BaseMessage]:
     """One whole unit: a user turn, an assistant answer, a tool round (parallel calls) in
     LangChain's shape or in a provider's own (see :func:`provider_round`), or a file write
     whose arguments carry the file."""
@@ -96,7 +115,7 @@ def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
     uid = draw(st.uuids()).hex[:8]
     ids = [f"call_{uid}_{k}" for k in range(n_calls)]
     if kind == "provider":
-        return draw(provider_round(ids, draw(text())))
+        return draw(provider_round(ids, draw(text()), shapes))
     if kind == "write":  # the model writes a file: the call's arguments are what is big
         body = draw(text())
         path = f"src/{ids[0]}.py"
@@ -112,16 +131,62 @@ def units(draw: st.DrawFn, *, allow_user: bool = True) -> list[BaseMessage]:
 
 
 @st.composite
-def valid_records(draw: st.DrawFn, *, min_units: int = 1, max_units: int = 60) -> list[BaseMessage]:
-    """A valid record: optional leading system messages, a user turn first, then whole units."""
+def valid_records(
+    draw: st.DrawFn,
+    *,
+    min_units: int = 1,
+    max_units: int = 60,
+    shapes: Sequence[str] = PROVIDER_SHAPES,
+    alternating: bool = False,
+) -> list[BaseMessage]:
+    """A valid record: optional leading system messages, a user turn first, then whole units
+    (their provider rounds drawn from ``shapes``). ``alternating``: as a provider's own run
+    records it (see :func:`_alternate`)."""
     out: list[BaseMessage] = [SystemMessage(draw(text())) for _ in range(draw(st.integers(0, 2)))]
     out.append(draw(user_turn()))
     for _ in range(draw(st.integers(min_value=min_units, max_value=max_units))):
-        out.extend(draw(units()))
+        unit = draw(units(shapes=shapes))
+        if alternating:
+            _alternate(out, unit)
+        out.extend(unit)
     return with_thinking_turns(out)
 
 
+def _alternate(out: list[BaseMessage], unit: list[BaseMessage]) -> None:
+    """Make ``out + unit`` read as a provider's own run: the model never answers nothing,
+    a user turn comes between two answers, and the model answers its tool results before
+    the user speaks again (whether a user turn right after a result starts a new turn is
+    a rule Anthropic does not spell out; its formatter merges the two)."""
+    first, last = unit[0], out[-1]
+    if isinstance(first, AIMessage):
+        if not first.content and not first.tool_calls:
+            unit[0] = first.model_copy(update={"content": "Done."})
+        if isinstance(last, AIMessage):
+            out.append(HumanMessage("Go on."))
+    elif not isinstance(last, AIMessage | HumanMessage) or is_tool_result_turn(last):
+        out.append(AIMessage("Done."))
+
+
 THOUGHT = {"type": "thinking", "thinking": "first, the plan", "signature": "sig"}
+_CLAUDE_THOUGHTS = frozenset({"thinking", "redacted_thinking"})
+
+
+def thinks(message: BaseMessage) -> bool:
+    """Whether an assistant message carries a Claude thought, read here rather than by the
+    package (its reading is what the checks test): a thinking or redacted thinking block,
+    native or wrapped in v1's ``non_standard``, or a v1 ``reasoning`` block of Claude's."""
+    if not isinstance(message, AIMessage) or not isinstance(message.content, list):
+        return False
+    claude = message.response_metadata.get("model_provider") == "anthropic"
+    return any(
+        isinstance(b, dict)
+        and (
+            b.get("type") in _CLAUDE_THOUGHTS
+            or (b.get("value") or {}).get("type") in _CLAUDE_THOUGHTS
+            or (claude and b.get("type") == "reasoning")
+        )
+        for b in message.content
+    )
 
 
 def with_thinking_turns(record: list[BaseMessage]) -> list[BaseMessage]:
@@ -131,7 +196,7 @@ def with_thinking_turns(record: list[BaseMessage]) -> list[BaseMessage]:
     its turn); a record that mixes the two is not a valid request, so valid records
     never do.
     """
-    if not any(has_thinking(m) for m in record):
+    if not any(thinks(m) for m in record):
         return record
     out = list(record)
     expect = False
@@ -141,7 +206,7 @@ def with_thinking_turns(record: list[BaseMessage]) -> list[BaseMessage]:
             continue
         if expect and isinstance(m, AIMessage):
             expect = False
-            if not has_thinking(m):
+            if not thinks(m):
                 body = (
                     m.content
                     if isinstance(m.content, list)

@@ -6,7 +6,8 @@ suites; this one drives the adapters a user drops into an agent: the middleware'
 pre-model node and the chat history. For random valid records (single-directive tool
 loops, messages far over the budget, thinking and provider shapes included), every view
 passes ``request_problems``, is within budget, holds the latest directive (itself,
-restated or cut, naming it), and the caller's record is unchanged.
+restated or cut, naming it), and the caller's record is unchanged. Views of Claude runs
+pass langchain-anthropic's formatter and the Messages API's rules too.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import agent_views
-from .strategies import valid_records
+from .provider_shapes import anthropic_wire
+from .strategies import CLAUDE_SHAPES, thinks, valid_records
 
 COUNTER = ApproximateTokenCounter()
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -75,6 +77,25 @@ def test_every_entry_point_sends_a_valid_view_in_budget_with_the_directive(
     assert count_tokens(view, COUNTER) <= budget
     directive = _directive(record)
     assert directive is None or _shows(view, directive)
+
+
+@settings(PROPERTY, max_examples=300)  # cheap: few of these records cut a running turn
+@given(
+    record=valid_records(max_units=25, shapes=CLAUDE_SHAPES, alternating=True),
+    budget=st.integers(min_value=6_000, max_value=40_000),
+    entry=st.sampled_from(sorted(ENTRY_POINTS)),
+)
+def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
+    record: list[BaseMessage], budget: int, entry: str
+) -> None:
+    # The oracle is langchain-anthropic's own payload builder and the Messages API's
+    # rules, not request_problems: a shape the package misreads (thinking recorded as
+    # output_version="v1" content) passes the package's own check all the same.
+    system = record[: leading_system_count(record)]
+    if count_tokens(system, COUNTER) + 100 > budget // 2:
+        return
+    view = ENTRY_POINTS[entry](list(record), budget)
+    assert anthropic_wire(view, thinking=any(thinks(m) for m in record)) == []
 
 
 @PROPERTY

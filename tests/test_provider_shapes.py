@@ -237,6 +237,21 @@ def test_a_current_turn_that_lost_its_thinking_is_flagged() -> None:
     assert request_problems(done, thinking=True) == []
 
 
+@pytest.mark.parametrize("i", [0, 11], ids=["thinking", "redacted-thinking"])
+def test_v1_content_counts_each_call_once(i: int) -> None:
+    # output_version="v1" lists a call in the content and in tool_calls; langchain-anthropic
+    # sends it once, so it is counted once, as the native tool_use block is.
+    native = SHAPES["anthropic_thinking"].respond(i)
+    v1 = SHAPES["anthropic_thinking_v1"].respond(i)
+    assert [b["type"] for b in v1.content if isinstance(b, dict)][-1] == "tool_call"
+    no_calls = v1.model_copy(
+        update={"content": [b for b in v1.content if b["type"] != "tool_call"]}  # type: ignore[index]
+    )
+    assert EXACT.count_message(v1) == EXACT.count_message(no_calls)
+    if i == 0:  # the same thought, text and calls as the native record
+        assert EXACT.count_message(v1) == EXACT.count_message(native)
+
+
 # ----------------------------------------------------------------------- cuts keep blocks
 
 
@@ -261,6 +276,21 @@ def test_a_current_turn_that_lost_its_thinking_is_flagged() -> None:
                 ]
             ),
             id="thinking-then-tool-use",
+        ),
+        pytest.param(
+            AIMessage(
+                [
+                    {
+                        "type": "non_standard",
+                        "value": {"type": "redacted_thinking", "data": "EmwKAhgB" * 20},
+                    },
+                    {"type": "text", "text": "notes " * 3_000},
+                    {"type": "tool_call", "id": "t1", "name": "ls", "args": {"path": "."}},
+                ],
+                tool_calls=[{"type": "tool_call", "id": "t1", "name": "ls", "args": {"path": "."}}],
+                response_metadata={"output_version": "v1", "model_provider": "anthropic"},
+            ),
+            id="v1-redacted-thinking-then-tool-call",
         ),
     ],
 )

@@ -76,6 +76,53 @@ def test_names_the_tools_an_assistant_turn_called() -> None:
     )
 
 
+_WRITTEN = "the new body of the file, line by line\n" * 200
+_WRITE = {"path": "src/app.py", "content": _WRITTEN}
+_WRITE_CALL = {"name": "write_file", "args": _WRITE, "id": "toolu_1", "type": "tool_call"}
+_TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": _WRITE}
+
+
+@pytest.mark.parametrize(
+    ("call", "result"),
+    [
+        # langchain-anthropic: the call twice, as a tool_use block and in tool_calls
+        (
+            AIMessage([{"type": "text", "text": "Writing."}, _TOOL_USE], tool_calls=[_WRITE_CALL]),
+            ToolMessage("wrote 200 lines", tool_call_id="toolu_1"),
+        ),
+        # output_version="v1": a tool_call block and tool_calls
+        (
+            AIMessage(
+                [{"type": "text", "text": "Writing."}, {**_WRITE_CALL}],
+                tool_calls=[_WRITE_CALL],
+                response_metadata={"output_version": "v1", "model_provider": "anthropic"},
+            ),
+            ToolMessage("wrote 200 lines", tool_call_id="toolu_1"),
+        ),
+        # an Anthropic-native record: the block alone, answered by a tool_result turn
+        (
+            AIMessage([{"type": "text", "text": "Writing."}, _TOOL_USE]),
+            HumanMessage(
+                [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "wrote 200 lines"}]
+            ),
+        ),
+    ],
+    ids=["anthropic", "v1", "anthropic-native"],
+)
+def test_a_call_block_reaches_the_summarizer_as_its_call_with_its_result(
+    call: AIMessage, result: BaseMessage
+) -> None:
+    # The call's argument values are cut as every call's are, and its result is rendered
+    # after the call it answers: the whole file written was in the prompt as a block's JSON.
+    text = render_for_summary([HumanMessage("write the app"), call, result])
+    assert _WRITTEN[:200] not in text
+    assert len(text) < 800
+    assert text.startswith("user: write the app\n\nassistant [called: write_file]: Writing.")
+    last = text.split("\n\n")[-1]
+    assert last.startswith('tool write_file({"path":"src/app.py","content":"the new body')
+    assert last.endswith('…"}) -> wrote 200 lines')
+
+
 # --- summarize_transcript ----------------------------------------------------------------
 
 

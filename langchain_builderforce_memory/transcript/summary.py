@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -29,6 +28,11 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
+from langchain_builderforce_memory.blocks import (
+    is_tool_result_turn,
+    tool_calls_of,
+    wire_type,
+)
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import clean_text, role_of
@@ -172,8 +176,11 @@ def _compact_json(value: object) -> str:
     return json_text(value, compact=True)
 
 
-_THINKING_BLOCKS: Final = frozenset(("thinking", "redacted_thinking", "reasoning"))
-"""Content blocks the summarizer is not shown: the model's reasoning is not the work."""
+_UNSHOWN_BLOCKS: Final = frozenset(
+    ("thinking", "redacted_thinking", "reasoning", "tool_use", "tool_call", "function_call")
+)
+"""Content blocks the summarizer is not shown as JSON: the model's reasoning is not the
+work, and a call block is rendered as its call (its argument values cut), not in full."""
 ARG_VALUE_CHARS: Final = 200
 """Each argument value of a call is cut to this many characters in the summarizer's text,
 so one huge argument (a file's new content) cannot crowd out the rest (its path)."""
@@ -189,7 +196,7 @@ def _content_text(content: object) -> str:
                 parts.append(block)
             elif isinstance(block, dict) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
-            elif not (isinstance(block, dict) and block.get("type") in _THINKING_BLOCKS):
+            elif not (isinstance(block, dict) and wire_type(block) in _UNSHOWN_BLOCKS):
                 parts.append(_compact_json(block))
         return "".join(parts)
     return _compact_json(content)
@@ -216,6 +223,21 @@ def call_text(call: Mapping[str, object]) -> str:
     return f"{call.get('name') or 'tool'}({_compact_json(shown)})"
 
 
+def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
+    """An Anthropic-native tool-result turn's results as ``(call id, text)``."""
+    if not is_tool_result_turn(message) or not isinstance(message.content, list):
+        return []
+    return [
+        (str(b.get("tool_use_id")), _content_text(b.get("content") or ""))
+        for b in message.content
+        if isinstance(b, dict)
+    ]
+
+
+def _result_line(call: str | None, text: str) -> str:
+    return f"tool {call} -> {text}" if call else f"tool: {text}"
+
+
 def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     r"""Render messages to the compact text the summarizer compresses.
 
@@ -224,7 +246,9 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     can say which file held what even when the output does not repeat its path; each
     argument value is cut to :data:`ARG_VALUE_CHARS`. The assistant turn names its calls
     (``assistant [called: read_file]: ...``), with their arguments only when no result of
-    theirs is rendered. Thinking blocks are left out; other non-text blocks are JSON.
+    theirs is rendered; a call block of the content (Anthropic ``tool_use``) is that call,
+    not JSON. An Anthropic-native turn of ``tool_result`` blocks renders as its results.
+    Thinking blocks are left out; other non-text blocks are JSON.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -242,20 +266,23 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     # A call's arguments are shown once: with its result when the result is rendered too,
     # else (a call still unanswered) in the turn that made it.
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    answered.update(i for m in messages for i, _ in _native_results(m))
     for m in messages:
-        text = _content_text(m.content)
-        if isinstance(m, AIMessage) and m.tool_calls:
+        made = tool_calls_of(m)
+        if made:
             shown = []
-            for c in m.tool_calls:
-                calls[str(c.get("id"))] = call_text(c)
-                answer = str(c.get("id")) in answered
-                shown.append(str(c.get("name") or "tool") if answer else calls[str(c.get("id"))])
+            for c in made:
+                calls[str(c["id"])] = call_text(c)
+                answer = str(c["id"]) in answered
+                shown.append(str(c.get("name") or "tool") if answer else calls[str(c["id"])])
+            text = _content_text(m.content)
             out.append(f"assistant [called: {', '.join(shown)}]: {text}".rstrip())
         elif isinstance(m, ToolMessage):
-            call = calls.get(m.tool_call_id)
-            out.append(f"tool {call} -> {text}" if call else f"tool: {text}")
+            out.append(_result_line(calls.get(m.tool_call_id), _content_text(m.content)))
+        elif is_tool_result_turn(m):
+            out.extend(_result_line(calls.get(i), text) for i, text in _native_results(m))
         else:
-            out.append(f"{role_of(m)}: {text}")
+            out.append(f"{role_of(m)}: {_content_text(m.content)}")
     return "\n\n".join(out)
 
 

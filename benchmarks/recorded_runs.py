@@ -36,7 +36,12 @@ files the hand-labelled calls of ``tests/data/tool_call_labels.jsonl`` read so f
 share whose latest labelled read is in the request verbatim; requests with none are not
 counted); step p50 (the context step's median, one run on this machine).
 
-Run: python benchmarks/recorded_runs.py [--budgets 8000 16000 32000]
+``--anthropic-blocks`` records every assistant message that calls tools as
+langchain-anthropic records Claude's answers: each call also a ``tool_use`` block in the
+content (beside ``tool_calls``), after the text. The requests are counted the same (a
+provider sends each call once); what a summarizer is shown may differ.
+
+Run: python benchmarks/recorded_runs.py [--budgets 8000 16000 32000] [--anthropic-blocks]
 """
 
 from __future__ import annotations
@@ -240,6 +245,18 @@ def with_ids(record: list[BaseMessage], run: str) -> list[BaseMessage]:
     return record
 
 
+def with_tool_use_blocks(message: BaseMessage) -> BaseMessage:
+    """``message`` as langchain-anthropic records a Claude answer that calls tools."""
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return message
+    text = [{"type": "text", "text": message.text}] if message.text else []
+    uses = [
+        {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
+        for c in message.tool_calls
+    ]
+    return message.model_copy(update={"content": [*text, *uses]})
+
+
 def model_turns(record: list[BaseMessage]) -> Iterator[list[BaseMessage]]:
     """The record before each assistant message, then the whole record."""
     for i, message in enumerate(record):
@@ -328,12 +345,19 @@ def table(budget: int, tallies: dict[str, Tally]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 16_000, 32_000])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "recorded_runs.md")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--anthropic-blocks", action="store_true", help="calls also as tool_use blocks"
+    )
     args = parser.parse_args()
+    name = "recorded_runs_anthropic.md" if args.anthropic_blocks else "recorded_runs.md"
+    out: Path = args.out or ROOT / "benchmarks" / name
     files = transcript_files()
     if not files:
         sys.exit("no recorded runs beside the repository (../shared/transcripts)")
     records = [with_ids(load_transcript(p), p.stem) for p in files]
+    if args.anthropic_blocks:
+        records = [[with_tool_use_blocks(m) for m in record] for record in records]
     reads = labelled_reads()
     requests = sum(1 for r in records for _ in model_turns(r))
     started = time.perf_counter()
@@ -341,7 +365,8 @@ def main() -> None:
         "# The recorded runs, replayed",
         "",
         f"Command: `python benchmarks/recorded_runs.py --budgets "
-        f"{' '.join(map(str, args.budgets))}`. {len(files)} runs, "
+        f"{' '.join(map(str, args.budgets))}"
+        f"{' --anthropic-blocks' if args.anthropic_blocks else ''}`. {len(files)} runs, "
         f"{sum(len(r) for r in records):,} messages, {requests:,} requests per contender. How "
         "each contender is run and what each column means: the docstring of "
         "`benchmarks/recorded_runs.py`.",
@@ -355,7 +380,7 @@ def main() -> None:
         lines += table(budget, tallies)
     lines.append(f"Whole run: {time.perf_counter() - started:.0f} s.")
     text = "\n".join(lines) + "\n"
-    args.out.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     print(text)
 
 

@@ -18,7 +18,7 @@ from typing import Final
 
 import imagesize
 
-__all__ = ["IMAGE_MAX_TOKENS", "IMAGE_MIN_TOKENS", "media_tokens", "pdf_pages"]
+__all__ = ["IMAGE_MAX_TOKENS", "IMAGE_MIN_TOKENS", "media_label", "media_tokens", "pdf_pages"]
 
 _IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
 _FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
@@ -209,3 +209,30 @@ def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) 
     if kind in _AUDIO_TYPES:
         return _AUDIO_TOKENS
     return None
+
+
+def media_label(block: Mapping[str, object]) -> str | None:
+    """A media block as a reader of the transcript sees it, or ``None`` for any other block.
+
+    Its kind, type and URL (a text document its text), never its base64: a screenshot is
+    hundreds of thousands of characters the summarizer cannot read.
+
+    Example:
+        >>> media_label({"type": "image", "base64": "iVBORw0KGgo", "mime_type": "image/png"})
+        '[image image/png]'
+        >>> media_label({"type": "image_url", "image_url": {"url": "https://x/y.png"}})
+        '[image https://x/y.png]'
+    """
+    kind = block.get("type")
+    if kind in _IMAGE_TYPES:
+        label = "image"
+    elif kind in _FILE_TYPES:
+        label = "file"
+    elif kind in _AUDIO_TYPES:
+        label = "video" if kind == "video" else "audio"
+    else:
+        return None
+    _data, url, mime = _data_of(block)
+    if mime is not None and mime.startswith("text/plain:"):
+        return f"[{label}]\n{mime.removeprefix('text/plain:')}"
+    return "[" + " ".join([label, *(part for part in (mime, url) if part)]) + "]"

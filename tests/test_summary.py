@@ -123,6 +123,80 @@ def test_a_call_block_reaches_the_summarizer_as_its_call_with_its_result(
     assert last.endswith('…"}) -> wrote 200 lines')
 
 
+def test_a_web_search_reaches_the_summarizer_as_its_urls_and_titles() -> None:
+    # Anthropic's server-side web search answers in the assistant message itself; each
+    # result carries its page as encrypted_content, base64 only Anthropic reads: one
+    # search of eight results was 23k tokens of the summarizer's prompt.
+    results = [
+        {
+            "type": "web_search_result",
+            "url": f"https://example.com/{i}",
+            "title": f"Result {i}",
+            "encrypted_content": "EqgfCioIARgBIiQ3YTAw" * 200,
+            "page_age": "April 30, 2025",
+        }
+        for i in range(8)
+    ]
+    search = AIMessage(
+        [
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {"query": "langgraph context window"},
+            },
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": results},
+            {"type": "text", "text": "LangGraph trims messages in a pre-model hook."},
+        ]
+    )
+    text = render_for_summary([HumanMessage("research it"), search])
+    assert "EqgfCioI" not in text
+    assert all(f"https://example.com/{i}" in text and f"Result {i}" in text for i in range(8))
+    assert "langgraph context window" in text
+    assert text.endswith("LangGraph trims messages in a pre-model hook.")
+    assert len(text) < 2_000
+
+
+_SHOT = "iVBORw0KGgoAAAANSUhEUgAAB4AAAAQ4CAIAAAB" * 5_000  # a screenshot's size, ~200k chars
+
+
+@pytest.mark.parametrize(
+    ("block", "label"),
+    [
+        ({"type": "image", "base64": _SHOT, "mime_type": "image/png"}, "[image image/png]"),
+        (
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": _SHOT},
+            },
+            "[image image/png]",
+        ),
+        (
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_SHOT}"}},
+            "[image image/png]",
+        ),
+        (
+            {"type": "file", "base64": _SHOT, "mime_type": "application/pdf"},
+            "[file application/pdf]",
+        ),
+        (
+            {"type": "image_url", "image_url": {"url": "https://example.com/chart.png"}},
+            "[image https://example.com/chart.png]",
+        ),
+    ],
+    ids=["standard", "anthropic", "openai-data-url", "pdf", "url"],
+)
+def test_an_image_or_file_reaches_the_summarizer_as_its_label(
+    block: dict[str, object], label: str
+) -> None:
+    # A computer-use agent's screenshots were rendered as their base64: a 150 KB PNG is
+    # 143k cl100k tokens of the summarizer's prompt, past what most summarizers take.
+    call = AIMessage("", tool_calls=[{"name": "screenshot", "args": {}, "id": "c1"}])
+    result = ToolMessage([{"type": "text", "text": "the login page"}, block], tool_call_id="c1")
+    text = render_for_summary([HumanMessage("check the page"), call, result])
+    assert text.endswith(f"tool screenshot({{}}) -> the login page {label}")
+
+
 # --- summarize_transcript ----------------------------------------------------------------
 
 

@@ -1,0 +1,157 @@
+"""How a transcript is rendered for the summarizer: the text every fold note is written from.
+
+One paragraph a message. A tool result follows the call it answers, with the call's
+arguments (cut), so the note can say which file held what; what only a provider can read
+(thinking, encrypted search results) and what is rendered elsewhere (a call
+block, rendered as its call) is left out; an image or file is its label, never its base64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from langchain_builderforce_memory.blocks import is_tool_result_turn, tool_calls_of, wire_type
+from langchain_builderforce_memory.jsontext import json_text
+from langchain_builderforce_memory.media import media_label
+from langchain_builderforce_memory.messages import role_of
+
+__all__ = ["ARG_VALUE_CHARS", "call_text", "render_for_summary"]
+
+
+def _compact_json(value: object) -> str:
+    # Compact separators, as the seed's JSON.stringify: a tool result rendered for the
+    # summarizer costs no padding tokens, and renders the same as the seed's.
+    return json_text(value, compact=True)
+
+
+_UNSHOWN_BLOCKS: Final = frozenset(
+    ("thinking", "redacted_thinking", "reasoning", "tool_use", "tool_call", "function_call")
+)
+"""Content blocks the summarizer is not shown as JSON: the model's reasoning is not the
+work, and a call block is rendered as its call (its argument values cut), not in full."""
+ARG_VALUE_CHARS: Final = 200
+"""Each argument value of a call is cut to this many characters in the summarizer's text,
+so one huge argument (a file's new content) cannot crowd out the rest (its path)."""
+
+
+_OPAQUE_KEYS: Final = frozenset(("encrypted_content", "encrypted_index"))
+"""Keys whose values only the provider can read (a web search result's page, a citation's
+index): base64 the summarizer cannot use, thousands of tokens a search."""
+
+
+def _readable(value: object, depth: int = 0) -> object:
+    """``value`` without its :data:`_OPAQUE_KEYS`, at any depth JSON would render."""
+    if depth > 20:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _readable(v, depth + 1) for k, v in value.items() if k not in _OPAQUE_KEYS}
+    if isinstance(value, list):
+        return [_readable(v, depth + 1) for v in value]
+    return value
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict) and (label := media_label(block)) is not None:
+                parts.append(f" {label}" if parts else label)
+            elif not (isinstance(block, dict) and wire_type(block) in _UNSHOWN_BLOCKS):
+                parts.append(_compact_json(_readable(block)))
+        return "".join(parts)
+    return _compact_json(content)
+
+
+def _capped(value: object) -> object:
+    text = value if isinstance(value, str) else None
+    if text is None and isinstance(value, (dict, list, tuple)):
+        text = _compact_json(value)
+    if text is None or len(text) <= ARG_VALUE_CHARS:
+        return value
+    return f"{text[: ARG_VALUE_CHARS - 1]}…"
+
+
+def call_text(call: Mapping[str, object]) -> str:
+    """A tool call as the summarizer reads it: ``name({"arg":"value",...})``, compact.
+
+    Example:
+        >>> call_text({"name": "read_file", "args": {"path": "src/app.py"}, "id": "1"})
+        'read_file({"path":"src/app.py"})'
+    """
+    args = call.get("args")
+    shown = {str(k): _capped(v) for k, v in args.items()} if isinstance(args, Mapping) else {}
+    return f"{call.get('name') or 'tool'}({_compact_json(shown)})"
+
+
+def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
+    """An Anthropic-native tool-result turn's results as ``(call id, text)``."""
+    if not is_tool_result_turn(message) or not isinstance(message.content, list):
+        return []
+    return [
+        (str(b.get("tool_use_id")), _content_text(b.get("content") or ""))
+        for b in message.content
+        if isinstance(b, dict)
+    ]
+
+
+def _result_line(call: str | None, text: str) -> str:
+    return f"tool {call} -> {text}" if call else f"tool: {text}"
+
+
+def render_for_summary(messages: Sequence[BaseMessage]) -> str:
+    r"""Render messages to the compact text the summarizer compresses.
+
+    One paragraph a message, ``role: content``. A tool result is rendered after the call
+    it answers, arguments included (``tool read_file({"path":"a.py"}) -> ...``), so a note
+    can say which file held what even when the output does not repeat its path; each
+    argument value is cut to :data:`ARG_VALUE_CHARS`. The assistant turn names its calls
+    (``assistant [called: read_file]: ...``), with their arguments only when no result of
+    theirs is rendered; a call block of the content (Anthropic ``tool_use``) is that call,
+    not JSON. An Anthropic-native turn of ``tool_result`` blocks renders as its results.
+    Thinking blocks are left out; an image, file or audio block is its label (kind, type,
+    URL), never its base64; other non-text blocks are JSON, without the values only the
+    provider can read (a web search result's ``encrypted_content``).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> call = {"name": "read_file", "args": {"path": "a.py"}, "id": "1"}
+        >>> print(render_for_summary([HumanMessage("fix it"), AIMessage("", tool_calls=[call]),
+        ...                           ToolMessage("x = 1", tool_call_id="1")]))
+        user: fix it
+        <BLANKLINE>
+        assistant [called: read_file]:
+        <BLANKLINE>
+        tool read_file({"path":"a.py"}) -> x = 1
+    """
+    out: list[str] = []
+    calls: dict[str, str] = {}
+    # A call's arguments are shown once: with its result when the result is rendered too,
+    # else (a call still unanswered) in the turn that made it.
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    answered.update(i for m in messages for i, _ in _native_results(m))
+    for m in messages:
+        made = tool_calls_of(m)
+        if made:
+            shown = []
+            for c in made:
+                calls[str(c["id"])] = call_text(c)
+                answer = str(c["id"]) in answered
+                shown.append(str(c.get("name") or "tool") if answer else calls[str(c["id"])])
+            text = _content_text(m.content)
+            out.append(f"assistant [called: {', '.join(shown)}]: {text}".rstrip())
+        elif isinstance(m, ToolMessage):
+            out.append(_result_line(calls.get(m.tool_call_id), _content_text(m.content)))
+        elif is_tool_result_turn(m):
+            out.extend(_result_line(calls.get(i), text) for i, text in _native_results(m))
+        else:
+            out.append(f"{role_of(m)}: {_content_text(m.content)}")
+    return "\n\n".join(out)

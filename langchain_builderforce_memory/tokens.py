@@ -102,9 +102,9 @@ def _block_text(
     Text blocks count their text; thinking / reasoning blocks their thought (not their
     signature); media blocks their size class (:func:`~langchain_builderforce_memory.
     media.media_tokens`), never their base64; a ``tool_result`` block its content, the
-    same way; a ``tool_use`` (or v1 ``tool_call``) block already in ``tool_calls``
-    nothing (the payload counts it once); anything else its JSON, roughly what goes over
-    the wire.
+    same way; a ``tool_use`` (v1 ``tool_call``, OpenAI Responses ``function_call``) block
+    already in ``tool_calls`` nothing (the payload sends it once); anything else its JSON,
+    roughly what goes over the wire.
     """
     if isinstance(block, str):
         return block, 0
@@ -115,6 +115,8 @@ def _block_text(
         if kind in THINKING_TYPES:
             return reasoning_text(block), 0
         if kind in ("tool_use", "tool_call") and block.get("id") in skip_ids:
+            return "", 0
+        if kind == "function_call" and block.get("call_id") in skip_ids:
             return "", 0
         if kind == "tool_result":
             text, fixed = content_text_for_count(block.get("content") or "", count_text)

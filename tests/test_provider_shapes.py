@@ -252,6 +252,16 @@ def test_v1_content_counts_each_call_once(i: int) -> None:
         assert EXACT.count_message(v1) == EXACT.count_message(native)
 
 
+def test_an_openai_responses_call_block_counts_once() -> None:
+    # responses/v1 content lists each call as a function_call item beside tool_calls;
+    # langchain-openai sends it once, so it is counted once.
+    message = SHAPES["openai_reasoning"].respond(1)
+    kinds = [b["type"] for b in message.content if isinstance(b, dict)]
+    assert kinds == ["reasoning", "function_call", "function_call"]
+    calls_once = message.model_copy(update={"content": message.content[:1]})
+    assert EXACT.count_message(message) == EXACT.count_message(calls_once)
+
+
 # ----------------------------------------------------------------------- cuts keep blocks
 
 

@@ -162,9 +162,9 @@ def tool_calls_of(message: BaseMessage) -> list[dict[str, object]]:
     for block in _blocks(message):
         if block.get("type") in _CALL_BLOCK_TYPES:
             key = block.get("id") if block.get("type") != "function_call" else block.get("call_id")
-            if isinstance(key, str) and key:
+            if isinstance(key, str) and key and key not in found:
                 name = str(block.get("name") or "tool")
-                found.setdefault(key, {"name": name, "args": _block_args(block)})
+                found[key] = {"name": name, "args": _block_args(block)}
     for bad in message.invalid_tool_calls:
         if bad.get("id"):
             name = str(bad.get("name") or "tool")

@@ -36,6 +36,15 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(H
 
 
 ENTRY_POINTS = agent_views(COUNTER)
+ENTRIES = st.sampled_from(sorted(ENTRY_POINTS))
+BUDGETS = st.integers(min_value=6_000, max_value=40_000)
+
+
+def _holds_system(record: list[BaseMessage], budget: int) -> bool:
+    """Whether ``budget`` holds the record's system prompt with room to spare (a budget
+    that cannot is the documented ValueError)."""
+    system = record[: leading_system_count(record)]
+    return count_tokens(system, COUNTER) + 100 <= budget // 2
 
 
 def _directive(record: list[BaseMessage]) -> BaseMessage | None:
@@ -59,17 +68,12 @@ def _shows(view: list[BaseMessage], wanted: BaseMessage) -> bool:
 
 
 @PROPERTY
-@given(
-    record=valid_records(max_units=25),
-    budget=st.integers(min_value=6_000, max_value=40_000),
-    entry=st.sampled_from(sorted(ENTRY_POINTS)),
-)
+@given(record=valid_records(max_units=25), budget=BUDGETS, entry=ENTRIES)
 def test_every_entry_point_sends_a_valid_view_in_budget_with_the_directive(
     record: list[BaseMessage], budget: int, entry: str
 ) -> None:
-    system = record[: leading_system_count(record)]
-    if count_tokens(system, COUNTER) + 100 > budget // 2:
-        return  # a system prompt the budget cannot hold is the documented ValueError
+    if not _holds_system(record, budget):
+        return
     before = [m.model_dump() for m in record]
     view = ENTRY_POINTS[entry](list(record), budget)
     assert [m.model_dump() for m in record] == before  # the caller's record, untouched
@@ -82,8 +86,8 @@ def test_every_entry_point_sends_a_valid_view_in_budget_with_the_directive(
 @settings(PROPERTY, max_examples=300)  # cheap: few of these records cut a running turn
 @given(
     record=valid_records(max_units=25, shapes=CLAUDE_SHAPES, alternating=True),
-    budget=st.integers(min_value=6_000, max_value=40_000),
-    entry=st.sampled_from(sorted(ENTRY_POINTS)),
+    budget=BUDGETS,
+    entry=ENTRIES,
 )
 def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     record: list[BaseMessage], budget: int, entry: str
@@ -91,21 +95,19 @@ def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     # The oracle is langchain-anthropic's own payload builder and the Messages API's
     # rules, not request_problems: a shape the package misreads (thinking recorded as
     # output_version="v1" content) passes the package's own check all the same.
-    system = record[: leading_system_count(record)]
-    if count_tokens(system, COUNTER) + 100 > budget // 2:
+    if not _holds_system(record, budget):
         return
     view = ENTRY_POINTS[entry](list(record), budget)
     assert anthropic_wire(view, thinking=any(thinks(m) for m in record)) == []
 
 
 @PROPERTY
-@given(record=valid_records(max_units=25), budget=st.integers(min_value=6_000, max_value=40_000))
+@given(record=valid_records(max_units=25), budget=BUDGETS)
 def test_bfmem_inspect_reports_the_window_and_the_fold_within_budget(
     record: list[BaseMessage], budget: int
 ) -> None:
     # What `bfmem inspect` shows for the fold is what a run would send, so it fits too.
-    system = record[: leading_system_count(record)]
-    if count_tokens(system, COUNTER) + 100 > budget // 2:
+    if not _holds_system(record, budget):
         return
     report = inspect_messages(record, budget=budget, token_counter=COUNTER)
     views = {v.view: v for v in report.views}

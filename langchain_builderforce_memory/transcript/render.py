@@ -1,9 +1,9 @@
 """How a transcript is rendered for the summarizer: the text every fold note is written from.
 
 One paragraph a message. A tool result follows the call it answers, with the call's
-arguments (cut), so the note can say which file held what; what only a provider can read
-(thinking, encrypted search results) and what is rendered elsewhere (a call
-block, rendered as its call) is left out; an image or file is its label, never its base64.
+arguments (cut), so the note can say which file held what. Left out: what only a provider
+can read (thinking, encrypted search results) and a call block (rendered as its call). An
+image or file is its label, never its base64.
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ work, and a call block is rendered as its call (its argument values cut), not in
 ARG_VALUE_CHARS: Final = 200
 """Each argument value of a call is cut to this many characters in the summarizer's text,
 so one huge argument (a file's new content) cannot crowd out the rest (its path)."""
-
-
 _OPAQUE_KEYS: Final = frozenset(("encrypted_content", "encrypted_index"))
 """Keys whose values only the provider can read (a web search result's page, a citation's
 index): base64 the summarizer cannot use, thousands of tokens a search."""

@@ -32,6 +32,7 @@ from typing import Final
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.jsontext import json_text
+from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import Role, message_id, role_of
 
 __all__ = [
@@ -65,18 +66,16 @@ text (a run of one character) FTS5's phrase matching costs its length times the 
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 
-_MEDIA: Final = frozenset({"image", "image_url", "audio", "input_audio", "file", "video"})
-
 
 def _block_text(block: object) -> str:
     if isinstance(block, str):
         return block
     if isinstance(block, dict):
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
             return str(block["text"])
-        if kind in _MEDIA:
-            return f"[{kind}]"  # a base64 payload is not text anyone searches for
+        label = media_label(block)  # a base64 payload is not text anyone searches for
+        if label is not None:
+            return label
     return json_text(block)
 
 

@@ -59,8 +59,8 @@ def provider_round(
     blocks); Anthropic extended thinking (a signed thinking block first), also as LangChain
     v1 content (``output_version="v1"``: a ``reasoning`` block first, ``tool_call``
     blocks); OpenAI Responses (a reasoning item, ``function_call`` items); a call with
-    unparsable arguments (in
-    ``invalid_tool_calls``, answered with an error); a result carrying an image.
+    unparsable arguments (in ``invalid_tool_calls``, answered with an error); a result
+    carrying an image.
     """
     shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]

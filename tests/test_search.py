@@ -157,9 +157,24 @@ def test_recall_dropped_fits_its_budget_best_first() -> None:
     assert recall_dropped([], "anything", 100) == ""
 
 
-def test_media_blocks_are_not_indexed_as_base64() -> None:
-    m = HumanMessage([{"type": "text", "text": "see"}, {"type": "image", "base64": "QUJD" * 999}])
-    assert message_search_text(m) == "see\n[image]"
+@pytest.mark.parametrize(
+    ("block", "label"),
+    [
+        ({"type": "image", "base64": "QUJD" * 999}, "[image]"),
+        # Anthropic's document block (a PDF) was indexed as its base64
+        (
+            {
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": "QUJD" * 999},
+            },
+            "[file application/pdf]",
+        ),
+    ],
+    ids=["image", "anthropic-document"],
+)
+def test_media_blocks_are_not_indexed_as_base64(block: dict[str, object], label: str) -> None:
+    m = HumanMessage([{"type": "text", "text": "see"}, block])
+    assert message_search_text(m) == f"see\n{label}"
 
 
 def test_indexes_keep_one_per_thread_and_drop_the_oldest() -> None:

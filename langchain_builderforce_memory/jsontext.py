@@ -12,13 +12,35 @@ runner or a library may have raised: the same value gets the same text in every 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["DEEPEST", "json_text"]
+__all__ = ["DEEPEST", "OPAQUE_KEYS", "json_text", "without_opaque"]
 
 DEEPEST: Final = 200
 """Nesting past which a value is rendered as its keys and scalars (well under Python's
 default recursion limit of 1,000, with room for the caller's own frames)."""
+
+
+OPAQUE_KEYS: Final = frozenset(("encrypted_content", "encrypted_index"))
+"""Keys whose values only the provider can read (an Anthropic web search result's page, a
+citation's index): base64 no reader can use, thousands of tokens a search."""
+
+
+def without_opaque(value: object, depth: int = 0) -> object:
+    """``value`` without its :data:`OPAQUE_KEYS`, as a reader (the summarizer, search) sees it.
+
+    Example:
+        >>> without_opaque({"url": "https://x", "encrypted_content": "EqgfCioI"})
+        {'url': 'https://x'}
+    """
+    if depth > DEEPEST:
+        return value
+    if isinstance(value, Mapping):
+        return {k: without_opaque(v, depth + 1) for k, v in value.items() if k not in OPAQUE_KEYS}
+    if isinstance(value, list):
+        return [without_opaque(v, depth + 1) for v in value]
+    return value
 
 
 def json_text(value: object, *, sort_keys: bool = False, compact: bool = False) -> str:

@@ -31,7 +31,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.jsontext import json_text
+from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import Role, message_id, role_of
 
@@ -76,6 +76,7 @@ def _block_text(block: object) -> str:
         label = media_label(block)  # a base64 payload is not text anyone searches for
         if label is not None:
             return label
+        return json_text(without_opaque(block))
     return json_text(block)
 
 

@@ -177,6 +177,28 @@ def test_media_blocks_are_not_indexed_as_base64(block: dict[str, object], label:
     assert message_search_text(m) == f"see\n{label}"
 
 
+def test_a_web_search_is_indexed_by_its_urls_not_its_encrypted_pages() -> None:
+    # Anthropic's server-side search answers in the assistant message; each result's page
+    # is encrypted_content, base64 nobody searches for (and FTS5 indexes every trigram).
+    result = {
+        "type": "web_search_result",
+        "url": "https://example.com/parser",
+        "title": "Parser notes",
+        "encrypted_content": "EqgfCioIARgBIiQ3YTAw" * 500,
+    }
+    m = AIMessage(
+        [
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [result]},
+            {"type": "text", "text": "Found it."},
+        ]
+    )
+    text = message_search_text(m)
+    assert "https://example.com/parser" in text
+    assert "Parser notes" in text
+    assert "EqgfCioI" not in text
+    assert len(text) < 300
+
+
 def test_indexes_keep_one_per_thread_and_drop_the_oldest() -> None:
     indexes = RecordIndexes(size=2)
     a = indexes.get("a")

@@ -14,7 +14,7 @@ from typing import Final
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import is_tool_result_turn, tool_calls_of, wire_type
-from langchain_builderforce_memory.jsontext import json_text
+from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import role_of
 
@@ -35,20 +35,6 @@ work, and a call block is rendered as its call (its argument values cut), not in
 ARG_VALUE_CHARS: Final = 200
 """Each argument value of a call is cut to this many characters in the summarizer's text,
 so one huge argument (a file's new content) cannot crowd out the rest (its path)."""
-_OPAQUE_KEYS: Final = frozenset(("encrypted_content", "encrypted_index"))
-"""Keys whose values only the provider can read (a web search result's page, a citation's
-index): base64 the summarizer cannot use, thousands of tokens a search."""
-
-
-def _readable(value: object, depth: int = 0) -> object:
-    """``value`` without its :data:`_OPAQUE_KEYS`, at any depth JSON would render."""
-    if depth > 20:
-        return value
-    if isinstance(value, Mapping):
-        return {k: _readable(v, depth + 1) for k, v in value.items() if k not in _OPAQUE_KEYS}
-    if isinstance(value, list):
-        return [_readable(v, depth + 1) for v in value]
-    return value
 
 
 def _content_text(content: object) -> str:
@@ -64,7 +50,7 @@ def _content_text(content: object) -> str:
             elif isinstance(block, dict) and (label := media_label(block)) is not None:
                 parts.append(f" {label}" if parts else label)
             elif not (isinstance(block, dict) and wire_type(block) in _UNSHOWN_BLOCKS):
-                parts.append(_compact_json(_readable(block)))
+                parts.append(_compact_json(without_opaque(block)))
         return "".join(parts)
     return _compact_json(content)
 

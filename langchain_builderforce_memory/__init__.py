@@ -149,10 +149,10 @@ _MOVED: dict[str, str] = {
             "HISTORY_TOKEN_DROP_CHUNK",
             "HISTORY_WINDOW",
             "HISTORY_WINDOW_DROP_CHUNK",
-            "still_in_working_context",
         ),
         "transcript.window",
     ),
+    "still_in_working_context": "transcript.view",
     **dict.fromkeys(
         ("STAMP_KEY", "ToolCallUnit", "message_id", "role_of", "tool_call_units"), "messages"
     ),

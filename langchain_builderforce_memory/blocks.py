@@ -24,35 +24,27 @@ What a media block costs is :mod:`langchain_builderforce_memory.media`'s concern
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
-    ChatMessage,
-    FunctionMessage,
     HumanMessage,
-    ToolMessage,
 )
 
 __all__ = [
     "THINKING_TYPES",
+    "block_dicts",
     "call_ids",
-    "current_turn_start",
     "cuttable_text",
     "has_structure",
     "has_thinking",
     "is_tool_result_turn",
-    "opening_span",
-    "opens_turn",
     "opens_with_thinking",
     "reasoning_text",
     "thinking_first",
     "thinking_out_of_place",
-    "thinking_problems",
-    "thinking_restart",
-    "thinking_span",
     "tool_calls_of",
     "tool_result_ids",
     "wire_type",
@@ -103,7 +95,14 @@ _CALL_BLOCK_TYPES: Final = frozenset({"tool_use", "function_call", "tool_call"})
 _RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
 
 
-def _blocks(message: BaseMessage) -> list[Mapping[str, object]]:
+def block_dicts(message: BaseMessage) -> list[Mapping[str, object]]:
+    """The content blocks of ``message`` that are dicts (none for a string content).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> block_dicts(AIMessage(["hi", {"type": "text", "text": "ok"}]))
+        [{'type': 'text', 'text': 'ok'}]
+    """
     content = message.content
     if not isinstance(content, list):
         return []
@@ -159,7 +158,7 @@ def tool_calls_of(message: BaseMessage) -> list[dict[str, object]]:
     for call in message.tool_calls:
         if call.get("id"):
             found.setdefault(str(call["id"]), {"name": call["name"], "args": call["args"]})
-    for block in _blocks(message):
+    for block in block_dicts(message):
         if block.get("type") in _CALL_BLOCK_TYPES:
             key = block.get("id") if block.get("type") != "function_call" else block.get("call_id")
             if isinstance(key, str) and key and key not in found:
@@ -177,7 +176,9 @@ def tool_result_ids(message: BaseMessage) -> list[str]:
     if not isinstance(message, HumanMessage):
         return []
     return [
-        str(b.get("tool_use_id")) for b in _blocks(message) if b.get("type") in _RESULT_BLOCK_TYPES
+        str(b.get("tool_use_id"))
+        for b in block_dicts(message)
+        if b.get("type") in _RESULT_BLOCK_TYPES
     ]
 
 
@@ -212,7 +213,7 @@ def has_structure(message: BaseMessage) -> bool:
 
     Thinking, calls and results: a cut must keep them and shorten only the text around.
     """
-    return any(wire_type(b) in _STRUCTURAL_TYPES for b in _blocks(message))
+    return any(wire_type(b) in _STRUCTURAL_TYPES for b in block_dicts(message))
 
 
 def _result_text(block: Mapping[str, object]) -> str:
@@ -242,7 +243,7 @@ def cuttable_text(message: BaseMessage) -> str:
     if isinstance(content, str):
         return content
     if is_tool_result_turn(message):
-        return "\n".join(_result_text(b) for b in _blocks(message))
+        return "\n".join(_result_text(b) for b in block_dicts(message))
     parts = [
         b if isinstance(b, str) else str(b.get("text", ""))
         for b in content
@@ -307,14 +308,14 @@ def opens_with_thinking(message: BaseMessage) -> bool:
 def has_thinking(message: BaseMessage) -> bool:
     """True when an assistant message carries an Anthropic thinking block."""
     return isinstance(message, AIMessage) and any(
-        _is_signed_thinking(b, message) for b in _blocks(message)
+        _is_signed_thinking(b, message) for b in block_dicts(message)
     )
 
 
 def thinking_out_of_place(message: BaseMessage) -> bool:
     """True when a thinking block follows a non-thinking block (reordered or separated)."""
     seen_other = False
-    for block in _blocks(message):
+    for block in block_dicts(message):
         if wire_type(block) in THINKING_TYPES:
             if seen_other:
                 return True
@@ -347,157 +348,6 @@ def reasoning_text(block: Mapping[str, object]) -> str:
     if isinstance(encrypted, str):
         parts.append(encrypted)
     return "\n".join(parts)
-
-
-def _turn_role(message: BaseMessage) -> str:
-    """``"user"``, ``"tool"``, ``"assistant"`` or ``"other"`` as the wire groups turns."""
-    if isinstance(message, ToolMessage | FunctionMessage) or is_tool_result_turn(message):
-        return "tool"
-    if isinstance(message, HumanMessage):
-        return "user"
-    if isinstance(message, AIMessage):
-        return "assistant"
-    if isinstance(message, ChatMessage):
-        role = message.role.lower()
-        if role in {"tool", "function"}:
-            return "tool"
-        if role in {"user", "human"}:
-            return "user"
-    return "other"
-
-
-def current_turn_start(messages: Sequence[BaseMessage]) -> int:
-    """Where the provider's current turn begins; ``len(messages)`` when there is none.
-
-    The last user message that is not a tool result: the model answers it with a new
-    turn (with thinking on, a turn that opens with thinking), and every cut a view makes
-    is at such a message.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> current_turn_start([HumanMessage("a"), AIMessage("b"), HumanMessage("c")])
-        2
-    """
-    # Read from the end. The fold asks on every model call, and in a single-directive
-    # tool loop the turn is the whole record: it asks the conversation's RecordFacts
-    # (``facts.turn_start``), which read only the new messages.
-    return next(
-        (i for i in range(len(messages) - 1, -1, -1) if opens_turn(messages[i])),
-        len(messages),
-    )
-
-
-def opens_turn(message: BaseMessage) -> bool:
-    """Whether ``message`` begins a provider turn (a user message, not a tool result)."""
-    return _turn_role(message) == "user"
-
-
-def thinking_problems(
-    messages: Sequence[BaseMessage], *, thinking: bool | None = None
-) -> list[str]:
-    """Thinking blocks a provider would reject: reordered, or lost from the current turn.
-
-    Anthropic's rule: with extended thinking on, the assistant turn whose tool loop is
-    running (the current turn, see :func:`current_turn_start`) must open with its
-    ``thinking`` / ``redacted_thinking`` block, and thinking blocks come before the text
-    and tool calls of their message. ``thinking=None`` infers "thinking is on" from a
-    thinking block in the current turn; pass ``thinking=True`` when the provider has it
-    on (then a turn that lost all its thinking is reported too).
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-        >>> call = AIMessage([{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
-        >>> loop = [HumanMessage("go"), call, ToolMessage("a.py", tool_call_id="t1")]
-        >>> thinking_problems(loop, thinking=True)[0][:40]
-        'message 1: the current turn opens with a'
-    """
-    problems = [
-        f"message {i}: a thinking block follows other content; providers need thinking "
-        "blocks first in their message"
-        for i, m in enumerate(messages)
-        if isinstance(m, AIMessage) and thinking_out_of_place(m)
-    ]
-    start = current_turn_start(messages)
-    uses = thinking if thinking is not None else any(has_thinking(m) for m in messages[start:])
-    if not uses:
-        return problems
-    turn = [(i, m) for i, m in enumerate(messages) if i >= start and isinstance(m, AIMessage)]
-    if turn and any(call_ids(m) for _, m in turn) and not opens_with_thinking(turn[0][1]):
-        at, first = turn[0]
-        kinds = [b.get("type") for b in _blocks(first)] or ["text"]
-        problems.append(
-            f"message {at}: the current turn opens with an assistant message of {kinds}, but "
-            "thinking is on and its tool loop is running: its thinking block was lost (keep "
-            "the turn's thinking blocks first and verbatim)"
-        )
-    return problems
-
-
-def thinking_span(messages: Sequence[BaseMessage]) -> tuple[int, int] | None:
-    """The current turn's opening assistant message and its tool results, as ``(start, end)``.
-
-    Only when that message carries an Anthropic thinking block: with thinking on, the
-    running tool loop must open with it, so a view that cuts inside the current turn keeps
-    this span right after the directive (every later step of the loop may go to the note,
-    the thinking may not). ``None`` otherwise.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-        >>> think = {"type": "thinking", "thinking": "hm", "signature": "s"}
-        >>> call = AIMessage([think, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
-        >>> thinking_span([HumanMessage("go"), call, ToolMessage("a", tool_call_id="t1")])
-        (1, 3)
-    """
-    return opening_span(messages, current_turn_start(messages))
-
-
-def opening_span(messages: Sequence[BaseMessage], start: int) -> tuple[int, int] | None:
-    """The turn at ``start``'s opening thinking step and its tool results, or ``None``.
-
-    ``(start, end)`` of the turn's first assistant message and the tool results after it,
-    when that message carries a thinking block. :func:`thinking_span` is this for the
-    current turn. A view that restates an earlier turn's directive keeps that turn's
-    opening thinking step with it, as it did while the turn was current, so the front of
-    the view does not move when a new turn begins.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-        >>> think = {"type": "thinking", "thinking": "hm", "signature": "s"}
-        >>> call = AIMessage([think, {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}])
-        >>> turn = [HumanMessage("go"), call, ToolMessage("a", tool_call_id="t1")]
-        >>> opening_span([*turn, HumanMessage("next"), AIMessage("ok")], 0)
-        (1, 3)
-    """
-    first = -1
-    for i in range(start + 1, len(messages)):
-        if isinstance(messages[i], AIMessage):
-            first = i
-            break
-        if opens_turn(messages[i]):
-            return None
-    if first < 0 or not has_thinking(messages[first]):
-        return None
-    end = first + 1
-    while end < len(messages) and _turn_role(messages[end]) == "tool":
-        end += 1
-    return first, end
-
-
-def thinking_restart(messages: Sequence[BaseMessage]) -> int:
-    """Where a new turn must begin so the current one opens with its thinking, or -1.
-
-    A current turn whose first assistant message has no thinking block while a later one
-    does (a record that turned thinking on mid-turn): starting a turn right before that
-    later message makes the request valid. -1 when there is nothing to do or no such
-    message (a turn that lost all its thinking cannot be repaired).
-    """
-    start = current_turn_start(messages)
-    turn = [i for i in range(start, len(messages)) if isinstance(messages[i], AIMessage)]
-    if not turn or not any(call_ids(messages[i]) for i in turn):
-        return -1
-    if opens_with_thinking(messages[turn[0]]):
-        return -1
-    return next((i for i in turn if opens_with_thinking(messages[i])), -1)
 
 
 def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:

@@ -15,10 +15,19 @@ Asked every turn of a single-directive tool loop, where the directive is thousan
 messages back, the answer is kept by the conversation's
 :class:`~langchain_builderforce_memory.facts.RecordFacts` (``facts.directive``): a turn
 costs its new messages. Asked here, without facts, the record is read from its end.
+
+With Anthropic's extended thinking on, the running tool loop must open with the thinking
+step it began with, so a view that restates the directive ahead of a tail that passed that
+step pins the step too (:func:`pinned_opening`). A user message right after tool results
+joins the running loop's turn (see :func:`~langchain_builderforce_memory.blocks.
+opens_turn_at`): the step may then come before the latest directive. A step pinned while
+its turn ran stays pinned after a newer turn begins, until the next fold, so the front of
+the view does not move.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage
@@ -33,13 +42,17 @@ from langchain_builderforce_memory.messages import (
     role_of,
     stamp,
 )
+from langchain_builderforce_memory.turns import opening_span, opens_turn_at
 
 __all__ = [
     "is_directive",
     "latest_directive_index",
     "latest_directive_text",
+    "pinned_opening",
     "restated_directive",
 ]
+
+Span = tuple[int, int]
 
 
 def is_directive(message: BaseMessage) -> bool:
@@ -133,3 +146,96 @@ def restated_directive(message: BaseMessage, *, copies: Copies | None = None) ->
         (message, message.content),
         lambda: stamp(message, DIRECTIVE_KIND, of=message_id(message)),
     )
+
+
+def pinned_opening(
+    convo: Sequence[BaseMessage],
+    tail_start: int,
+    directive: int,
+    *,
+    running: Span | None,
+    directives: Sequence[int] | None = None,
+) -> Span | None:
+    """The thinking step pinned after ``directive`` (restated; -1: none), or ``None``.
+
+    Only a step the tail at ``tail_start`` has passed. ``running``: the running loop's
+    (:func:`~langchain_builderforce_memory.turns.thinking_span`); ``directives``: every
+    directive's index, when the caller keeps them (else they are looked up when needed).
+
+    1. The tail starts inside the running loop: its step, or the step answering a
+       directive the loop took in when that one thinks (interleaved thinking) and the
+       directive is restated.
+    2. An earlier directive restated: its step, as it was while it ran.
+    3. Nothing restated: the step of the turn the tail starts in, when that turn took in
+       a directive (it was pinned by 1 while the turn ran).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> think = {"type": "thinking", "thinking": "hm", "signature": "s"}
+        >>> call = {"name": "ls", "args": {}, "id": "t1"}
+        >>> convo = [HumanMessage("go"), AIMessage([think], tool_calls=[call]),
+        ...          ToolMessage("a", tool_call_id="t1"), HumanMessage("and b"),
+        ...          AIMessage("", tool_calls=[{**call, "id": "t2"}]),
+        ...          ToolMessage("b", tool_call_id="t2")]
+        >>> pinned_opening(convo, 4, 3, running=(1, 3))
+        (1, 3)
+    """
+    if running is not None and running[1] <= tail_start:
+        own = opening_span(convo, directive) if running[0] < directive else None
+        return own if own is not None and own[1] <= tail_start else running
+    turns = _Directives(convo, directives)
+    span = (
+        _earlier(convo, directive, turns) if directive >= 0 else _joined(convo, tail_start, turns)
+    )
+    return span if span is not None and span[1] <= tail_start else None
+
+
+class _Directives:
+    """Every directive's index, looked up on first use when the caller keeps none."""
+
+    __slots__ = ("_convo", "_known")
+
+    def __init__(self, convo: Sequence[BaseMessage], known: Sequence[int] | None) -> None:
+        self._convo = convo
+        self._known = known
+
+    def get(self) -> Sequence[int]:
+        if self._known is None:
+            self._known = [i for i, m in enumerate(self._convo) if is_directive(m)]
+        return self._known
+
+
+def _earlier(convo: Sequence[BaseMessage], directive: int, turns: _Directives) -> Span | None:
+    """The step pinned with an earlier ``directive``, as it was while it ran.
+
+    The step answering it when that one thinks; else, for a directive the loop took in, the
+    opening step of the turn it joined.
+    """
+    own = opening_span(convo, directive)
+    if own is not None or opens_turn_at(convo, directive):
+        return own
+    return _opening_before(convo, turns.get(), directive)
+
+
+def _joined(convo: Sequence[BaseMessage], tail_start: int, turns: _Directives) -> Span | None:
+    """The opening step of the turn the tail starts in, when it must stay.
+
+    When that turn took in the first directive at the tail's start or after.
+    """
+    known = turns.get()
+    k = bisect_left(known, tail_start)
+    if k == len(known) or opens_turn_at(convo, known[k]):
+        return None
+    return _opening_before(convo, known, tail_start)
+
+
+def _opening_before(convo: Sequence[BaseMessage], turns: Sequence[int], index: int) -> Span | None:
+    """The opening step of the turn ``convo[index]`` is in.
+
+    That of the latest directive before it that opens a turn: the directives passed on the
+    way came in while that turn's loop ran.
+    """
+    for k in range(bisect_left(turns, index) - 1, -1, -1):
+        if opens_turn_at(convo, turns[k]):
+            return opening_span(convo, turns[k])
+    return None

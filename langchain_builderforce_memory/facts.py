@@ -30,7 +30,6 @@ from typing import Generic, Protocol, TypeVar, cast, overload
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.blocks import opening_span, opens_turn
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import is_directive, latest_directive_index
 from langchain_builderforce_memory.tokens import (
@@ -38,6 +37,7 @@ from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
     resolve_token_counter,
 )
+from langchain_builderforce_memory.turns import opening_span, turn_step
 
 __all__ = [
     "DIRECTIVES",
@@ -166,6 +166,7 @@ class RecordFacts:
     """
 
     __slots__ = (
+        "_after_results",
         "_base",
         "_derived",
         "_directive",
@@ -192,6 +193,7 @@ class RecordFacts:
         self._seen: list[BaseMessage] = []
         self._directive = -1
         self._turn_start = -1
+        self._after_results = False
         self._derived: dict[object, tuple[int, object]] = {}
         self._base: list[BaseMessage] | None = None  # the list a Prefix record was last over
 
@@ -209,6 +211,7 @@ class RecordFacts:
             return
         if known > len(record) or not self._extends(record):
             self._seen, self.sums, self._directive, self._turn_start = [], [0], -1, -1
+            self._after_results = False
             self._derived = {}
             self.rebuilds += 1
             known = 0
@@ -226,7 +229,8 @@ class RecordFacts:
             sums.append(total)
             if is_directive(message):
                 self._directive = i
-            if opens_turn(message):
+            opens, self._after_results = turn_step(message, self._after_results)
+            if opens:
                 self._turn_start = i
 
     def _grown_prefix(self, record: Prefix[BaseMessage]) -> bool:
@@ -264,12 +268,12 @@ class RecordFacts:
 
     @property
     def turn_start(self) -> int:
-        """:func:`~langchain_builderforce_memory.blocks.current_turn_start` of the record."""
+        """:func:`~langchain_builderforce_memory.turns.current_turn_start` of the record."""
         return self._turn_start if self._turn_start >= 0 else len(self._seen)
 
     @property
     def thinking(self) -> tuple[int, int] | None:
-        """:func:`~langchain_builderforce_memory.blocks.thinking_span` of the record."""
+        """:func:`~langchain_builderforce_memory.turns.thinking_span` of the record."""
         return opening_span(self._seen, self.turn_start)
 
     def latest_directive_index(self, *, fallback: bool = True) -> int:

@@ -15,13 +15,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import (
-    call_ids,
-    thinking_first,
-    thinking_problems,
-    thinking_restart,
-    tool_result_ids,
-)
+from langchain_builderforce_memory.blocks import call_ids, thinking_first, tool_result_ids
 from langchain_builderforce_memory.messages import (
     Role,
     answered_ids,
@@ -30,6 +24,7 @@ from langchain_builderforce_memory.messages import (
     role_of,
     stamp,
 )
+from langchain_builderforce_memory.turns import thinking_problems, thinking_restart
 
 __all__ = [
     "repair_request",
@@ -417,10 +412,25 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
         repairs.append("inserted a placeholder user turn: the conversation began with no user turn")
     restart = thinking_restart(out)
     if restart >= 0:
-        turn = stamp(HumanMessage("[continue]"), "repair", reason="thinking_turn")
-        out.insert(restart, turn)
+        _start_turn(out, restart)
         repairs.append("started a new turn where thinking begins: the turn opened without it")
     return out, repairs
+
+
+def _start_turn(out: list[BaseMessage], at: int) -> None:
+    """Make the assistant message at ``out[at]`` open a new turn, in place.
+
+    A placeholder user turn goes before it. User messages right after tool results join
+    their turn rather than start one, so a placeholder answer closes that turn first.
+    """
+    j = at - 1
+    while j >= 0 and role_of(out[j]) == "user":
+        j -= 1
+    if j >= 0 and role_of(out[j]) == "tool":
+        out.insert(j + 1, stamp(AIMessage("[paused]"), "repair", reason="thinking_turn"))
+        at += 1
+    if at == 0 or role_of(out[at - 1]) != "user":
+        out.insert(at, stamp(HumanMessage("[continue]"), "repair", reason="thinking_turn"))
 
 
 class _Walk:

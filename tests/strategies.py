@@ -138,32 +138,38 @@ def valid_records(
     max_units: int = 60,
     shapes: Sequence[str] = PROVIDER_SHAPES,
     alternating: bool = False,
+    interrupted: bool = False,
 ) -> list[BaseMessage]:
     """A valid record: optional leading system messages, a user turn first, then whole units
     (their provider rounds drawn from ``shapes``). ``alternating``: as a provider's own run
-    records it (see :func:`_alternate`)."""
+    records it (see :func:`_alternate`); ``interrupted``: the user may also speak right
+    after tool results, while the loop runs."""
     out: list[BaseMessage] = [SystemMessage(draw(text())) for _ in range(draw(st.integers(0, 2)))]
     out.append(draw(user_turn()))
     for _ in range(draw(st.integers(min_value=min_units, max_value=max_units))):
         unit = draw(units(shapes=shapes))
         if alternating:
-            _alternate(out, unit)
+            _alternate(out, unit, interrupted=interrupted)
         out.extend(unit)
     return with_thinking_turns(out)
 
 
-def _alternate(out: list[BaseMessage], unit: list[BaseMessage]) -> None:
+def _alternate(out: list[BaseMessage], unit: list[BaseMessage], *, interrupted: bool) -> None:
     """Make ``out + unit`` read as a provider's own run: the model never answers nothing,
-    a user turn comes between two answers, and the model answers its tool results before
-    the user speaks again (whether a user turn right after a result starts a new turn is
-    a rule Anthropic does not spell out; its formatter merges the two)."""
+    a user turn comes between two answers, and, unless ``interrupted``, the model answers
+    its tool results before the user speaks again. A user message right after tool
+    results (the user spoke while the agent worked, a tool ended the run) goes in the
+    same user turn as those results: langchain-anthropic merges the two, and the tool
+    loop runs on, its thinking step still first."""
     first, last = unit[0], out[-1]
     if isinstance(first, AIMessage):
         if not first.content and not first.tool_calls:
             unit[0] = first.model_copy(update={"content": "Done."})
         if isinstance(last, AIMessage):
             out.append(HumanMessage("Go on."))
-    elif not isinstance(last, AIMessage | HumanMessage) or is_tool_result_turn(last):
+    elif not interrupted and (
+        not isinstance(last, AIMessage | HumanMessage) or is_tool_result_turn(last)
+    ):
         out.append(AIMessage("Done."))
 
 
@@ -202,7 +208,8 @@ def with_thinking_turns(record: list[BaseMessage]) -> list[BaseMessage]:
     expect = False
     for i, m in enumerate(out):
         if isinstance(m, HumanMessage) and not is_tool_result_turn(m):
-            expect = True
+            # A user message right after tool results is in the running loop's turn.
+            expect = expect or not _after_results(out, i)
             continue
         if expect and isinstance(m, AIMessage):
             expect = False
@@ -214,6 +221,17 @@ def with_thinking_turns(record: list[BaseMessage]) -> list[BaseMessage]:
                 )
                 out[i] = m.model_copy(update={"content": [THOUGHT, *body]})
     return out
+
+
+def _after_results(record: list[BaseMessage], i: int) -> bool:
+    """Whether the user messages up to ``record[i]`` come right after tool results."""
+    j = i - 1
+    while j >= 0 and isinstance(record[j], HumanMessage) and not is_tool_result_turn(record[j]):
+        j -= 1
+    last = record[j] if j >= 0 else None
+    return isinstance(last, ToolMessage) or (
+        isinstance(last, HumanMessage) and is_tool_result_turn(last)
+    )
 
 
 @st.composite

@@ -101,6 +101,25 @@ def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     assert anthropic_wire(view, thinking=any(thinks(m) for m in record)) == []
 
 
+@settings(PROPERTY, max_examples=300)
+@given(
+    record=valid_records(max_units=25, shapes=CLAUDE_SHAPES, alternating=True, interrupted=True),
+    budget=BUDGETS,
+    entry=ENTRIES,
+)
+def test_claude_runs_the_user_spoke_into_keep_the_loops_thinking_step(
+    record: list[BaseMessage], budget: int, entry: str
+) -> None:
+    # A user message right after tool results goes in their user turn (langchain-anthropic
+    # merges the two), so the loop that began before it is still running: its opening
+    # thinking step must stay first, also once the view has folded or cut the steps after.
+    if not _holds_system(record, budget):
+        return
+    view = ENTRY_POINTS[entry](list(record), budget)
+    assert anthropic_wire(view, thinking=any(thinks(m) for m in record)) == []
+    assert request_problems(view) == []
+
+
 @PROPERTY
 @given(record=valid_records(max_units=25), budget=BUDGETS)
 def test_bfmem_inspect_reports_the_window_and_the_fold_within_budget(

@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.messages import (
     leading_system_count,
     role_of,
@@ -34,6 +33,7 @@ from langchain_builderforce_memory.transcript.fold_state import FoldState
 from langchain_builderforce_memory.transcript.plan import (
     note_reserve,
 )
+from langchain_builderforce_memory.turns import thinking_span
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import model_turns

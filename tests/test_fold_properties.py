@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import thinking_span
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.messages import leading_system_count, stamp_of
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
@@ -32,6 +31,7 @@ from langchain_builderforce_memory.transcript.fold import (
     compact_tail_start_for_budget,
 )
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.turns import thinking_span
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
@@ -42,6 +42,7 @@ from .helpers import (
     model_turns,
     run_fold_loop,
 )
+from .provider_shapes import anthropic_wire
 from .strategies import valid_records
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -206,6 +207,32 @@ def test_the_restated_instruction_and_its_thinking_step_go_together_when_the_win
         max_tokens=8_000, max_messages=20, tail_tokens=500, min_tail_messages=1, max_tail_messages=3
     )
     _assert_front_kept(record, policy)
+
+
+def test_a_loop_the_user_spoke_into_keeps_its_thinking_step_pinned_across_a_new_turn() -> None:
+    # Found by the property above: the user spoke right after a tool result, so the loop
+    # ran on and its thinking step was pinned ahead of the tail (the directive was in the
+    # tail). A new turn then made the pin no longer needed; dropping it moved the front.
+    think = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+    use = {"type": "tool_use", "id": "c2", "name": "read_file", "input": {}}
+    record = [
+        _thinking_turn()[0],
+        AIMessage([think], tool_calls=[{"name": "read_file", "args": {}, "id": "c0"}]),
+        ToolMessage("", tool_call_id="c0"),
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {}, "id": "c1"}]),
+        ToolMessage("x" * 20_000, tool_call_id="c1"),
+        _thinking_turn()[0],
+        AIMessage([use], tool_calls=[{"name": "read_file", "args": {}, "id": "c2"}]),
+        ToolMessage("x" * 2_000, tool_call_id="c2"),
+        AIMessage("Done."),
+        _thinking_turn()[0],
+    ]
+    policy = FoldPolicy(
+        max_tokens=4_000, max_messages=20, tail_tokens=500, min_tail_messages=1, max_tail_messages=1
+    )
+    _assert_front_kept(record, policy)
+    for _prefix, out in replay(record, policy, "n"):
+        assert anthropic_wire(out.messages, thinking=True) == []  # type: ignore[attr-defined]
 
 
 def _assert_front_kept(record: list[BaseMessage], policy: FoldPolicy) -> None:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import has_thinking, is_tool_result_turn, thinking_span
+from langchain_builderforce_memory.blocks import has_thinking, is_tool_result_turn
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     is_volatile_tail,
@@ -26,6 +26,7 @@ from langchain_builderforce_memory.messages import (
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.transcript.elide import minimal_human_tokens, opening_tokens
+from langchain_builderforce_memory.turns import thinking_span
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import ScriptedRecall, ScriptedSummarizer
@@ -83,15 +84,25 @@ def cases(draw: st.DrawFn, records: st.SearchStrategy[list[BaseMessage]]) -> Cas
 
 def core_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
     """System prefix + latest real directive (+ with thinking on, the running loop's
-    opening thinking turn): what must fit for ``fits``."""
+    opening thinking turn, with the user turn that opened it when the loop took the
+    directive in): what must fit for ``fits``."""
     lead = leading_system_count(messages)
     directive = latest_real_directive(messages)
     if directive is None:
         return list(messages[:lead])
     convo = [m for m in messages[lead:] if not is_volatile_tail(m)]
-    at = next(i for i, m in enumerate(convo) if m is directive)
     span = thinking_span(convo)
-    thinking = convo[span[0] : span[1]] if span is not None and at < span[0] else []
+    thinking = convo[span[0] : span[1]] if span is not None else []
+    if span is not None and convo[span[0] - 1] is not directive:  # the loop took it in
+        thinking.insert(0, convo[span[0] - 1])
+        at = next(i for i, m in enumerate(convo) if m is directive)
+        j = at - 1  # and the step it came in after (its call and results)
+        while isinstance(convo[j], HumanMessage) and not is_tool_result_turn(convo[j]):
+            j -= 1
+        k = j
+        while not isinstance(convo[k], AIMessage):
+            k -= 1
+        thinking += [m for m in convo[k : j + 1] if not any(m is t for t in thinking)]
     return [*messages[:lead], directive, *thinking]
 
 
@@ -170,12 +181,17 @@ def test_a_pack_of_a_valid_record_keeps_every_invariant(case: Case) -> None:
     notes = [m for m in out if is_stamped(m, "handoff_note")]
     assert len(notes) <= 1
     positions = {id(m): i for i, m in enumerate(case.messages)}
-    by_id = {message_id(m): i for i, m in enumerate(case.messages)}
-    kept = [
-        positions[id(m)] if id(m) in positions else by_id[str((stamp_of(m) or {}).get("of"))]
-        for m in out
-        if id(m) in positions or (stamp_of(m) or {}).get("of") in by_id
-    ]
+    by_id: dict[str, list[int]] = {}
+    for i, m in enumerate(case.messages):
+        by_id.setdefault(message_id(m), []).append(i)
+    kept: list[int] = []
+    for m in out:
+        of = str((stamp_of(m) or {}).get("of"))
+        if id(m) in positions:
+            kept.append(positions[id(m)])
+        elif of in by_id:  # a cut stand-in; equal messages share an id: the next one on
+            after = [i for i in by_id[of] if not kept or i > kept[-1]]
+            kept.append(after[0] if after else by_id[of][-1])
     assert len(kept) + len(notes) == len(out)
     assert kept == sorted(kept)
     # dropped: the input messages in neither the tail nor re-injected

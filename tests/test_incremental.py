@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory import blocks
-from langchain_builderforce_memory.blocks import current_turn_start
+from langchain_builderforce_memory import turns
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import stamp
@@ -30,6 +29,7 @@ from langchain_builderforce_memory.transcript.markers import (
     last_consolidation_index,
 )
 from langchain_builderforce_memory.transcript.results import ToolResult, tool_results
+from langchain_builderforce_memory.turns import current_turn_start
 
 from .helpers import ScriptedSummarizer, model_turns
 from .strategies import valid_records
@@ -59,22 +59,23 @@ def _cold_results(convo: Sequence[BaseMessage]) -> list[ToolResult]:
 
 @pytest.fixture
 def looked(monkeypatch: pytest.MonkeyPatch) -> list[BaseMessage]:
-    """The messages whose turn role is looked up, in order (``blocks._turn_role`` spied)."""
+    """The messages whose turn role is looked up, in order (``turns._turn_role`` spied)."""
     seen: list[BaseMessage] = []
-    real = blocks._turn_role
+    real = turns._turn_role
 
     def counted(m: BaseMessage) -> str:
         seen.append(m)
         return real(m)
 
-    monkeypatch.setattr(blocks, "_turn_role", counted)
+    monkeypatch.setattr(turns, "_turn_role", counted)
     return seen
 
 
 def test_the_current_turn_start_is_read_from_the_end(looked: list[BaseMessage]) -> None:
-    record = [*_loop(50), HumanMessage("next"), _call("c99")]
+    record = [*_loop(50), AIMessage("done"), HumanMessage("next"), _call("c99")]
     assert current_turn_start(record) == len(record) - 2
-    assert looked == [record[-1], record[-2]]  # newest first, then it stops
+    # Newest first, then the message before the user turn (no tool result), then it stops.
+    assert looked == [record[-1], record[-2], record[-3]]
     assert current_turn_start([_call("z"), *record[1:-2]]) == len(record) - 2  # no user turn
 
 

@@ -10,13 +10,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.messages import message_id, role_of, stamp_of
 from langchain_builderforce_memory.tokens import count_tokens
+from langchain_builderforce_memory.transcript.view import still_in_working_context
 from langchain_builderforce_memory.transcript.window import (
     HISTORY_TOKEN_BUDGET,
     HISTORY_TOKEN_DROP_CHUNK,
     HISTORY_WINDOW,
     HISTORY_WINDOW_DROP_CHUNK,
     message_window_start,
-    still_in_working_context,
     token_window_start,
     windowed,
 )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.blocks import thinking_span
+from langchain_builderforce_memory.blocks import has_thinking
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff.note import (
     HandoffNote,
@@ -37,6 +37,7 @@ from langchain_builderforce_memory.tokens import (
 )
 from langchain_builderforce_memory.transcript.elide import fit_to_budget
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.turns import current_turn_start, opens_turn_at, thinking_span
 
 __all__ = [
     "HandoffPack",
@@ -141,17 +142,11 @@ def _plan_history(
     sizes = [counter.count_message(m) for m in convo]
     system_tokens = count_tokens(system, counter)
     d = latest_directive_index(convo)
-    core = system_tokens + (sizes[d] if d >= 0 else 0)
+    irreducible = _irreducible(convo, d)
     keep = [False] * len(convo)
-    if d >= 0:
-        keep[d] = True
-        # With thinking on, the running tool loop's opening turn (its thinking) is as
-        # irreducible as the directive: without it the provider rejects the request.
-        span = thinking_span(convo)
-        if span is not None and d < span[0]:
-            for i in range(*span):
-                keep[i] = True
-                core += sizes[i]
+    for i in irreducible:
+        keep[i] = True
+    core = system_tokens + sum(sizes[i] for i in irreducible)
 
     # The irreducible core does not fit: send it anyway and say so.
     if core > budget:
@@ -163,6 +158,8 @@ def _plan_history(
 
     units = [u for u in tool_call_units(convo) if role_of(convo[u.start]) != "tool"]
     _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
+    if d >= 0 and any(map(has_thinking, convo)):
+        _keep_turns(convo, keep, units, frozenset(irreducible))
 
     used = system_tokens + sum(s for s, k in zip(sizes, keep, strict=True) if k)
     plan = _plan_result(system, convo, keep, budget, fits=True)
@@ -173,6 +170,82 @@ def _plan_history(
         header=header, dropped=plan.dropped, directive_text=directive_text, room=budget - used
     )
     return replace(plan, note=note)
+
+
+def _irreducible(convo: Sequence[BaseMessage], d: int) -> list[int]:
+    """The messages every pack keeps.
+
+    The directive; with thinking on, the running tool loop's opening turn (its thinking)
+    too, as irreducible: without it the provider rejects the request. It is before the
+    directive when the loop took that in (a user message right after tool results), and is
+    then kept in place with the user turn that opened the loop and the step the directive
+    came in after.
+    """
+    if d < 0:
+        return []
+    span = thinking_span(convo)
+    if span is None:
+        return [d]
+    if d < span[0]:
+        return sorted({d, *range(*span)})
+    # The loop took the directive in: the step whose results it follows stays too, so it
+    # stays in the loop's turn (else it would open a turn without thinking).
+    j = d - 1
+    while j >= 0 and role_of(convo[j]) == "user":
+        j -= 1
+    k = j
+    while k >= 0 and role_of(convo[k]) == "tool":
+        k -= 1
+    joined = range(k, j + 1) if j > k >= 0 else range(0)
+    return sorted({d, current_turn_start(convo), *range(*span), *joined})
+
+
+def _keep_turns(
+    convo: Sequence[BaseMessage],
+    keep: list[bool],
+    units: Sequence[ToolCallUnit],
+    fixed: frozenset[int],
+) -> None:
+    """With thinking on, keep each kept user message in the turn it had in the record.
+
+    A user message right after tool results joins their turn on the wire (see
+    :func:`~langchain_builderforce_memory.turns.opens_turn_at`). A pack that drops what
+    stood between would move a message into or out of a running loop, and the loop would
+    open without its thinking step. Such a message goes (it came in while the loop ran),
+    or the unit whose results it would join goes (it opened a turn). ``fixed`` (the
+    irreducible messages) stay. Dropping only frees room.
+    """
+    while (at := _turn_moved(convo, keep)) >= 0:
+        if not opens_turn_at(convo, at):  # came in while a loop ran; would open a turn
+            if at in fixed:
+                return
+            keep[at] = False
+            continue
+        # It opened a turn, and would join the kept tool results before it.
+        p = next(i for i in range(at - 1, -1, -1) if keep[i] and role_of(convo[i]) != "user")
+        unit = next((u for u in units if u.start <= p < u.end), None)
+        span = range(unit.start, unit.end) if unit is not None else range(p, p + 1)
+        if fixed.intersection(span):
+            return
+        for i in span:
+            keep[i] = False
+
+
+def _turn_moved(convo: Sequence[BaseMessage], keep: Sequence[bool]) -> int:
+    """The first kept user message whose turn the kept messages change, or -1.
+
+    One that opens a turn in the record and would join tool results, or the other way round.
+    """
+    after_results = False
+    for i, m in enumerate(convo):
+        if not keep[i]:
+            continue
+        role = role_of(m)
+        if role == "user" and after_results == opens_turn_at(convo, i):
+            return i
+        if role != "user":
+            after_results = role == "tool"
+    return -1
 
 
 def _is_pinned(convo: Sequence[BaseMessage], unit: ToolCallUnit, pins: frozenset[str]) -> bool:

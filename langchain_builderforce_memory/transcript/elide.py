@@ -27,12 +27,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import (
-    cuttable_text,
-    has_structure,
-    thinking_span,
-    with_cut_text,
-)
+from langchain_builderforce_memory.blocks import cuttable_text, has_structure, with_cut_text
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.messages import (
     is_stamped,
@@ -45,6 +40,7 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.native import fixed_prefix_count
 from langchain_builderforce_memory.tokens import TokenCounter, content_text_for_count
 from langchain_builderforce_memory.transcript.call_args import SHORT, longest_value, with_cut_args
+from langchain_builderforce_memory.turns import thinking_span
 
 __all__ = [
     "ELIDED_KIND",
@@ -331,7 +327,7 @@ def _drop_order(convo: Sequence[BaseMessage], directive: int) -> list[tuple[int,
         if u.start <= directive < u.end or k == len(units) - 1:
             continue
         head = convo[u.start]
-        if span is not None and span[0] <= u.start < span[1]:
+        if span is not None and u.start == span[0]:  # the message that opens with thinking
             thinking.append((u.start, u.end))
         elif any(is_stamped(head, kind) for kind in _PROTECTED_KINDS):
             memory.append((u.start, u.end))

@@ -294,7 +294,7 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
     last_user = anchors.directive
     directive_tokens = sums[last_user + 1] - sums[last_user] if last_user >= 0 else 0
     span = anchors.thinking
-    if span is not None and 0 <= last_user < span[0]:
+    if span is not None:
         # With thinking on, the loop's opening turn is pinned with the directive (issue 13).
         directive_tokens += sums[span[1]] - sums[span[0]]
     if held is None:
@@ -329,8 +329,9 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
         # at an 8k budget: 1.72M against 1.65M effective billed, 289 against 276
         # front moves, for 71 instead of 73 summarizer calls).
         restate = False
-        count -= 1 + pinned
-        tokens -= _restated_tokens(sums, opening, opening_thinking, last_user, 0)
+        dropped = None if opening_thinking == anchors.thinking else opening_thinking
+        count -= 1 + (dropped[1] - dropped[0] if dropped else 0)
+        tokens -= _restated_tokens(sums, opening, dropped, last_user, 0)
     counts_fit = count <= policy.message_cap
     step = (
         _clear(plan, plan.results, tail_start, tokens - policy.max_tokens) if counts_fit else None
@@ -538,13 +539,12 @@ def _restated_tokens(
 ) -> int:
     """Tokens of the directive restated ahead of the tail (``opening``; -1: none).
 
-    ``latest`` is the latest user turn's count, its thinking span included (reserved
-    whether or not the tail has passed it); an earlier turn's count includes the thinking
-    span pinned with it (``thinking``).
+    ``latest``: the latest user turn's, the running loop's thinking span included (reserved
+    either way); an earlier turn's, or none, is counted with the span pinned (``thinking``).
     """
+    pinned = sums[thinking[1]] - sums[thinking[0]] if thinking is not None else 0
     if opening < 0:
-        return 0
+        return pinned
     if opening == last_user:
         return latest
-    pinned = sums[thinking[1]] - sums[thinking[0]] if thinking is not None else 0
     return sums[opening + 1] - sums[opening] + pinned

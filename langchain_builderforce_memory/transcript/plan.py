@@ -25,11 +25,11 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_builderforce_memory.blocks import opening_span, thinking_span
 from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.directive import (
     is_directive,
     latest_directive_index,
+    pinned_opening,
     restated_directive,
 )
 from langchain_builderforce_memory.messages import (
@@ -50,6 +50,7 @@ from langchain_builderforce_memory.transcript.memo import (
     CompactMemo,
 )
 from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_MAX_TOKENS
+from langchain_builderforce_memory.turns import opening_span, thinking_span
 
 __all__ = [
     "MEMORY_NOTE_KIND",
@@ -257,7 +258,7 @@ class Anchors:
     directive: int
     """The latest directive's index, or -1 (no fallback)."""
     thinking: tuple[int, int] | None
-    """:func:`~langchain_builderforce_memory.blocks.thinking_span` of the conversation."""
+    """:func:`~langchain_builderforce_memory.turns.thinking_span` of the conversation."""
     directives: Sequence[int] | None = None
     """Every directive's index, in order (``None``: the record is read where needed)."""
 
@@ -345,10 +346,11 @@ def restated_opening(
     """The directive restated ahead of a tail at ``tail_start`` and the span pinned with it.
 
     The directive is :func:`held_directive_index`'s (``directive_id``: the user turn the
-    note's fold restated). With thinking on, the turn's opening thinking step (with its
-    tool results) goes in right after the directive when the tail has passed it: for the
-    running loop the provider requires it, and for an earlier turn it was there while that
-    turn ran, so the front stays put. ``(-1, None)`` when nothing is restated.
+    note's fold restated; -1: none). With thinking on, the turn's opening thinking step
+    (with its tool results) goes in right after the directive when the tail has passed it:
+    for the running loop the provider requires it, and for an earlier turn it was there
+    while that turn ran, so the front stays put (see
+    :func:`~langchain_builderforce_memory.directive.pinned_opening`).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -358,12 +360,10 @@ def restated_opening(
     """
     anchors = anchors if anchors is not None else Anchors.of(convo)
     directive = held_directive_index(convo, tail_start, directive_id, anchors=anchors)
-    if directive < 0:
-        return -1, None
-    span = anchors.thinking if directive == anchors.directive else opening_span(convo, directive)
-    if span is not None and directive < span[0] and span[1] <= tail_start:
-        return directive, span
-    return directive, None
+    span = pinned_opening(
+        convo, tail_start, directive, running=anchors.thinking, directives=anchors.directives
+    )
+    return directive, span
 
 
 def assemble_compacted(
@@ -423,15 +423,31 @@ def assemble_compacted(
     anchors = anchors if anchors is not None else Anchors.of(record)
     last, span = restated_opening(record, tail_start, directive_id, anchors=anchors)
     if last >= 0 and not restate_earlier and last != anchors.directive:
-        last, span = -1, None
+        last, span = -1, (span if span == anchors.thinking else None)
     if last >= 0:
         out.append(restated_directive(convo[last], copies=copies))
-        # With thinking on, the running tool loop must open with its thinking turn: it
-        # stays with the directive while later steps of the loop go to the note.
-        if span is not None:
-            out.extend(convo[span[0] : span[1]])
+    # With thinking on, the running tool loop must open with its thinking turn: it
+    # stays with the directive while later steps of the loop go to the note.
+    if span is not None:
+        out.extend(convo[span[0] : span[1]])
     out.extend(convo[tail_start:])
     return out
+
+
+def _opening_in_tail(convo: Sequence[BaseMessage], directive: int, tail_start: int) -> int:
+    """Where the opening thinking step a trimmed tail must keep begins, or -1.
+
+    The running loop's (:func:`~langchain_builderforce_memory.turns.thinking_span`), or
+    an earlier directive's own when that one is restated (it was there while its turn ran).
+    """
+    running = thinking_span(convo)
+    earlier = (
+        directive >= 0
+        and directive != latest_directive_index(convo, fallback=False)
+        and (running is None or directive < running[0])
+    )
+    span = opening_span(convo, directive) if earlier else running
+    return span[0] if span is not None and span[0] >= tail_start else -1
 
 
 def trim_compacted_tail(
@@ -464,20 +480,19 @@ def trim_compacted_tail(
     if memo is not None:
         head.append(memory_note(memo.note, max(0, min(memo.covered_end, len(convo)))))
         tail_start = verbatim_start(convo, memo.covered_end)
-        directive = held_directive_index(convo, tail_start, memo.directive_id)
+        directive_id = memo.directive_id
     else:
-        directive = latest_directive_index(convo, fallback=False)
-        tail_start = verbatim_start(convo, directive + 1) if directive >= 0 else 0
+        latest = latest_directive_index(convo, fallback=False)
+        tail_start = verbatim_start(convo, latest + 1) if latest >= 0 else 0
+        directive_id = None
+    directive, span = restated_opening(convo, tail_start, directive_id)
     if directive >= 0:
         head.append(convo[directive])
-    # With thinking on, the running loop's opening thinking turn stays with the directive.
-    span = None
-    if directive >= 0:
-        current = directive == latest_directive_index(convo, fallback=False)
-        span = thinking_span(convo) if current else opening_span(convo, directive)
-    opening = span[0] if span is not None and 0 <= directive < span[0] else -1
-    if span is not None and opening >= 0 and span[1] <= tail_start:
+    # With thinking on, the running loop's opening thinking turn stays with the directive:
+    # pinned when the tail has passed it, else kept when the units around it go.
+    if span is not None:
         head.extend(convo[span[0] : span[1]])
+    opening = _opening_in_tail(convo, directive, tail_start) if span is None else -1
     tail = list(convo[tail_start:])
     total = sum(counter.count_message(m) for m in (*head, *tail))
     units = tool_call_units(tail)

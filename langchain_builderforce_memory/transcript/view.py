@@ -27,8 +27,12 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.events import ViewStepsFields
-from langchain_builderforce_memory.messages import message_id, stamp
-from langchain_builderforce_memory.tokens import TokenCounter
+from langchain_builderforce_memory.messages import leading_system_count, message_id, role_of, stamp
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    resolve_token_counter,
+)
 from langchain_builderforce_memory.transcript.clear import (
     apply_clear,
     clearable,
@@ -50,6 +54,12 @@ from langchain_builderforce_memory.transcript.horizon import (
 )
 from langchain_builderforce_memory.transcript.memo import CompactMemo
 from langchain_builderforce_memory.transcript.results import ToolResult
+from langchain_builderforce_memory.transcript.window import (
+    HISTORY_TOKEN_BUDGET,
+    HISTORY_WINDOW,
+    message_ceiling,
+    window_start,
+)
 
 __all__ = [
     "PROTECTED_RESULTS",
@@ -64,6 +74,7 @@ __all__ = [
     "restored_message",
     "restored_messages",
     "restored_of",
+    "still_in_working_context",
     "with_clear",
 ]
 
@@ -362,3 +373,49 @@ def fit_view(
 ) -> tuple[list[BaseMessage], Elision]:
     """The closing step: ``view`` within ``budget`` (see :func:`.elide.fit_to_budget`)."""
     return fit_to_budget(view, budget, counter, where=where)
+
+
+def still_in_working_context(
+    messages: Sequence[BaseMessage],
+    anchor: BaseMessage,
+    *,
+    covered_end: int | None = None,
+    max_messages: int | None = HISTORY_WINDOW,
+    max_tokens: int = HISTORY_TOKEN_BUDGET,
+    token_counter: TokenCounterLike = None,
+) -> bool:
+    """Is ``anchor`` (a message of ``messages``, by identity) still what the model sees?
+
+    False once a fold has covered it (pass the memo's ``covered_end``, an index into the
+    conversation after the leading system messages) or the window has let it fall off
+    the front. Deliberately conservative: it judges against the CURRENT record, which has
+    grown since the last view was built, so it can only call a message gone a turn early;
+    a needless replay costs tokens, a stub for a vanished result costs the run.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> first = HumanMessage("task")
+        >>> still_in_working_context([first], first)
+        True
+    """
+    idx = next((i for i, m in enumerate(messages) if m is anchor), -1)
+    if idx < 0:
+        return False
+    lead = leading_system_count(messages)
+    if idx < lead:
+        return True
+    convo = messages[lead:]
+    if covered_end is not None:
+        start = max(0, min(covered_end, len(convo)))
+        while start < len(convo) and role_of(convo[start]) == "tool":
+            start += 1
+        return idx - lead >= start
+    counter = resolve_token_counter(token_counter)
+    system_tokens = sum(counter.count_message(m) for m in messages[:lead])
+    start = window_start(
+        convo,
+        max_messages=message_ceiling(max_messages),
+        max_tokens=max(1, max_tokens - system_tokens),
+        token_counter=counter,
+    )
+    return idx - lead >= start

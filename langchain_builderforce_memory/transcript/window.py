@@ -36,24 +36,18 @@ from typing import Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 
-from langchain_builderforce_memory.blocks import current_turn_start, opening_span, thinking_restart
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import latest_directive_index, restated_directive
 from langchain_builderforce_memory.facts import RecordFacts, counter_of, prefix_sums
-from langchain_builderforce_memory.messages import (
-    as_messages,
-    leading_system_count,
-    role_of,
-)
+from langchain_builderforce_memory.messages import as_messages, role_of
 from langchain_builderforce_memory.native import fixed_prefix_count, scope_to_compaction
-from langchain_builderforce_memory.tokens import (
-    TokenCounter,
-    TokenCounterLike,
-    resolve_token_counter,
-)
-from langchain_builderforce_memory.transcript.elide import (
-    check_budget_floor,
-    fit_to_budget,
+from langchain_builderforce_memory.tokens import TokenCounter, TokenCounterLike
+from langchain_builderforce_memory.transcript.elide import check_budget_floor, fit_to_budget
+from langchain_builderforce_memory.turns import (
+    current_turn_start,
+    opening_span,
+    thinking_restart,
+    thinking_span,
 )
 from langchain_builderforce_memory.validity import log_repairs, repair_request, system_as_user
 
@@ -69,7 +63,6 @@ __all__ = [
     "auto_ceiling",
     "message_ceiling",
     "message_window_start",
-    "still_in_working_context",
     "token_window_start",
     "token_window_start_from_sums",
     "validate_budget",
@@ -366,10 +359,12 @@ class WindowCut:
     start: int
     """Index in the conversation where the verbatim part begins."""
     directive: int = -1
-    """Index of the latest user turn restated (a stamped copy) before ``start``, or -1."""
-    pinned: int = 0
-    """Messages kept right after the restated directive: the turn's opening thinking step
-    and its results (with thinking on, the running tool loop must open with it)."""
+    """Index of the latest user turn restated (a stamped copy) before ``start``, or -1. Shown
+    as itself when the running loop took it in (``span`` is then before it)."""
+    span: tuple[int, int] | None = None
+    """Messages kept right after the restated directive, as ``(start, end)``: the running
+    turn's opening thinking step and its results (with thinking on, the tool loop must
+    open with it)."""
 
 
 def window_view(
@@ -379,14 +374,13 @@ def window_view(
 
     ``copies``: the conversation's, so the restated directive is the last turn's object.
     """
-    head = (
-        [
-            restated_directive(convo[cut.directive], copies=copies),
-            *convo[cut.directive + 1 : cut.directive + 1 + cut.pinned],
-        ]
-        if cut.directive >= 0
-        else []
-    )
+    d, span = cut.directive, cut.span
+    # A user message the running loop took in, shown with the loop's step after it: itself,
+    # as the window showed it before the model answered it.
+    joined = span is not None and span[0] < d
+    head = [convo[d] if joined else restated_directive(convo[d], copies=copies)] if d >= 0 else []
+    if span is not None:
+        head.extend(convo[span[0] : span[1]])
     tail = list(convo[cut.start :])
     # A cut that lands on a late system message must not promote it to the system prompt:
     # it could not be elided there, and a large one would make the view impossible.
@@ -422,27 +416,58 @@ def window_cut(
     )
     if not convo or role_of(convo[start]) != "user":
         return WindowCut(start)
-    sums = _sums_and_directive(convo, token_counter, facts)[0]
-    if len(convo) - start <= max_messages and sums[-1] - sums[start] <= max_tokens:
-        return WindowCut(start)
-    # With thinking on, the turn's opening thinking step stays with its directive.
-    span = opening_span(convo, start)
-    front = span[1] if span is not None and span[0] == start + 1 else start + 1
-    pinned = front - start - 1
+    sums, last_user = _sums_and_directive(convo, token_counter, facts)
+    while True:
+        span, merged = _opening_step(convo, start, facts)
+        # A merged turn's opening step is before ``start``: it adds to the view.
+        extra = (span[1] - span[0], sums[span[1]] - sums[span[0]]) if merged and span else (0, 0)
+        if (
+            len(convo) - start + extra[0] <= max_messages
+            and sums[-1] - sums[start] + extra[1] <= max_tokens
+        ):
+            return WindowCut(start + 1, directive=start, span=span) if merged else WindowCut(start)
+        if not merged or start >= last_user:
+            break
+        start = last_user  # the step pushed it over: only the latest directive is cut past
+    front = start + 1 if merged or span is None else span[1]
+    pinned = span[1] - span[0] if span is not None else 0
     raw = max(
         front,
         message_window_start(len(convo), max_messages=max(1, max_messages - 1 - pinned)),
-        token_window_start_from_sums(sums, budget=max(1, max_tokens - (sums[front] - sums[start]))),
+        token_window_start_from_sums(
+            sums, budget=max(1, max_tokens - (sums[front] - sums[start]) - extra[1])
+        ),
     )
     # A unit starts at every message that is no tool result: found by walking from the
     # cut, not by splitting the whole turn (a long single-directive loop is all one turn).
     later = _unit_start(convo, raw, step=1, stop=len(convo))
     if later >= 0:
-        return WindowCut(later, directive=start, pinned=pinned)
+        return WindowCut(later, directive=start, span=span)
     newest = _unit_start(convo, len(convo) - 1, step=-1, stop=front - 1)
     if newest >= 0:  # even the newest unit alone is over: keep it, and let elision cut it
-        return WindowCut(newest, directive=start, pinned=pinned)
+        return WindowCut(newest, directive=start, span=span)
     return WindowCut(start)
+
+
+def _opening_step(
+    convo: Sequence[BaseMessage], start: int, facts: RecordFacts | None
+) -> tuple[tuple[int, int] | None, bool]:
+    """The opening thinking step a window from the user message at ``start`` keeps with it.
+
+    With thinking on, the running tool loop must open with its thinking step. It is the
+    turn at ``start``'s own, right after it (when that step thinks), or, when ``start``
+    came in while the running loop ran (right after a tool result, see
+    :func:`~langchain_builderforce_memory.turns.opens_turn_at`), that loop's step before
+    it (``merged``: the view puts it after that message), also before the model has
+    answered (so the front does not move when it does).
+    """
+    span = opening_span(convo, start)
+    if span is not None and span[0] == start + 1:
+        return span, False
+    running = facts.thinking if facts is not None else thinking_span(convo)
+    if running is not None and running[1] <= start:
+        return running, True
+    return None, False
 
 
 def _unit_start(convo: Sequence[BaseMessage], i: int, *, step: int, stop: int) -> int:
@@ -489,49 +514,3 @@ def _repairs_within_budget(
         )
         raise ValueError(msg)
     return view, repairs
-
-
-def still_in_working_context(
-    messages: Sequence[BaseMessage],
-    anchor: BaseMessage,
-    *,
-    covered_end: int | None = None,
-    max_messages: int | None = HISTORY_WINDOW,
-    max_tokens: int = HISTORY_TOKEN_BUDGET,
-    token_counter: TokenCounterLike = None,
-) -> bool:
-    """Is ``anchor`` (a message of ``messages``, by identity) still what the model sees?
-
-    False once a fold has covered it (pass the memo's ``covered_end``, an index into the
-    conversation after the leading system messages) or the window has let it fall off
-    the front. Deliberately conservative: it judges against the CURRENT record, which has
-    grown since the last view was built, so it can only call a message gone a turn early;
-    a needless replay costs tokens, a stub for a vanished result costs the run.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> first = HumanMessage("task")
-        >>> still_in_working_context([first], first)
-        True
-    """
-    idx = next((i for i, m in enumerate(messages) if m is anchor), -1)
-    if idx < 0:
-        return False
-    lead = leading_system_count(messages)
-    if idx < lead:
-        return True
-    convo = messages[lead:]
-    if covered_end is not None:
-        start = max(0, min(covered_end, len(convo)))
-        while start < len(convo) and role_of(convo[start]) == "tool":
-            start += 1
-        return idx - lead >= start
-    counter = resolve_token_counter(token_counter)
-    system_tokens = sum(counter.count_message(m) for m in messages[:lead])
-    start = window_start(
-        convo,
-        max_messages=message_ceiling(max_messages),
-        max_tokens=max(1, max_tokens - system_tokens),
-        token_counter=counter,
-    )
-    return idx - lead >= start

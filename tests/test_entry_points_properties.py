@@ -83,36 +83,35 @@ def test_every_entry_point_sends_a_valid_view_in_budget_with_the_directive(
     assert directive is None or _shows(view, directive)
 
 
+def _claude_records(interrupted: bool) -> st.SearchStrategy[list[BaseMessage]]:
+    return valid_records(
+        max_units=25, shapes=CLAUDE_SHAPES, alternating=True, interrupted=interrupted
+    )
+
+
 @settings(PROPERTY, max_examples=300)  # cheap: few of these records cut a running turn
-@given(
-    record=valid_records(max_units=25, shapes=CLAUDE_SHAPES, alternating=True),
-    budget=BUDGETS,
-    entry=ENTRIES,
-)
+@given(record=_claude_records(False), budget=BUDGETS, entry=ENTRIES)
 def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     record: list[BaseMessage], budget: int, entry: str
 ) -> None:
     # The oracle is langchain-anthropic's own payload builder and the Messages API's
     # rules, not request_problems: a shape the package misreads (thinking recorded as
     # output_version="v1" content) passes the package's own check all the same.
-    if not _holds_system(record, budget):
-        return
-    view = ENTRY_POINTS[entry](list(record), budget)
-    assert anthropic_wire(view, thinking=any(thinks(m) for m in record)) == []
+    _assert_anthropic_accepts(record, budget, entry)
 
 
 @settings(PROPERTY, max_examples=300)
-@given(
-    record=valid_records(max_units=25, shapes=CLAUDE_SHAPES, alternating=True, interrupted=True),
-    budget=BUDGETS,
-    entry=ENTRIES,
-)
+@given(record=_claude_records(True), budget=BUDGETS, entry=ENTRIES)
 def test_claude_runs_the_user_spoke_into_keep_the_loops_thinking_step(
     record: list[BaseMessage], budget: int, entry: str
 ) -> None:
     # A user message right after tool results goes in their user turn (langchain-anthropic
     # merges the two), so the loop that began before it is still running: its opening
     # thinking step must stay first, also once the view has folded or cut the steps after.
+    _assert_anthropic_accepts(record, budget, entry)
+
+
+def _assert_anthropic_accepts(record: list[BaseMessage], budget: int, entry: str) -> None:
     if not _holds_system(record, budget):
         return
     view = ENTRY_POINTS[entry](list(record), budget)

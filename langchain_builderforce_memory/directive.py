@@ -19,10 +19,10 @@ costs its new messages. Asked here, without facts, the record is read from its e
 With Anthropic's extended thinking on, the running tool loop must open with the thinking
 step it began with, so a view that restates the directive ahead of a tail that passed that
 step pins the step too (:func:`pinned_opening`). A user message right after tool results
-joins the running loop's turn (see :func:`~langchain_builderforce_memory.blocks.
-opens_turn_at`): the step may then come before the latest directive. A step pinned while
-its turn ran stays pinned after a newer turn begins, until the next fold, so the front of
-the view does not move.
+joins the running loop's turn (see
+:func:`~langchain_builderforce_memory.turns.opens_turn_at`): the step may then come before
+the latest directive. A step pinned while its turn ran stays pinned after a newer turn
+begins, until the next fold, so the front of the view does not move.
 """
 
 from __future__ import annotations

@@ -37,7 +37,12 @@ from langchain_builderforce_memory.tokens import (
 )
 from langchain_builderforce_memory.transcript.elide import fit_to_budget
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
-from langchain_builderforce_memory.turns import current_turn_start, opens_turn_at, thinking_span
+from langchain_builderforce_memory.turns import (
+    current_turn_start,
+    opens_turn_at,
+    thinking_span,
+    turn_step,
+)
 
 __all__ = [
     "HandoffPack",
@@ -238,13 +243,10 @@ def _turn_moved(convo: Sequence[BaseMessage], keep: Sequence[bool]) -> int:
     """
     after_results = False
     for i, m in enumerate(convo):
-        if not keep[i]:
-            continue
-        role = role_of(m)
-        if role == "user" and after_results == opens_turn_at(convo, i):
-            return i
-        if role != "user":
-            after_results = role == "tool"
+        if keep[i]:
+            opens, after_results = turn_step(m, after_results)  # the turns the pack shows
+            if opens != opens_turn_at(convo, i):
+                return i
     return -1
 
 

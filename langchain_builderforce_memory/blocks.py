@@ -31,6 +31,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    ToolMessage,
 )
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "is_tool_result_turn",
     "opens_with_thinking",
     "reasoning_text",
+    "result_messages",
     "thinking_first",
     "thinking_out_of_place",
     "tool_calls_of",
@@ -202,6 +204,45 @@ def is_tool_result_turn(message: BaseMessage) -> bool:
     return bool(content) and all(
         isinstance(b, Mapping) and b.get("type") in _RESULT_BLOCK_TYPES for b in content
     )
+
+
+def result_messages(message: BaseMessage) -> list[ToolMessage]:
+    """The tool results ``message`` carries, each as a ``ToolMessage``.
+
+    A ``ToolMessage`` is its own; a human turn's Anthropic ``tool_result`` blocks (an
+    Anthropic-native record) are each read as the ``ToolMessage`` langchain-anthropic
+    would send as that block: its content, and ``status="error"`` for ``is_error``. So
+    whatever reads a call's result (the working memory) reads both shapes alike.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> turn = HumanMessage([{"type": "tool_result", "tool_use_id": "t1",
+        ...                       "content": "no such file", "is_error": True}])
+        >>> [(m.tool_call_id, m.content, m.status) for m in result_messages(turn)]
+        [('t1', 'no such file', 'error')]
+    """
+    if isinstance(message, ToolMessage):
+        return [message]
+    if not isinstance(message, HumanMessage) or isinstance(message.content, str):
+        return []
+    return [
+        ToolMessage(
+            _result_content(b.get("content")),
+            tool_call_id=str(b.get("tool_use_id")),
+            status="error" if b.get("is_error") else "success",
+        )
+        for b in block_dicts(message)
+        if b.get("type") in _RESULT_BLOCK_TYPES
+    ]
+
+
+def _result_content(content: object) -> str | list[str | dict[str, object]]:
+    """A ``tool_result`` block's content as a ``ToolMessage`` takes it (``None``: empty)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, (str, dict))]
+    return ""
 
 
 _STRUCTURAL_TYPES: Final = THINKING_TYPES | _CALL_BLOCK_TYPES | _RESULT_BLOCK_TYPES

@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_builderforce_memory.blocks import result_messages, tool_calls_of
 from langchain_builderforce_memory.callbacks import (
     ToolObservationMapper,
     observations_from_tool_call,
@@ -190,23 +191,40 @@ def _observe_new(
         first -= 1
     if first > 0 and isinstance(record[first - 1], AIMessage):
         first -= 1
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    calls: dict[str, tuple[str, object]] = {}
     for i in range(first, len(record)):
         m = record[i]
         if isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                if call.get("id"):
-                    calls[str(call["id"])] = (call["name"], call["args"])
-        elif isinstance(m, ToolMessage) and i >= start:
-            found = calls.get(m.tool_call_id)
-            if found is not None:
+            calls.update(_calls_of(m))
+            continue
+        # A ToolMessage, or the tool_result blocks of an Anthropic-native user turn.
+        for result in result_messages(m) if i >= start else ():
+            found = calls.get(result.tool_call_id)
+            if found is not None and isinstance(found[1], Mapping):
                 # The mapper reads the ToolMessage: status="error" or an "Error: ..."
                 # answer records nothing (a failed write must not be remembered).
                 memory.observe_all(
                     observations_from_tool_call(
-                        found[0], found[1], m, mapper=mapper, known_paths=memory.known_paths
+                        found[0], found[1], result, mapper=mapper, known_paths=memory.known_paths
                     )
                 )
+
+
+def _calls_of(message: AIMessage) -> dict[str, tuple[str, object]]:
+    """The valid calls of ``message`` by id, as ``(name, args)``.
+
+    Its ``tool_calls``, and the call blocks of an Anthropic-native record (``tool_use``
+    without ``tool_calls``). A call whose arguments did not parse is left out: it did
+    nothing to remember.
+    """
+    invalid = {c.get("id") for c in message.invalid_tool_calls} - {
+        c.get("id") for c in message.tool_calls
+    }
+    return {
+        str(call["id"]): (str(call["name"]), call["args"])
+        for call in tool_calls_of(message)
+        if call["id"] not in invalid
+    }
 
 
 class WrittenMemory:

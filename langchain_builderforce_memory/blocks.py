@@ -49,6 +49,7 @@ __all__ = [
     "thinking_out_of_place",
     "tool_calls_of",
     "tool_result_ids",
+    "valid_calls",
     "wire_type",
     "with_cut_text",
 ]
@@ -171,6 +172,31 @@ def tool_calls_of(message: BaseMessage) -> list[dict[str, object]]:
             name = str(bad.get("name") or "tool")
             found.setdefault(str(bad["id"]), {"name": name, "args": bad.get("args")})
     return [{"id": key, **call} for key, call in found.items()]
+
+
+def valid_calls(message: BaseMessage) -> dict[str, tuple[str, object]]:
+    """The calls of :func:`tool_calls_of` whose arguments parsed, by id, as ``(name, args)``.
+
+    Its ``tool_calls``, and the call blocks of an Anthropic-native record (``tool_use``
+    without ``tool_calls``). A call in ``invalid_tool_calls`` is left out: the tool never
+    ran it as asked, so there is nothing to read from its answer.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> valid_calls(AIMessage([{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        ...     invalid_tool_calls=[{"name": "cat", "args": "{bad", "id": "t2", "error": None}]))
+        {'t1': ('ls', {})}
+    """
+    if not isinstance(message, AIMessage):
+        return {}
+    invalid = {c.get("id") for c in message.invalid_tool_calls} - {
+        c.get("id") for c in message.tool_calls
+    }
+    return {
+        str(call["id"]): (str(call["name"]), call["args"])
+        for call in tool_calls_of(message)
+        if call["id"] not in invalid
+    }
 
 
 def tool_result_ids(message: BaseMessage) -> list[str]:

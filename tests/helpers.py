@@ -22,6 +22,8 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
+from langchain_builderforce_memory.blocks import is_tool_result_turn
+
 if TYPE_CHECKING:
     from langchain_builderforce_memory.transcript.fold import WorkingTranscript
 
@@ -693,6 +695,35 @@ def read_loop(rounds: int, size: int = 3_000, *, files: int = 40) -> list[BaseMe
             ToolMessage(f"{i}:" + "x" * (4 * size), tool_call_id=f"c{i}", id=f"t{i}"),
         ]
     return record
+
+
+def anthropic_native(record: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``record`` as an Anthropic-native history holds it (``convert_to_messages`` of
+    Messages-API dicts): each call a ``tool_use`` block with no ``tool_calls``, and each
+    run of results one user turn of ``tool_result`` blocks (``is_error`` for a failure)."""
+    out: list[BaseMessage] = []
+    for m in record:
+        if isinstance(m, AIMessage) and m.tool_calls:
+            text = [{"type": "text", "text": m.text}] if m.text else []
+            uses = [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
+                for c in m.tool_calls
+            ]
+            out.append(AIMessage([*text, *uses], id=m.id))
+        elif isinstance(m, ToolMessage):
+            block = {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id,
+                "content": m.content,
+                **({"is_error": True} if m.status == "error" else {}),
+            }
+            if out and is_tool_result_turn(out[-1]):
+                out[-1] = HumanMessage([*out[-1].content, block], id=out[-1].id)
+            else:
+                out.append(HumanMessage([block], id=m.id))
+        else:
+            out.append(m)
+    return out
 
 
 def working_turn(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.testing import coding_transcript
@@ -21,7 +21,7 @@ from langchain_builderforce_memory.transcript.fold import build_working_transcri
 from langchain_builderforce_memory.transcript.memo import FoldPolicy
 from langchain_builderforce_memory.transcript.plan import compact_tail_start_for_budget
 
-from .helpers import ScriptedSummarizer, read_loop
+from .helpers import ScriptedSummarizer, anthropic_native, read_loop
 
 NEW_WORK_FLOOR = 10_000
 """The fewest tokens of new work issue 25 allows between two summarizer calls."""
@@ -74,33 +74,15 @@ def test_the_clear_tier_spares_no_more_than_it_can_land_below(restore: int | Non
     assert policy.fold_headroom(60_000) == 19_500
 
 
-def _anthropic_native(record: list[BaseMessage]) -> list[BaseMessage]:
-    """``record`` as a raw Anthropic transcript: ``tool_use`` blocks, ``tool_result`` turns."""
-    out: list[BaseMessage] = []
-    for m in record:
-        if isinstance(m, AIMessage) and m.tool_calls:
-            uses = [
-                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
-                for c in m.tool_calls
-            ]
-            out.append(AIMessage([{"type": "text", "text": m.text}, *uses], id=m.id))
-        elif isinstance(m, ToolMessage):
-            result = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.text}
-            out.append(HumanMessage([result], id=m.id))
-        else:
-            out.append(m)
-    return out
-
-
-@pytest.mark.parametrize(("shape", "clear"), [("tool_messages", False), ("anthropic_native", True)])
-def test_a_fold_of_results_nothing_clears_leaves_room_for_new_work(shape: str, clear: bool) -> None:
+@pytest.mark.parametrize("shape", ["tool_messages", "anthropic_native"])
+def test_a_fold_of_results_nothing_clears_leaves_room_for_new_work(shape: str) -> None:
     # Eight 7.5k-token results (the fewest messages a fold kept, however large) filled a 32k
     # view by themselves: with nothing the clear tier could clear, the summarizer ran on
     # every turn (56 calls in 60). The floor now gives way to the tail's token budget.
     record = read_loop(60, 7_500)
     if shape == "anthropic_native":
-        record = _anthropic_native(record)
-    points = _fold_points(record, max_tokens=32_000, clear_tool_results=clear)
+        record = anthropic_native(record)
+    points = _fold_points(record, max_tokens=32_000, clear_tool_results=False)
     gaps = [b - a for a, b in itertools.pairwise(points)]
     assert len(points) <= 60 // 2, len(points)
     assert min(gaps, default=NEW_WORK_FLOOR) >= NEW_WORK_FLOOR, gaps
@@ -110,7 +92,7 @@ def test_a_fold_of_results_nothing_clears_leaves_room_for_new_work(shape: str, c
 def test_a_tail_over_its_budget_keeps_the_latest_call_with_its_result(shape: str) -> None:
     record = read_loop(6, 7_500)
     if shape == "anthropic_native":
-        record = _anthropic_native(record)
+        record = anthropic_native(record)
     start = compact_tail_start_for_budget(record, 1_000, floor_within_budget=True)
     assert [m.type for m in record[start:]] == ["ai", record[-1].type]
     assert start == len(record) - 2

@@ -24,11 +24,10 @@ from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import WORKING_MEMORY_KEY
-from langchain_builderforce_memory.blocks import is_tool_result_turn
 from langchain_builderforce_memory.messages import is_stamped
 from langchain_builderforce_memory.testing import ScriptedChatModel
 
-from .helpers import TRANSCRIPTS_DIR, load_transcript, model_turns
+from .helpers import TRANSCRIPTS_DIR, anthropic_native, load_transcript, model_turns
 from .labels import LABELS
 
 pytest.importorskip("langchain.agents")
@@ -112,35 +111,6 @@ def test_the_brief_names_the_files_the_run_changed(harness: str) -> None:
     assert not missing, f"{harness}: the brief does not name {missing}"
 
 
-def _anthropic_native(record: list[BaseMessage]) -> list[BaseMessage]:
-    """``record`` as an Anthropic-native history holds it (``convert_to_messages`` of
-    Messages-API dicts): each call a ``tool_use`` block with no ``tool_calls``, and each
-    run of results one user turn of ``tool_result`` blocks."""
-    out: list[BaseMessage] = []
-    for m in record:
-        if isinstance(m, AIMessage) and m.tool_calls:
-            text = [{"type": "text", "text": m.text}] if m.text else []
-            uses = [
-                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
-                for c in m.tool_calls
-            ]
-            out.append(AIMessage([*text, *uses], id=m.id))
-        elif isinstance(m, ToolMessage):
-            block = {
-                "type": "tool_result",
-                "tool_use_id": m.tool_call_id,
-                "content": m.content,
-                **({"is_error": True} if m.status == "error" else {}),
-            }
-            if out and is_tool_result_turn(out[-1]):
-                out[-1] = HumanMessage([*out[-1].content, block], id=out[-1].id)
-            else:
-                out.append(HumanMessage([block], id=m.id))
-        else:
-            out.append(m)
-    return out
-
-
 def _memory_after(record: list[BaseMessage]) -> dict[str, Any]:
     """The working memory the adapters' turn keeps after a replay of ``record``."""
     core = MemoryCore(MemoryPolicy(max_tokens=32_000), summarizer=lambda prompt: "the note")
@@ -158,7 +128,7 @@ def test_an_anthropic_native_record_gives_the_working_memory_what_its_langchain_
     if not path.is_file():
         pytest.skip(f"the recorded run {path.name} is not beside the repository")
     record = load_transcript(path)
-    native = _anthropic_native(record)
+    native = anthropic_native(record)
     assert not any(isinstance(m, ToolMessage) for m in native)
     expected = _memory_after(record)
     assert expected["changed"], f"{harness}: the LangChain shape observed no change"

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from langchain_core.messages import AIMessage, BaseMessage
 from typing_extensions import NotRequired, TypedDict
 
-from langchain_builderforce_memory.blocks import result_messages, tool_calls_of
+from langchain_builderforce_memory.blocks import result_messages, valid_calls
 from langchain_builderforce_memory.callbacks import (
     ToolObservationMapper,
     observations_from_tool_call,
@@ -195,7 +195,7 @@ def _observe_new(
     for i in range(first, len(record)):
         m = record[i]
         if isinstance(m, AIMessage):
-            calls.update(_calls_of(m))
+            calls.update(valid_calls(m))
             continue
         # A ToolMessage, or the tool_result blocks of an Anthropic-native user turn.
         for result in result_messages(m) if i >= start else ():
@@ -208,23 +208,6 @@ def _observe_new(
                         found[0], found[1], result, mapper=mapper, known_paths=memory.known_paths
                     )
                 )
-
-
-def _calls_of(message: AIMessage) -> dict[str, tuple[str, object]]:
-    """The valid calls of ``message`` by id, as ``(name, args)``.
-
-    Its ``tool_calls``, and the call blocks of an Anthropic-native record (``tool_use``
-    without ``tool_calls``). A call whose arguments did not parse is left out: it did
-    nothing to remember.
-    """
-    invalid = {c.get("id") for c in message.invalid_tool_calls} - {
-        c.get("id") for c in message.tool_calls
-    }
-    return {
-        str(call["id"]): (str(call["name"]), call["args"])
-        for call in tool_calls_of(message)
-        if call["id"] not in invalid
-    }
 
 
 class WrittenMemory:

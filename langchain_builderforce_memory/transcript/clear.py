@@ -34,7 +34,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import bisect_index
@@ -42,7 +42,7 @@ from langchain_builderforce_memory.transcript.results import (
     ToolResult,
     ToolResults,
     cleared_call,
-    cleared_result,
+    shown_cleared,
 )
 
 __all__ = [
@@ -360,11 +360,11 @@ def apply_clear(
     tokens = 0
     calls: dict[int, list[ToolResult]] = {}
     for r in cleared:
-        m = out[r.index]
-        if not isinstance(m, ToolMessage):
+        shown = shown_cleared(out[r.index], r)
+        if shown is None:
             continue
         if r.shown_as_placeholder:
-            out[r.index] = cleared_result(m, r)
+            out[r.index] = shown
             tokens += r.size
         if r.call_saving and (at := _call_index(out, r)) is not None:
             calls.setdefault(at, []).append(r)

@@ -17,6 +17,12 @@ from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.blocks import (
+    block_dicts,
+    is_tool_result_turn,
+    result_messages,
+    valid_calls,
+)
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.jsontext import json_text
@@ -35,6 +41,7 @@ __all__ = [
     "cleared_call",
     "cleared_result",
     "results_fact",
+    "shown_cleared",
     "tool_results",
 ]
 
@@ -51,6 +58,9 @@ _BULKY_NAMES: Final = re.compile(
     r"(search|grep|find|glob|list|ls\b|dir|shell|bash|terminal|exec|run|command|cmd)", re.I
 )
 """Tool names whose output is a listing or a log: cleared as search output."""
+
+_SHARED_KINDS: Final[frozenset[ResultKind]] = frozenset({"search", "failed", "other"})
+"""Kinds several answers in one turn keep together (a read or an edit names one file)."""
 
 _ARGS_CHARS: Final = 160
 """How much of a call's arguments a placeholder shows."""
@@ -83,8 +93,8 @@ class ToolResult:
     The tool has acted on them, and an edit's own output is too short to clear."""
     call_id: str = ""
     """The id of the call it answers."""
-    placeholder: ToolMessage | None = field(default=None, compare=False, repr=False)
-    """Its placeholder (:func:`cleared_result`), made once when the result is first seen, so
+    placeholder: BaseMessage | None = field(default=None, compare=False, repr=False)
+    """Its placeholder (:func:`shown_cleared`), made once when the result is first seen, so
     a view shows the same object turn after turn while its horizon holds."""
 
     @property
@@ -97,8 +107,8 @@ def _calls_by_id(convo: Sequence[BaseMessage]) -> dict[str, tuple[str, Mapping[s
     calls: dict[str, tuple[str, Mapping[str, object]]] = {}
     for m in convo:
         if isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                calls[str(call.get("id"))] = (call["name"], call["args"])
+            for key, (name, args) in valid_calls(m).items():
+                calls[key] = (name, args if isinstance(args, Mapping) else {})
     return calls
 
 
@@ -203,30 +213,88 @@ class _ToolResultsFact:
         known = len(state.items)
         for i in range(start, len(record)):
             m = record[i]
-            if not isinstance(m, ToolMessage):
+            if isinstance(m, ToolMessage):
+                state.items.append(self._result(m, i, state.calls, counter))
+                state.answered.add(m.tool_call_id)
+            elif is_tool_result_turn(m):
+                result = _turn_result(m, i, state.calls, counter)
+                state.items.append(result)
+                state.answered.update(a.tool_call_id for a in result_messages(m))
+            else:
                 continue
-            call = state.calls.get(m.tool_call_id)
-            name, text, kind, target, mid = _info(m, call)
-            result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
-            placeholder = cleared_result(m, result)
-            edit = self.cut_inputs and kind == "edit" and call is not None
-            saving = cut_saving(call[1], counter.count_text) if edit and call else 0
-            state.items.append(
-                replace(
-                    result,
-                    placeholder_size=counter.count_message(placeholder),
-                    call_saving=saving,
-                    call_id=m.tool_call_id,
-                    placeholder=placeholder,
-                )
-            )
             state.indices.append(i)
-            state.answered.add(m.tool_call_id)
         if len(state.items) > known:
             seq = state.indices[max(0, known - 1) :]
             state.ordered = state.ordered and all(map(operator.lt, seq, seq[1:]))
             state.results = ToolResults(state.items, state.indices, state.ordered, state.derived)
         return state
+
+    def _result(
+        self,
+        m: ToolMessage,
+        i: int,
+        calls: Mapping[str, tuple[str, Mapping[str, object]]],
+        counter: TokenCounter,
+    ) -> ToolResult:
+        """The result ``m`` at index ``i``, with its placeholder and what clearing saves."""
+        call = calls.get(m.tool_call_id)
+        name, text, kind, target, mid = _info(m, call)
+        result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
+        placeholder = cleared_result(m, result)
+        edit = self.cut_inputs and kind == "edit" and call is not None
+        saving = cut_saving(call[1], counter.count_text) if edit and call else 0
+        return replace(
+            result,
+            placeholder_size=counter.count_message(placeholder),
+            call_saving=saving,
+            call_id=m.tool_call_id,
+            placeholder=placeholder,
+        )
+
+
+def _turn_result(
+    turn: BaseMessage,
+    i: int,
+    calls: Mapping[str, tuple[str, Mapping[str, object]]],
+    counter: TokenCounter,
+) -> ToolResult:
+    """An Anthropic-native user turn of ``tool_result`` blocks, as one result.
+
+    Cleared and re-attached whole: each block's content gives way to its own placeholder
+    line. One answer is classified as its call; several are one read or edit of no single
+    file, so they are ``other`` (or ``search`` / ``failed`` when every answer is). The
+    call's long values stay (its ``tool_use`` block is not cut).
+    """
+    answers = result_messages(turn)
+    infos = [_info(a, calls.get(a.tool_call_id)) for a in answers]
+    sizes = [counter.count_message(a) for a in answers]
+    if len(infos) == 1:
+        name, args, kind, target, _ = infos[0]
+    else:
+        name = ", ".join(dict.fromkeys(info[0] for info in infos))
+        args = "[" + ", ".join(info[1] for info in infos) + "]"
+        kinds = {info[2] for info in infos}
+        kind = kinds.pop() if len(kinds) == 1 and kinds <= _SHARED_KINDS else "other"
+        target = None
+    blocks = [
+        {**block, "content": _placeholder_text(info[0], info[1], size)}
+        for block, info, size in zip(block_dicts(turn), infos, sizes, strict=True)
+    ]
+    size = counter.count_message(turn)
+    copy = turn.model_copy(update={"content": blocks})
+    placeholder = stamp(copy, CLEARED_KIND, of=message_id(turn), tokens=size)
+    return ToolResult(
+        i,
+        name,
+        args,
+        size,
+        kind,
+        target,
+        message_id(turn),
+        placeholder_size=counter.count_message(placeholder),
+        call_id=answers[0].tool_call_id,
+        placeholder=placeholder,
+    )
 
 
 TOOL_RESULTS: Final = _ToolResultsFact(cut_inputs=True)
@@ -275,16 +343,39 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
         >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:46]
         '[cleared from this view: read_file({"path": "a'
     """
-    if result.placeholder is not None and result.placeholder.tool_call_id == message.tool_call_id:
-        return result.placeholder
-    args = result.args if len(result.args) <= _ARGS_CHARS else result.args[:_ARGS_CHARS] + "…"
-    text = (
-        f"[cleared from this view: {result.name}({args}) returned {result.size} tokens; "
-        "to see its output again, make the same call again]"
-    )
+    held = result.placeholder
+    if isinstance(held, ToolMessage) and held.tool_call_id == message.tool_call_id:
+        return held
+    text = _placeholder_text(result.name, result.args, result.size)
     copy = message.model_copy(update={"content": text})
     of = result.message_id or message_id(message)
     return stamp(copy, CLEARED_KIND, of=of, tokens=result.size)
+
+
+def shown_cleared(message: BaseMessage, result: ToolResult) -> BaseMessage | None:
+    """What ``message`` (the result ``result`` reads) shows when cleared, or ``None``.
+
+    A ``ToolMessage``'s :func:`cleared_result`; an Anthropic-native turn of results, the
+    placeholder made when it was first seen.
+
+    Example:
+        >>> r = ToolResult(3, "read_file", '{"path": "a.py"}', 2_000, "read", "a.py")
+        >>> shown_cleared(ToolMessage("...", tool_call_id="c1"), r).content[:24]
+        '[cleared from this view:'
+    """
+    if isinstance(message, ToolMessage):
+        return cleared_result(message, result)
+    held = result.placeholder
+    return held if held is not None and is_tool_result_turn(message) else None
+
+
+def _placeholder_text(name: str, args: str, size: int) -> str:
+    """A cleared result's one line: the call to make again, and what it returned."""
+    shown = args if len(args) <= _ARGS_CHARS else args[:_ARGS_CHARS] + "…"
+    return (
+        f"[cleared from this view: {name}({shown}) returned {size} tokens; "
+        "to see its output again, make the same call again]"
+    )
 
 
 def cleared_call(

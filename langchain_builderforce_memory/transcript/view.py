@@ -25,6 +25,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.blocks import result_messages
 from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.events import ViewStepsFields
 from langchain_builderforce_memory.messages import leading_system_count, message_id, role_of, stamp
@@ -323,12 +324,17 @@ def restored_message(
         ("restored", id(message), result.name, result.args, result.target),
         (message, message.content),
         lambda: stamp(
-            HumanMessage(f"{head}\n{message.text}"),
+            HumanMessage(f"{head}\n{_output_text(message)}"),
             RESTORED_KIND,
             of=message_id(message),
             file=result.target,
         ),
     )
+
+
+def _output_text(message: BaseMessage) -> str:
+    """A result's output: a ``ToolMessage``'s text, or an Anthropic-native turn's answers'."""
+    return "\n".join(answer.text for answer in result_messages(message))
 
 
 def restored_messages(

@@ -37,7 +37,7 @@ from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_
 from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, read_loop
+from .helpers import ScriptedSummarizer, anthropic_native, read_loop
 from .test_native import compacted_records
 
 COUNTER = ApproximateTokenCounter()
@@ -244,8 +244,13 @@ def test_the_users_own_clearing_edit_stands_our_clear_tier_down() -> None:
     assert any(is_cleared(m) for m in theirs.messages)
 
 
-def test_the_provider_keeps_as_many_tool_uses_as_our_clear_tier_keeps_tokens() -> None:
-    request = sent(anthropic(), read_loop(40, 3_000), native="only", max_tokens=64_000)
+@pytest.mark.parametrize("native_shape", [False, True], ids=["tool_messages", "anthropic_native"])
+def test_the_provider_keeps_as_many_tool_uses_as_our_clear_tier_keeps_tokens(
+    native_shape: bool,
+) -> None:
+    record = read_loop(40, 3_000)
+    record = anthropic_native(record) if native_shape else record
+    request = sent(anthropic(), record, native="only", max_tokens=64_000)
     clear = anthropic_payload(request)["context_management"]["edits"][0]
     # What our clear tier leaves standing, the budget less clear_at_least (32,000), holds
     # eleven of these reads (2,888 tokens each by the approximate count).

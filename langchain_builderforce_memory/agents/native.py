@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.blocks import result_messages
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_PROMPT
 
@@ -184,13 +185,13 @@ def kept_tool_uses(
         2
     """
     kept = used = 0
+    # A ToolMessage is one tool use; so is each tool_result block of a native user turn.
     for message in reversed(record):
-        if not isinstance(message, ToolMessage):
-            continue
-        used += counter.count_message(message)
-        if used > room:
-            break
-        kept += 1
+        for answer in reversed(result_messages(message)):
+            used += counter.count_message(answer)
+            if used > room:
+                return max(least, kept)
+            kept += 1
     return max(least, kept)
 
 

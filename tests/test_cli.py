@@ -31,7 +31,7 @@ import langchain_builderforce_memory
 from langchain_builderforce_memory.cli import demo as demo_module
 from langchain_builderforce_memory.cli import main
 from langchain_builderforce_memory.cli.demo import DEMO_SYSTEM_PROMPT, DemoResult, run_demo
-from langchain_builderforce_memory.cli.inspect import _stand_in_summarizer
+from langchain_builderforce_memory.cli.inspect import _stand_in_summarizer, inspect_messages
 from langchain_builderforce_memory.cli.load import TranscriptFileError, load_transcript_file
 from langchain_builderforce_memory.handoff import is_volatile_tail, pack_handoff
 from langchain_builderforce_memory.messages import role_of, stamp_of
@@ -255,6 +255,16 @@ def test_the_clear_tier_shows_as_cleared_tool_rows_and_a_cleared_column() -> Non
     (fold,) = [v for v in report["views"] if v["view"] == "fold"]
     assert fold["cleared"] > 0
     assert fold["fits"]
+
+
+def test_messages_of_one_text_and_no_ids_each_get_their_own_fold_fate() -> None:
+    # Without ids, three messages of one text share a message_id: the cut copy of the last
+    # one (the tail) made the two the note covers read as "elided" too (a random draw).
+    record: list[BaseMessage] = [HumanMessage("x" * 30_000) for _ in range(3)]
+    report = inspect_messages(record, budget=6_000)
+    (fold,) = [v for v in report.views if v.view == "fold"]
+    assert "would fold messages 0..1" in fold.detail
+    assert [r.fold for r in report.rows] == ["folded", "folded", "elided"]
 
 
 def test_exact_counts_with_the_offline_encoding() -> None:

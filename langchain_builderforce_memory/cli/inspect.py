@@ -251,9 +251,14 @@ def _fold_fates(
     for i, m in enumerate(convo):
         if id(m) in sent:
             fates[id(m)] = "kept"
+        elif i < folded:
+            # Only the directive is shown again from the folded part: a copy of the tail's
+            # that shares this message's id (the same text, neither with an id of its own)
+            # stands for the tail's message, not this one.
+            fate = stands_for.get(message_id(m))
+            fates[id(m)] = "re-injected" if fate == "re-injected" else "folded"
         else:
-            default: Fate = "folded" if i < folded else "dropped"
-            fates[id(m)] = stands_for.get(message_id(m), default)
+            fates[id(m)] = stands_for.get(message_id(m), "dropped")
     return fates
 
 

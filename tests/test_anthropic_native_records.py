@@ -19,7 +19,7 @@ from langchain_builderforce_memory.transcript.fold import (
 )
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, anthropic_native, read_loop
+from .helpers import ScriptedSummarizer, anthropic_native, read_loop, read_write_loop
 from .provider_shapes import anthropic_wire
 
 
@@ -113,3 +113,25 @@ def test_a_fold_re_attaches_a_native_read_verbatim() -> None:
         head, body = m.text.split("\n", 1)
         assert head.startswith("[re-attached: the latest output of read_file(")
         assert body in outputs
+
+
+def test_the_clear_tier_cuts_an_old_native_write_and_keeps_its_path() -> None:
+    record = anthropic_native(read_write_loop(16))
+    out = build_working_transcript(record, max_tokens=48_000)
+    assert out.memo is None  # the clear tier alone, no fold
+    writes = [
+        (m, block["input"])
+        for m in out.messages
+        if isinstance(m, AIMessage) and isinstance(m.content, list)
+        for block in m.content
+        if isinstance(block, dict) and block.get("name") == "write_file"
+    ]
+    cut = [(m, args) for m, args in writes if "characters cut here" in args["content"]]
+    assert cut  # before: each write's tool_use block stayed whole
+    assert "characters cut here" not in writes[-1][1]["content"]  # the newest stays whole
+    for m, args in cut:
+        assert args["path"].startswith("src/m")
+        assert (stamp_of(m) or {}).get("kind") == "cleared"
+    assert count_tokens(out.messages) <= 48_000
+    assert request_problems(out.messages) == []
+    assert anthropic_wire(out.messages) == []

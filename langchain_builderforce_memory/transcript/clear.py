@@ -36,6 +36,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.blocks import call_ids
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import bisect_index
 from langchain_builderforce_memory.transcript.results import (
@@ -381,5 +382,5 @@ def _call_index(convo: Sequence[BaseMessage], result: ToolResult) -> int | None:
     for i in range(result.index - 1, -1, -1):
         m = convo[i]
         if isinstance(m, AIMessage):
-            return i if any(c.get("id") == result.call_id for c in m.tool_calls) else None
+            return i if any(key == result.call_id for key, _ in call_ids(m)) else None
     return None

@@ -217,7 +217,7 @@ class _ToolResultsFact:
                 state.items.append(self._result(m, i, state.calls, counter))
                 state.answered.add(m.tool_call_id)
             elif is_tool_result_turn(m):
-                result = _turn_result(m, i, state.calls, counter)
+                result = _turn_result(m, i, state.calls, counter, cut_inputs=self.cut_inputs)
                 state.items.append(result)
                 state.answered.update(a.tool_call_id for a in result_messages(m))
             else:
@@ -257,13 +257,16 @@ def _turn_result(
     i: int,
     calls: Mapping[str, tuple[str, Mapping[str, object]]],
     counter: TokenCounter,
+    *,
+    cut_inputs: bool,
 ) -> ToolResult:
     """An Anthropic-native user turn of ``tool_result`` blocks, as one result.
 
     Cleared and re-attached whole: each block's content gives way to its own placeholder
-    line. One answer is classified as its call; several are one read or edit of no single
-    file, so they are ``other`` (or ``search`` / ``failed`` when every answer is). The
-    call's long values stay (its ``tool_use`` block is not cut).
+    line. One answer is classified as its call, and an edit's ``tool_use`` block has its
+    long values cut when cleared (``cut_inputs``), as a ``ToolMessage``'s call does;
+    several answers are one read or edit of no single file, so they are ``other`` (or
+    ``search`` / ``failed`` when every answer is), and their calls stay whole.
     """
     answers = result_messages(turn)
     infos = [_info(a, calls.get(a.tool_call_id)) for a in answers]
@@ -280,6 +283,9 @@ def _turn_result(
         {**block, "content": _placeholder_text(info[0], info[1], size)}
         for block, info, size in zip(block_dicts(turn), infos, sizes, strict=True)
     ]
+    call = calls.get(answers[0].tool_call_id) if len(answers) == 1 else None
+    edit = cut_inputs and kind == "edit" and call is not None
+    saving = cut_saving(call[1], counter.count_text) if edit and call else 0
     size = counter.count_message(turn)
     copy = turn.model_copy(update={"content": blocks})
     placeholder = stamp(copy, CLEARED_KIND, of=message_id(turn), tokens=size)
@@ -292,6 +298,7 @@ def _turn_result(
         target,
         message_id(turn),
         placeholder_size=counter.count_message(placeholder),
+        call_saving=saving,
         call_id=answers[0].tool_call_id,
         placeholder=placeholder,
     )

@@ -41,7 +41,13 @@ langchain-anthropic records Claude's answers: each call also a ``tool_use`` bloc
 content (beside ``tool_calls``), after the text. The requests are counted the same (a
 provider sends each call once); what a summarizer is shown may differ.
 
-Run: python benchmarks/recorded_runs.py [--budgets 8000 16000 32000] [--anthropic-blocks]
+``--anthropic-native`` replays each run as an Anthropic-native history holds it (what
+``convert_to_messages`` makes of Messages-API dicts): each call a ``tool_use`` block with no
+``tool_calls``, each run of results one user turn of ``tool_result`` blocks. The working set
+and the directive are read through that shape (a block's output, not a result turn).
+
+Run: python benchmarks/recorded_runs.py [--budgets 8000 16000 32000]
+     [--anthropic-blocks | --anthropic-native]
 """
 
 from __future__ import annotations
@@ -59,18 +65,19 @@ from pathlib import Path
 from typing import Any
 
 from langchain.agents.middleware import ClearToolUsesEdit, SummarizationMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contenders import NOTE, NoteModel, common_prefix
 from langchain_builderforce_memory import RecordFacts, TiktokenCounter, request_problems, windowed
+from langchain_builderforce_memory.blocks import is_tool_result_turn, result_messages
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.window import MessageCeiling
-from tests.helpers import load_transcript, transcript_files
+from tests.helpers import anthropic_native, load_transcript, transcript_files
 from tests.labels import LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,6 +276,13 @@ def _text(message: BaseMessage) -> str:
     return message.content if isinstance(message.content, str) else json.dumps(message.content)
 
 
+def _texts(message: BaseMessage) -> list[str]:
+    """What a request shows of ``message``: its text, and a native result turn's outputs."""
+    if not is_tool_result_turn(message):
+        return [_text(message)]
+    return [_text(message), *(_text(answer) for answer in result_messages(message))]
+
+
 def labelled_reads() -> dict[str, list[str]]:
     """Per tool-call id, the files its labelled effects read."""
     reads: dict[str, list[str]] = {}
@@ -283,11 +297,10 @@ def labelled_reads() -> dict[str, list[str]]:
 def working_set(prefix: list[BaseMessage], reads: dict[str, list[str]]) -> list[str]:
     """The latest labelled read output of each of the last distinct files read."""
     latest: dict[str, str] = {}
-    for m in prefix:
-        if isinstance(m, ToolMessage) and m.tool_call_id in reads:
-            for path in reads[m.tool_call_id]:
-                latest.pop(path, None)
-                latest[path] = _text(m)
+    for answer in (a for m in prefix for a in result_messages(m)):
+        for path in reads.get(answer.tool_call_id, ()):
+            latest.pop(path, None)
+            latest[path] = _text(answer)
     return list(latest.values())[-WORKING_SET:]
 
 
@@ -304,8 +317,15 @@ def replay(
         tokens = running[-1] if running else 0
         shared = common_prefix(before, view) if before is not None else 0
         cached = running[shared - 1] if shared else 0
-        texts = [_text(m) for m in view]
-        directive = next((m for m in reversed(prefix) if isinstance(m, HumanMessage)), None)
+        texts = [t for m in view for t in _texts(m)]
+        directive = next(
+            (
+                m
+                for m in reversed(prefix)
+                if isinstance(m, HumanMessage) and not is_tool_result_turn(m)
+            ),
+            None,
+        )
         tally.requests += 1
         tally.over_budget += tokens > budget
         tally.invalid += bool(request_problems(view))
@@ -346,11 +366,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 16_000, 32_000])
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument(
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument(
         "--anthropic-blocks", action="store_true", help="calls also as tool_use blocks"
     )
+    shape.add_argument(
+        "--anthropic-native", action="store_true", help="tool_use blocks, tool_result turns"
+    )
     args = parser.parse_args()
-    name = "recorded_runs_anthropic.md" if args.anthropic_blocks else "recorded_runs.md"
+    name = (
+        "recorded_runs_anthropic.md"
+        if args.anthropic_blocks
+        else "recorded_runs_native.md"
+        if args.anthropic_native
+        else "recorded_runs.md"
+    )
+    flag = (
+        " --anthropic-blocks"
+        if args.anthropic_blocks
+        else " --anthropic-native"
+        if args.anthropic_native
+        else ""
+    )
     out: Path = args.out or ROOT / "benchmarks" / name
     files = transcript_files()
     if not files:
@@ -358,6 +395,8 @@ def main() -> None:
     records = [with_ids(load_transcript(p), p.stem) for p in files]
     if args.anthropic_blocks:
         records = [[with_tool_use_blocks(m) for m in record] for record in records]
+    if args.anthropic_native:
+        records = [anthropic_native(record) for record in records]
     reads = labelled_reads()
     requests = sum(1 for r in records for _ in model_turns(r))
     started = time.perf_counter()
@@ -366,7 +405,7 @@ def main() -> None:
         "",
         f"Command: `python benchmarks/recorded_runs.py --budgets "
         f"{' '.join(map(str, args.budgets))}"
-        f"{' --anthropic-blocks' if args.anthropic_blocks else ''}`. {len(files)} runs, "
+        f"{flag}`. {len(files)} runs, "
         f"{sum(len(r) for r in records):,} messages, {requests:,} requests per contender. How "
         "each contender is run and what each column means: the docstring of "
         "`benchmarks/recorded_runs.py`.",

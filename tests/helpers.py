@@ -748,6 +748,35 @@ def working_turn(
     )
 
 
+def replay_turns(
+    record: list[BaseMessage], max_tokens: int, **options: int | bool
+) -> list[tuple[WorkingTranscript, int]]:
+    """Each model turn of ``record`` (once every call is answered) through
+    ``build_working_transcript``, the state and the facts carried, a ~300-token scripted
+    note: each turn's result with the record's tokens at that turn."""
+    from langchain_builderforce_memory.facts import RecordFacts
+    from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+    from langchain_builderforce_memory.transcript.fold import build_working_transcript
+
+    facts = RecordFacts(ApproximateTokenCounter())
+    state = None
+    out = []
+    for n in range(2, len(record) + 1):
+        if n < len(record) and record[n].type != "ai":
+            continue  # a model turn starts here only once every call is answered
+        turn = build_working_transcript(
+            record[:n],
+            memo=state,
+            summarizer=ScriptedSummarizer("note " * 300),
+            max_tokens=max_tokens,
+            facts=facts,
+            **options,  # type: ignore[arg-type]
+        )
+        state = turn.state
+        out.append((turn, facts.sums[-1]))
+    return out
+
+
 def pdf_with_object_streams(pages: int) -> bytes:
     """A valid PDF 1.5 whose catalog, page tree and pages all sit in one compressed object
     stream, with an xref stream (pdfTeX's and Chrome's layout): no ``/Type /Page`` shows

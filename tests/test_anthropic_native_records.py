@@ -9,41 +9,23 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.testing import coding_transcript
-from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
+from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import (
     WorkingTranscript,
     build_working_transcript,
 )
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, anthropic_native, read_loop, read_write_loop
+from .helpers import anthropic_native, read_loop, read_write_loop, replay_turns
 from .provider_shapes import anthropic_wire
 
 
 def _replay(
     record: list[BaseMessage], max_tokens: int, **options: int | bool
 ) -> list[WorkingTranscript]:
-    """Every model turn's result, replayed with the state and the facts carried."""
-    facts = RecordFacts(ApproximateTokenCounter())
-    state = None
-    out = []
-    for n in range(2, len(record) + 1):
-        if n < len(record) and record[n].type != "ai":
-            continue  # a model turn starts once every call is answered
-        turn = build_working_transcript(
-            record[:n],
-            memo=state,
-            summarizer=ScriptedSummarizer("note " * 300),
-            max_tokens=max_tokens,
-            facts=facts,
-            **options,  # type: ignore[arg-type]
-        )
-        state = turn.state
-        out.append(turn)
-    return out
+    return [turn for turn, _ in replay_turns(record, max_tokens, **options)]
 
 
 @pytest.mark.parametrize(

@@ -14,14 +14,11 @@ import itertools
 import pytest
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.testing import coding_transcript
-from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.memo import FoldPolicy
 from langchain_builderforce_memory.transcript.plan import compact_tail_start_for_budget
 
-from .helpers import ScriptedSummarizer, anthropic_native, read_loop
+from .helpers import anthropic_native, read_loop, replay_turns
 
 NEW_WORK_FLOOR = 10_000
 """The fewest tokens of new work issue 25 allows between two summarizer calls."""
@@ -31,25 +28,11 @@ def _fold_points(
     record: list[BaseMessage], *, max_tokens: int = 61_000, **options: int | bool
 ) -> list[int]:
     """The record tokens at each turn that folded, replayed turn by turn (61k budget)."""
-    counter = ApproximateTokenCounter()
-    facts = RecordFacts(counter)
-    state = None
-    points = []
-    for n in range(2, len(record) + 1):
-        if n < len(record) and record[n].type != "ai":
-            continue  # a model turn starts here only once every call is answered
-        out = build_working_transcript(
-            record[:n],
-            memo=state,
-            summarizer=ScriptedSummarizer("note " * 300),
-            max_tokens=max_tokens,
-            facts=facts,
-            **options,  # type: ignore[arg-type]
-        )
-        state = out.state
-        if out.mode == "folded":
-            points.append(facts.sums[-1])
-    return points
+    return [
+        tokens
+        for turn, tokens in replay_turns(record, max_tokens, **options)
+        if turn.mode == "folded"
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 """Anthropic-native records: calls as ``tool_use`` blocks with no ``tool_calls``, results as
 user turns of ``tool_result`` blocks (what ``convert_to_messages`` makes of Messages-API
 dicts). The clear tier clears such a turn and a fold re-attaches its read, as it does for
-``ToolMessage`` results, so such a run folds no more often than its LangChain shape (it
-folded 81 times where the LangChain shape folded 5: a coding run of 300 calls at 64k)."""
+``ToolMessage`` results, so such a run folds no more often than its LangChain shape (before,
+only the fold could keep it in budget: ``docs/benchmarks.md`` has the recorded runs)."""
 
 from __future__ import annotations
 

@@ -131,11 +131,11 @@ def _classify(
 
 def _info(
     message: ToolMessage, call: tuple[str, Mapping[str, object]] | None
-) -> tuple[str, str, ResultKind, str | None, str]:
-    """(name, args JSON, kind, target, message id) of a tool result."""
+) -> tuple[str, str, ResultKind, str | None]:
+    """(name, args JSON, kind, target) of a tool result."""
     name, args = call if call is not None else (message.name or "tool", {})
     kind, target = _classify(name, args, message)
-    return name, json_text(args, sort_keys=True), kind, target, message_id(message)
+    return name, json_text(args, sort_keys=True), kind, target
 
 
 class ToolResults(Prefix[ToolResult]):
@@ -238,8 +238,8 @@ class _ToolResultsFact:
     ) -> ToolResult:
         """The result ``m`` at index ``i``, with its placeholder and what clearing saves."""
         call = calls.get(m.tool_call_id)
-        name, text, kind, target, mid = _info(m, call)
-        result = ToolResult(i, name, text, counter.count_message(m), kind, target, mid)
+        name, text, kind, target = _info(m, call)
+        result = ToolResult(i, name, text, counter.count_message(m), kind, target, message_id(m))
         placeholder = cleared_result(m, result)
         edit = self.cut_inputs and kind == "edit" and call is not None
         saving = cut_saving(call[1], counter.count_text) if edit and call else 0
@@ -272,7 +272,7 @@ def _turn_result(
     infos = [_info(a, calls.get(a.tool_call_id)) for a in answers]
     sizes = [counter.count_message(a) for a in answers]
     if len(infos) == 1:
-        name, args, kind, target, _ = infos[0]
+        name, args, kind, target = infos[0]
     else:
         name = ", ".join(dict.fromkeys(info[0] for info in infos))
         args = "[" + ", ".join(info[1] for info in infos) + "]"

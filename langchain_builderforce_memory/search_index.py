@@ -31,6 +31,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_builderforce_memory.blocks import tool_result_ids, valid_calls
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import Role, message_id, role_of
@@ -73,6 +74,10 @@ def _block_text(block: object) -> str:
     if isinstance(block, dict):
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             return str(block["text"])
+        if block.get("type") == "tool_result":  # an Anthropic-native answer: its output
+            content = block.get("content")
+            parts = content if isinstance(content, list) else [content or ""]
+            return "\n".join(map(_block_text, parts))
         label = media_label(block)  # a base64 payload is not text anyone searches for
         if label is not None:
             return label
@@ -253,12 +258,16 @@ class RecordIndex:
         for pos in range(start, len(record)):
             m = record[pos]
             mid = message_id(m)
-            call_id = m.tool_call_id if isinstance(m, ToolMessage) else None
-            if isinstance(m, AIMessage):
-                for c in m.tool_calls:
-                    if c.get("id"):
-                        args = json_text(c["args"])
-                        self._calls[str(c["id"])] = (c["name"], args)
+            answers = tool_result_ids(m)  # an Anthropic-native turn of results
+            call_id = (
+                m.tool_call_id
+                if isinstance(m, ToolMessage)
+                else answers[0]
+                if len(answers) == 1
+                else None
+            )
+            for key, (name, args) in valid_calls(m).items():
+                self._calls[key] = (name, json_text(args))
             self._meta.append(_Meta(role_of(m), mid, call_id))
             self._positions.setdefault(mid, []).append(pos)
             skip = isinstance(m, ToolMessage) and m.name in self._skip_tools

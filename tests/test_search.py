@@ -23,7 +23,7 @@ from langchain_builderforce_memory.search_index import (
     message_search_text,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from tests.helpers import load_transcript, transcript_params
+from tests.helpers import anthropic_native, load_transcript, transcript_params
 
 
 def _run(n_rounds: int, *, needle_at: int | None = None) -> list[BaseMessage]:
@@ -44,9 +44,12 @@ def _run(n_rounds: int, *, needle_at: int | None = None) -> list[BaseMessage]:
     return out
 
 
-def test_exact_substring_first_with_tool_name_args_and_snippet() -> None:
+@pytest.mark.parametrize("native", [False, True], ids=["tool_messages", "anthropic_native"])
+def test_exact_substring_first_with_tool_name_args_and_snippet(native: bool) -> None:
     record = _run(40, needle_at=10)
-    result = search_record(record, "bad magic 0xDEADBEEF")
+    record = anthropic_native(record) if native else record
+    # A phrase across two lines of the output: a native result is searched as its text.
+    result = search_record(record, "parse(request)\nTraceback: ValueError: bad magic 0xDEADBEEF")
     first = result.hits[0]
     assert first.exact
     assert first.message_id == "t10"

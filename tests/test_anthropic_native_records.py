@@ -7,8 +7,11 @@ only the fold could keep it in budget: ``docs/benchmarks.md`` has the recorded r
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_builderforce_memory.agents.state import read_run_memory
+from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.messages import stamp_of
 from langchain_builderforce_memory.testing import coding_transcript
 from langchain_builderforce_memory.tokens import count_tokens
@@ -20,6 +23,7 @@ from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import anthropic_native, read_loop, read_write_loop, replay_turns
 from .provider_shapes import anthropic_wire
+from .strategies import valid_records
 
 
 def _replay(
@@ -117,3 +121,14 @@ def test_the_clear_tier_cuts_an_old_native_write_and_keeps_its_path() -> None:
     assert count_tokens(out.messages) <= 48_000
     assert request_problems(out.messages) == []
     assert anthropic_wire(out.messages) == []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=valid_records())
+def test_any_record_in_the_native_shape_gives_the_same_working_memory(
+    record: list[BaseMessage],
+) -> None:
+    def memory(messages: list[BaseMessage]) -> object:
+        return read_run_memory(messages, {}, ToolObservationMapper()).state["snapshot"]
+
+    assert memory(anthropic_native(record)) == memory(record)

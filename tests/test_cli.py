@@ -43,7 +43,13 @@ from langchain_builderforce_memory.transcript.fold import (
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import load_transcript, read_write_loop, transcript_params
+from .helpers import (
+    anthropic_native,
+    load_transcript,
+    read_loop,
+    read_write_loop,
+    transcript_params,
+)
 
 # The module (``cli.main`` the attribute is the function the package re-exports).
 cli_main = importlib.import_module("langchain_builderforce_memory.cli.main")
@@ -265,6 +271,15 @@ def test_messages_of_one_text_and_no_ids_each_get_their_own_fold_fate() -> None:
     (fold,) = [v for v in report.views if v.view == "fold"]
     assert "would fold messages 0..1" in fold.detail
     assert [r.fold for r in report.rows] == ["folded", "folded", "elided"]
+
+
+def test_an_anthropic_native_record_shows_its_calls_outputs_and_clearing() -> None:
+    report = inspect_messages(anthropic_native(read_loop(12, 800)), budget=6_000)
+    tools = [r for r in report.rows if r.role == "tool"]
+    assert all(r.preview.startswith(f"{k}:xxx") for k, r in enumerate(tools))
+    assert any(r.fold == "cleared" for r in tools)
+    calls = [r for r in report.rows if r.role == "assistant"]
+    assert all(r.preview.startswith("[calls read_file] step") for r in calls)
 
 
 def test_exact_counts_with_the_offline_encoding() -> None:

@@ -26,6 +26,7 @@ from typing import Final, Literal
 
 from langchain_core.messages import BaseMessage
 
+from langchain_builderforce_memory.blocks import is_tool_result_turn, result_messages, valid_calls
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.handoff import pack_handoff
 from langchain_builderforce_memory.handoff.budget import (
@@ -152,10 +153,13 @@ class InspectReport:
 
 
 def _preview(message: BaseMessage) -> str:
-    text = " ".join(message.text.split()) if message.content else ""
-    calls = getattr(message, "tool_calls", None) or []
-    if calls:
-        text = f"[calls {', '.join(str(c['name']) for c in calls)}] {text}".strip()
+    # An Anthropic-native turn of results shows its outputs; its calls, their names.
+    answers = result_messages(message) if is_tool_result_turn(message) else []
+    body = " ".join(a.text for a in answers) if answers else message.text
+    text = " ".join(body.split()) if message.content else ""
+    names = [name for name, _ in valid_calls(message).values()]
+    if names:
+        text = f"[calls {', '.join(names)}] {text}".strip()
     return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
 
 

@@ -77,7 +77,14 @@ def _block_text(block: object) -> str:
         if block.get("type") == "tool_result":  # an Anthropic-native answer: its output
             content = block.get("content")
             parts = content if isinstance(content, list) else [content or ""]
-            return "\n".join(map(_block_text, parts))
+            # One level only: a result inside a result is no provider's shape, and reading
+            # it the same way would recurse as deep as a hostile record nests.
+            return "\n".join(
+                json_text(without_opaque(part))
+                if isinstance(part, dict) and part.get("type") == "tool_result"
+                else _block_text(part)
+                for part in parts
+            )
         label = media_label(block)  # a base64 payload is not text anyone searches for
         if label is not None:
             return label

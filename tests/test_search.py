@@ -306,3 +306,15 @@ def test_a_long_query_is_searched_by_its_words_and_stays_fast() -> None:
     query = "a" * 2_000 + " parser"
     result = search_record(record, query)
     assert [(h.position, h.exact) for h in result.hits] == [(2, False)]
+
+
+def test_a_result_nested_in_results_as_deep_as_a_hostile_record_goes_is_text_not_a_crash() -> None:
+    block: dict[str, object] = {"type": "tool_result", "tool_use_id": "t", "content": "x"}
+    for _ in range(5_000):
+        block = {"type": "tool_result", "tool_use_id": "t", "content": [block]}
+    turn = HumanMessage.model_construct(
+        content=[block], type="human", additional_kwargs={}, response_metadata={}
+    )
+    text = message_search_text(turn)  # a RecursionError before
+    assert "tool_result" in text
+    assert text.endswith("x")

@@ -119,12 +119,24 @@ def _block_text(
         if kind == "function_call" and block.get("call_id") in skip_ids:
             return "", 0
         if kind == "tool_result":
-            text, fixed = content_text_for_count(block.get("content") or "", count_text)
+            content = block.get("content") or ""
+            # One level only: a result nested in a result (no provider's shape) counts as
+            # its JSON, so a hostile record cannot recurse as deep as it nests.
+            if isinstance(content, list):
+                content = [_flat_result(b) for b in content]
+            text, fixed = content_text_for_count(content, count_text)
             return f"{block.get('tool_use_id')}\n{text}", fixed
         media = media_tokens(block, count_text)
         if media is not None:
             return "", media
     return json_text(block, sort_keys=True), 0
+
+
+def _flat_result(block: object) -> object:
+    """``block``, or a nested ``tool_result`` block as its JSON text."""
+    if isinstance(block, dict) and block.get("type") == "tool_result":
+        return json_text(block, sort_keys=True)
+    return block
 
 
 def content_text_for_count(

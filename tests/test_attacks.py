@@ -37,7 +37,11 @@ from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
 from langchain_builderforce_memory.media import media_tokens
 from langchain_builderforce_memory.testing import ScriptedChatModel
-from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
+from langchain_builderforce_memory.tokens import (
+    ApproximateTokenCounter,
+    TiktokenCounter,
+    count_tokens,
+)
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
     is_consolidation_marker,
@@ -50,7 +54,13 @@ from langchain_builderforce_memory.transcript.summary import (
 )
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
-from .helpers import build_agent, load_transcript, pdf_with_object_streams, transcript_params
+from .helpers import (
+    agent_views,
+    build_agent,
+    load_transcript,
+    pdf_with_object_streams,
+    transcript_params,
+)
 from .provider_shapes import (
     anthropic_thinking_response,
     anthropic_wire,
@@ -505,3 +515,37 @@ def test_postgres_fold_guard_without_psycopg_fails_at_construction(
     )
     with pytest.raises(ImportError, match=r"\[postgres\]"):
         PostgresFoldGuard("postgresql://localhost/x", key="session-1")
+
+
+def _results_nested_in_results(depth: int) -> list[BaseMessage]:
+    """A record whose one answer nests ``tool_result`` blocks ``depth`` deep (no provider
+    sends that; a hostile or corrupted record can hold it)."""
+    block: dict[str, object] = {"type": "tool_result", "tool_use_id": "t", "content": "x"}
+    for _ in range(depth):
+        block = {"type": "tool_result", "tool_use_id": "t", "content": [block]}
+    read = {"type": "tool_use", "id": "t", "name": "read_file", "input": {"path": "a.py"}}
+    return [
+        HumanMessage("go"),
+        AIMessage([read]),
+        HumanMessage([block]),
+        AIMessage("ok"),
+        HumanMessage("next"),
+    ]
+
+
+@pytest.mark.parametrize("entry", ["middleware", "node", "history", "windowed", "fold"])
+def test_results_nested_in_results_5000_deep_are_counted_not_a_recursion_error(
+    entry: str,
+) -> None:
+    record = _results_nested_in_results(5_000)
+    views = {
+        **agent_views(ApproximateTokenCounter()),
+        "windowed": lambda r, budget: windowed(r, max_tokens=budget),
+        "fold": lambda r, budget: (
+            build_working_transcript(r, max_tokens=budget, summarizer=lambda p: "n").messages
+        ),
+    }
+    view = views[entry](record, 4_000)  # a RecursionError in every entry point before
+    assert count_tokens(view) <= 4_000
+    assert request_problems(view) == []
+    assert view[-1].text == "next"

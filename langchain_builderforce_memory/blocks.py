@@ -34,6 +34,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_builderforce_memory.jsontext import json_text
+
 __all__ = [
     "THINKING_TYPES",
     "block_dicts",
@@ -45,6 +47,7 @@ __all__ = [
     "opens_with_thinking",
     "reasoning_text",
     "result_messages",
+    "result_parts",
     "thinking_first",
     "thinking_out_of_place",
     "tool_calls_of",
@@ -267,8 +270,27 @@ def _result_content(content: object) -> str | list[str | dict[str, object]]:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return [b for b in content if isinstance(b, (str, dict))]
+        return [b for b in result_parts(content) if isinstance(b, (str, dict))]
     return ""
+
+
+def result_parts(content: list[object]) -> list[object]:
+    """A ``tool_result`` block's content list, read one level deep.
+
+    A result nested in a result is no provider's shape: it stands as its JSON text, so
+    whatever reads a result (the count, the search text) never recurses as deep as a
+    hostile record nests.
+
+    Example:
+        >>> result_parts(["ok", {"type": "tool_result", "tool_use_id": "t", "content": "x"}])
+        ['ok', '{"content": "x", "tool_use_id": "t", "type": "tool_result"}']
+    """
+    return [
+        json_text(part, sort_keys=True)
+        if isinstance(part, dict) and part.get("type") in _RESULT_BLOCK_TYPES
+        else part
+        for part in content
+    ]
 
 
 _STRUCTURAL_TYPES: Final = THINKING_TYPES | _CALL_BLOCK_TYPES | _RESULT_BLOCK_TYPES

@@ -31,7 +31,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import tool_result_ids, valid_calls
+from langchain_builderforce_memory.blocks import result_parts, tool_result_ids, valid_calls
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import Role, message_id, role_of
@@ -76,15 +76,8 @@ def _block_text(block: object) -> str:
             return str(block["text"])
         if block.get("type") == "tool_result":  # an Anthropic-native answer: its output
             content = block.get("content")
-            parts = content if isinstance(content, list) else [content or ""]
-            # One level only: a result inside a result is no provider's shape, and reading
-            # it the same way would recurse as deep as a hostile record nests.
-            return "\n".join(
-                json_text(without_opaque(part))
-                if isinstance(part, dict) and part.get("type") == "tool_result"
-                else _block_text(part)
-                for part in parts
-            )
+            parts = result_parts(content) if isinstance(content, list) else [content or ""]
+            return "\n".join(map(_block_text, parts))
         label = media_label(block)  # a base64 payload is not text anyone searches for
         if label is not None:
             return label

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import THINKING_TYPES, reasoning_text
+from langchain_builderforce_memory.blocks import THINKING_TYPES, reasoning_text, result_parts
 
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
@@ -120,23 +120,13 @@ def _block_text(
             return "", 0
         if kind == "tool_result":
             content = block.get("content") or ""
-            # One level only: a result nested in a result (no provider's shape) counts as
-            # its JSON, so a hostile record cannot recurse as deep as it nests.
-            if isinstance(content, list):
-                content = [_flat_result(b) for b in content]
-            text, fixed = content_text_for_count(content, count_text)
+            parts = result_parts(content) if isinstance(content, list) else content
+            text, fixed = content_text_for_count(parts, count_text)
             return f"{block.get('tool_use_id')}\n{text}", fixed
         media = media_tokens(block, count_text)
         if media is not None:
             return "", media
     return json_text(block, sort_keys=True), 0
-
-
-def _flat_result(block: object) -> object:
-    """``block``, or a nested ``tool_result`` block as its JSON text."""
-    if isinstance(block, dict) and block.get("type") == "tool_result":
-        return json_text(block, sort_keys=True)
-    return block
 
 
 def content_text_for_count(

@@ -21,6 +21,7 @@ from langchain_builderforce_memory.blocks import (
     block_dicts,
     is_tool_result_turn,
     result_messages,
+    tool_result_ids,
     valid_calls,
 )
 from langchain_builderforce_memory.copies import Copies
@@ -219,7 +220,7 @@ class _ToolResultsFact:
             elif is_tool_result_turn(m):
                 result = _turn_result(m, i, state.calls, counter, cut_inputs=self.cut_inputs)
                 state.items.append(result)
-                state.answered.update(a.tool_call_id for a in result_messages(m))
+                state.answered.update(tool_result_ids(m))
             else:
                 continue
             state.indices.append(i)

@@ -131,7 +131,7 @@ def call_ids(message: BaseMessage) -> list[tuple[str, str]]:
         >>> call_ids(m)
         [('t1', 'ls'), ('t2', 'cat')]
     """
-    return [(str(call["id"]), str(call["name"])) for call in tool_calls_of(message)]
+    return [(key, name) for key, (name, _source) in _call_sources(message).items()]
 
 
 def _block_args(block: Mapping[str, object]) -> object:
@@ -158,23 +158,41 @@ def tool_calls_of(message: BaseMessage) -> list[dict[str, object]]:
         ...                           "input": {"path": "src"}}]))
         [{'id': 't1', 'name': 'ls', 'args': {'path': 'src'}}]
     """
+    return [
+        {"id": key, "name": name, "args": _args_of(source)}
+        for key, (name, source) in _call_sources(message).items()
+    ]
+
+
+def _args_of(source: Mapping[str, object]) -> object:
+    """A call's arguments: a ``tool_calls`` entry's ``args``, or a call block's own."""
+    if "type" in source and source.get("type") in _CALL_BLOCK_TYPES:
+        return _block_args(source)
+    return source.get("args")
+
+
+def _call_sources(message: BaseMessage) -> dict[str, tuple[str, Mapping[str, object]]]:
+    """Each call of :func:`call_ids` by id: its name and the entry or block it came from.
+
+    The arguments are read from the source only when asked (:func:`tool_calls_of`): the
+    validity check reads ids and names on every turn, and a ``function_call`` block's
+    arguments are JSON to parse.
+    """
     if not isinstance(message, AIMessage):
-        return []
-    found: dict[str, dict[str, object]] = {}
+        return {}
+    found: dict[str, tuple[str, Mapping[str, object]]] = {}
     for call in message.tool_calls:
         if call.get("id"):
-            found.setdefault(str(call["id"]), {"name": call["name"], "args": call["args"]})
+            found.setdefault(str(call["id"]), (str(call["name"]), call))
     for block in block_dicts(message):
         if block.get("type") in _CALL_BLOCK_TYPES:
             key = block.get("id") if block.get("type") != "function_call" else block.get("call_id")
             if isinstance(key, str) and key and key not in found:
-                name = str(block.get("name") or "tool")
-                found[key] = {"name": name, "args": _block_args(block)}
+                found[key] = (str(block.get("name") or "tool"), block)
     for bad in message.invalid_tool_calls:
         if bad.get("id"):
-            name = str(bad.get("name") or "tool")
-            found.setdefault(str(bad["id"]), {"name": name, "args": bad.get("args")})
-    return [{"id": key, **call} for key, call in found.items()]
+            found.setdefault(str(bad["id"]), (str(bad.get("name") or "tool"), bad))
+    return found
 
 
 def valid_calls(message: BaseMessage) -> dict[str, tuple[str, object]]:

@@ -90,7 +90,8 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     for i in range(first, len(messages)):
         role = roles[i]
         m = messages[i]
-        _identity_problems(i, m, role, used, problems)
+        calls = call_ids(m) if role == "assistant" else []
+        _identity_problems(i, m, role, calls, used, problems)
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
@@ -102,9 +103,8 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         for call_id, at in open_calls.items():
             problems.append(f"message {at}: tool call {call_id!r} is never answered")
         open_calls = {}
-        if role == "assistant":
-            for call_id, _name in call_ids(m):
-                open_calls[call_id] = i
+        for call_id, _name in calls:
+            open_calls[call_id] = i
     for call_id, at in open_calls.items():
         problems.append(f"message {at}: tool call {call_id!r} is never answered")
     if roles and None not in roles:
@@ -139,16 +139,24 @@ def _is_empty_turn(message: BaseMessage) -> bool:
 
 
 def _identity_problems(
-    i: int, m: BaseMessage, role: Role | None, used: dict[str, int], problems: list[str]
+    i: int,
+    m: BaseMessage,
+    role: Role | None,
+    calls: list[tuple[str, str]],
+    used: dict[str, int],
+    problems: list[str],
 ) -> None:
-    """Calls without ids, call ids used twice, empty user turns: what Anthropic rejects."""
+    """Calls without ids, call ids used twice, empty user turns: what Anthropic rejects.
+
+    ``calls`` is ``call_ids(m)`` (read once by the caller, which also opens them).
+    """
     if role == "user" and _is_empty_turn(m):
         problems.append(f"message {i}: an empty user turn; strict providers reject it")
     if role != "assistant" or not isinstance(m, AIMessage):
         return
     for name in _idless_calls(m):
         problems.append(f"message {i}: a {name} tool call has no id; nothing can answer it")
-    for call_id, _name in call_ids(m):
+    for call_id, _name in calls:
         if call_id in used:
             problems.append(
                 f"message {i}: tool call id {call_id!r} was already used by message "

@@ -71,7 +71,8 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "min_tail_messages": (
             "Messages a fold keeps verbatim at the least, while they fit the tail's token "
-            "budget; past it the tail keeps the latest assistant turn and its results."
+            "budget (also capped at half of ``max_messages``); past it the tail keeps the "
+            "latest assistant turn and its results."
         ),
         "max_tail_messages": (
             "Messages a fold keeps verbatim at the most (also capped at half of ``max_messages``)."

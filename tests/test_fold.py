@@ -303,6 +303,28 @@ async def test_a_full_message_window_drops_the_earlier_instruction_rather_than_f
     assert request_problems(out.messages) == []
 
 
+@pytest.mark.parametrize("max_messages", [8, 10])
+async def test_a_small_message_ceiling_caps_the_tails_floor_too(
+    build: Build, max_messages: int
+) -> None:
+    # min_tail_messages=8 under max_messages=10 made every fold view 11 messages: the
+    # note, the re-attached outputs, the restated directive and 8 tail messages at least.
+    # The floor is capped at half the window, as the tail's ceiling is.
+    out = await build(
+        [SystemMessage("sys"), *tool_loop(60, 400)],
+        summarizer=ScriptedSummarizer(),
+        max_messages=max_messages,
+        max_tokens=100_000,
+        tail_tokens=2_000,
+        restore_tokens=None,
+    )
+    restored = [m for m in out.messages if not is_note(m) and stamp_of(m) is not None]
+    assert restored, "the re-attached outputs are part of what the ceiling must hold"
+    assert out.mode == "folded"
+    assert len(out.messages) - 1 <= max_messages
+    assert request_problems(out.messages) == []
+
+
 @pytest.mark.parametrize("max_messages", [12, 16, 20, 24])
 def test_after_a_fold_the_next_views_keep_its_front_across_a_new_instruction(
     max_messages: int,

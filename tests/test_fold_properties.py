@@ -78,7 +78,7 @@ def irreducible_core(
         compact_tail_start_for_budget(
             convo,
             0,
-            min_tail_messages=policy.min_tail_messages,
+            min_tail_messages=policy.tail_message_floor,
             max_tail_messages=policy.tail_message_cap,
         ) :
     ]
@@ -156,9 +156,11 @@ def test_every_turn_is_valid_covered_and_in_budget_unless_its_core_alone_is_not(
             # (then whole old units were left out of the VIEW; the record keeps them).
             assert fold_coverage_gaps(prefix, view) == []
         # Never over budget, whatever the record (the irreducible core is elided to fit).
-        core_tokens, _ = irreducible_core(prefix, view, system, policy)
+        core_tokens, core_messages = irreducible_core(prefix, view, system, policy)
         assert count_tokens(view) <= policy.max_tokens, core_tokens
-        assert len(view) - leading_system_count(view) <= policy.max_messages
+        # The message ceiling too, unless the core alone is over it (a ceiling of a few
+        # messages, under a directive, a note and a thinking turn's opening).
+        assert len(view) - leading_system_count(view) <= max(policy.max_messages, core_messages)
 
 
 @PROPERTY

@@ -490,7 +490,7 @@ def _tail_start(
         compact_tail_start_for_budget(
             convo,
             tail_budget,
-            min_tail_messages=policy.min_tail_messages,
+            min_tail_messages=policy.tail_message_floor,
             max_tail_messages=policy.tail_message_cap,
             token_counter=counter,
             floor_within_budget=True,
@@ -511,7 +511,7 @@ def _requested_fold(plan: FoldPlan, held: CompactMemo | None, focus: str | None)
         compact_tail_start_for_budget(
             convo,
             0,
-            min_tail_messages=policy.min_tail_messages,
+            min_tail_messages=policy.tail_message_floor,
             max_tail_messages=policy.tail_message_cap,
             token_counter=plan.counter,
         ),

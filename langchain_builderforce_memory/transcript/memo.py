@@ -374,9 +374,19 @@ class FoldPolicy:
         return max(1, self.message_cap // 8)
 
     @property
+    def tail_message_floor(self) -> int:
+        """The tail's fewest messages: ``min_tail_messages``, at most half the window.
+
+        Capped as the tail's ceiling is: a floor of 8 under ``max_messages=10`` made every
+        fold view 11 conversation messages (the note, the directive and 8 tail messages
+        at least, the brief beside them).
+        """
+        return max(1, min(self.min_tail_messages, self.message_cap // 2))
+
+    @property
     def tail_message_cap(self) -> int:
         """The tail's message ceiling: ``max_tail_messages``, at most half the window."""
-        return max(self.min_tail_messages, min(self.max_tail_messages, self.message_cap // 2))
+        return max(self.tail_message_floor, min(self.max_tail_messages, self.message_cap // 2))
 
     @property
     def message_cap(self) -> int:

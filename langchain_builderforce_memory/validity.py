@@ -192,28 +192,68 @@ def _unique_calls(
     for old, new in renames.items():
         repairs.append(f"renamed the reused tool call id {old!r} to {new!r}")
 
-    def fixed(call_id: object) -> object:
-        return renames.get(call_id, call_id) if isinstance(call_id, str) else call_id
-
-    calls = [{**c, "id": fixed(c.get("id"))} for c in message.tool_calls if c.get("id")]
+    calls = [{**c, "id": _renamed(c.get("id"), renames)} for c in message.tool_calls if c.get("id")]
+    invalid = [{**c, "id": _renamed(c.get("id"), renames)} for c in message.invalid_tool_calls]
     content = message.content
     if isinstance(content, list):
         content = [
-            {**b, "id": fixed(b.get("id"))}
-            if isinstance(b, dict) and b.get("type") == "tool_use"
-            else b
+            _renamed_call_block(b, renames)
             for b in content
             if not (isinstance(b, dict) and b.get("type") == "tool_use" and not b.get("id"))
         ]
-    update = {"content": content, "tool_calls": calls}
+    update = {"content": content, "tool_calls": calls, "invalid_tool_calls": invalid}
     return message.model_copy(update=update), renames
 
 
+def _renamed(call_id: object, renames: dict[str, str]) -> object:
+    return renames.get(call_id, call_id) if isinstance(call_id, str) else call_id
+
+
+def _renamed_call_block(
+    block: str | dict[str, object], renames: dict[str, str]
+) -> str | dict[str, object]:
+    """A call block with its id renamed, in every shape :func:`call_ids` reads.
+
+    ``tool_use``, v1 ``tool_call``, a Responses ``function_call``'s ``call_id``: the block
+    and ``tool_calls`` must still name one call.
+    """
+    if not renames or not isinstance(block, dict):
+        return block
+    key = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}.get(
+        str(block.get("type"))
+    )
+    return {**block, key: _renamed(block.get(key), renames)} if key else block
+
+
+def _renamed_result(
+    block: str | dict[str, object], renames: dict[str, str]
+) -> str | dict[str, object]:
+    """``block`` answering the new id, if it is a ``tool_result`` answering a renamed call."""
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return block
+    answered = block.get("tool_use_id")
+    if not isinstance(answered, str) or answered not in renames:
+        return block
+    return {**block, "tool_use_id": renames[answered]}
+
+
 def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessage:
-    """A tool result answering a renamed call, as a copy answering the new id."""
-    if renames and isinstance(message, ToolMessage) and message.tool_call_id in renames:
-        return message.model_copy(update={"tool_call_id": renames[message.tool_call_id]})
-    return message
+    """A tool result answering a renamed call, as a copy answering the new id.
+
+    A ``ToolMessage``, or an Anthropic-native user turn's ``tool_result`` blocks.
+    """
+    if not renames:
+        return message
+    if isinstance(message, ToolMessage):
+        if message.tool_call_id in renames:
+            return message.model_copy(update={"tool_call_id": renames[message.tool_call_id]})
+        return message
+    if not isinstance(message.content, list):
+        return message
+    content = [_renamed_result(b, renames) for b in message.content]
+    if all(new is old for new, old in zip(content, message.content, strict=True)):
+        return message
+    return message.model_copy(update={"content": content})
 
 
 def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessage:

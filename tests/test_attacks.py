@@ -7,7 +7,7 @@ import base64
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -32,10 +32,12 @@ from langchain_builderforce_memory import (
 from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
+from langchain_builderforce_memory.blocks import call_ids
 from langchain_builderforce_memory.calibration import FIRST_MARGIN
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
 from langchain_builderforce_memory.media import media_tokens
+from langchain_builderforce_memory.messages import is_stamped
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import (
     ApproximateTokenCounter,
@@ -321,6 +323,53 @@ def test_a_reused_call_id_is_renamed_with_its_result_and_nothing_is_lost() -> No
     assert answers == [("t1", "first"), ("t1_2", "second")]
     assert REUSED_ID[4].tool_calls[0]["id"] == "t1"  # the record's message is untouched
     assert any("renamed" in r for r in repairs)
+
+
+def _native_round(cid: str, out: str) -> list[BaseMessage]:
+    call = AIMessage([{"type": "tool_use", "id": cid, "name": "ls", "input": {}}])
+    return [call, HumanMessage([{"type": "tool_result", "tool_use_id": cid, "content": out}])]
+
+
+def _responses_round(cid: str, out: str) -> list[BaseMessage]:
+    block = {"type": "function_call", "call_id": cid, "name": "ls", "arguments": "{}"}
+    call = AIMessage([block], tool_calls=[{"name": "ls", "args": {}, "id": cid}])
+    return [call, ToolMessage(out, tool_call_id=cid)]
+
+
+def _v1_round(cid: str, out: str) -> list[BaseMessage]:
+    block = {"type": "tool_call", "id": cid, "name": "ls", "args": {}}
+    call = AIMessage([block], tool_calls=[{"name": "ls", "args": {}, "id": cid}])
+    return [call, ToolMessage(out, tool_call_id=cid)]
+
+
+def _invalid_round(cid: str, out: str) -> list[BaseMessage]:
+    bad = {"name": "ls", "args": "{", "id": cid, "error": "bad json"}
+    return [AIMessage("", invalid_tool_calls=[bad]), ToolMessage(out, tool_call_id=cid)]
+
+
+@pytest.mark.parametrize(
+    "round_of",
+    [_native_round, _responses_round, _v1_round, _invalid_round],
+    ids=["anthropic-native", "responses-function-call", "v1-tool-call", "invalid-call"],
+)
+def test_a_reused_id_is_renamed_in_every_shape_a_call_and_its_answer_take(
+    round_of: Callable[[str, str], list[BaseMessage]],
+) -> None:
+    """The rename reaches the call's content block (a ``function_call``'s ``call_id``, a
+    v1 ``tool_call``), ``invalid_tool_calls`` and a native turn's ``tool_result``: the
+    view was rejected (the block kept the old id) or lost the second result."""
+    record = [HumanMessage("a"), *round_of("t1", "first"), AIMessage("k"), HumanMessage("b")]
+    record += [*round_of("t1", "second"), AIMessage("done")]
+    before = messages_to_dict(record)
+    for view in (
+        windowed(record, max_tokens=4_000),
+        build_working_transcript(record, max_tokens=4_000).messages,
+    ):
+        assert request_problems(view) == []
+        assert [c for m in view for c, _ in call_ids(m)] == ["t1", "t1_2"]
+        assert not is_stamped(view[-2])
+        assert "second" in str(view[-2].content)
+    assert messages_to_dict(record) == before
 
 
 # --- rare Unicode: a tool's output of random characters of a rarely used block ---------

@@ -420,10 +420,15 @@ def has_thinking(message: BaseMessage) -> bool:
 
 
 def thinking_out_of_place(message: BaseMessage) -> bool:
-    """True when a thinking block follows a non-thinking block (reordered or separated)."""
+    """True when a thinking block follows a non-thinking block (reordered or separated).
+
+    A plain string in a content list is a text block to the providers' formatters.
+    """
+    if not isinstance(message.content, list):
+        return False
     seen_other = False
-    for block in block_dicts(message):
-        if wire_type(block) in THINKING_TYPES:
+    for block in message.content:
+        if isinstance(block, Mapping) and wire_type(block) in THINKING_TYPES:
             if seen_other:
                 return True
         else:

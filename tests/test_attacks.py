@@ -443,6 +443,24 @@ def test_windowed_keeps_the_running_turns_opening_thinking_block(budget: int) ->
     assert anthropic_wire(view, thinking=True) == []
 
 
+def test_a_plain_string_before_a_thinking_block_is_flagged_and_moved_behind_it() -> None:
+    """A plain string in a content list is a text block to langchain-anthropic's formatter,
+    so ``["...", thinking]`` puts text before the thinking block; the check read only
+    dict blocks and the view went out as the record had it."""
+    thought = {"type": "thinking", "thinking": "plan", "signature": "sig"}
+    call = {"name": "ls", "args": {}, "id": "t1"}
+    loop = AIMessage(["reading", thought], tool_calls=[call])
+    record = [HumanMessage("go"), loop, ToolMessage("a.py", tool_call_id="t1")]
+    assert any("thinking block follows" in p for p in request_problems(record))
+    for view in (
+        windowed(record, max_tokens=4_000),
+        build_working_transcript(record, max_tokens=4_000).messages,
+    ):
+        assert request_problems(view, thinking=True) == []
+        assert anthropic_wire(view, thinking=True) == []
+    assert record[1].content == ["reading", thought]
+
+
 # --- the chat history: reused ids, the marker race, fold cadence ------------------------
 
 

@@ -513,7 +513,7 @@ class _Walk:
             return
         if role == "user" and tool_result_ids(m):
             m = _keep_answers(m, self.pending, self.repairs) or m
-        elif role == "user" and _is_empty_turn(m):
+        if role == "user" and _is_empty_turn(m):  # empty, or left empty by dropped results
             m = stamp(
                 HumanMessage("[empty message]", id=m.id),
                 "repair",

@@ -290,6 +290,13 @@ REUSED_ID = [
 ]
 EMPTY_ID = [HumanMessage("a"), _call("", "cat"), ToolMessage("z", tool_call_id=""), AIMessage("k")]
 EMPTY_TURN = [HumanMessage("a"), AIMessage("b"), HumanMessage("  "), AIMessage("c")]
+# An orphan result beside a blank text block: dropping the result left an empty user turn.
+ORPHAN_BESIDE_BLANK = [
+    HumanMessage("a"),
+    AIMessage("b"),
+    HumanMessage([{"type": "text", "text": " "}, {"type": "tool_result", "tool_use_id": "x"}]),
+    AIMessage("c"),
+]
 
 
 @pytest.mark.parametrize(
@@ -298,8 +305,9 @@ EMPTY_TURN = [HumanMessage("a"), AIMessage("b"), HumanMessage("  "), AIMessage("
         (REUSED_ID, "tool call id 't1' was already used by message 1"),
         (EMPTY_ID, "a cat tool call has no id"),
         (EMPTY_TURN, "message 2: an empty user turn"),
+        (ORPHAN_BESIDE_BLANK, "message 2: tool result 'x' does not follow the call"),
     ],
-    ids=["reused-id", "empty-id", "empty-turn"],
+    ids=["reused-id", "empty-id", "empty-turn", "orphan-beside-blank"],
 )
 def test_request_problems_flags_what_anthropic_rejects_and_the_view_repairs_it(
     record: list[BaseMessage], problem: str

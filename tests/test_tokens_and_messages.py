@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from langchain_core.messages import (
     AIMessage,
@@ -14,6 +16,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_builderforce_memory import windowed
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
@@ -134,6 +137,26 @@ def test_adapts_a_langchain_style_callable_and_a_chat_model() -> None:
 
     counter = resolve_token_counter(CountingModel(messages=iter([])))
     assert counter.count_message(HumanMessage("hello world")) == 7
+
+
+@pytest.mark.parametrize(
+    ("returned", "error"),
+    [(None, TypeError), ("12", TypeError), (float("nan"), ValueError), (-5, ValueError)],
+    ids=["none", "str", "nan", "negative"],
+)
+def test_a_callable_counter_that_returns_no_count_is_named_in_the_error(
+    returned: object, error: type[Exception]
+) -> None:
+    """``None`` and NaN failed in ``int()`` without naming the counter; a negative count
+    was taken, and then any view fitted any budget."""
+    record = [HumanMessage("go"), AIMessage("ok")]
+    with pytest.raises(error, match="token_counter returned"):
+        windowed(record, max_tokens=8_000, token_counter=lambda msgs: returned)
+
+
+def test_a_callable_counters_fraction_is_rounded_up() -> None:
+    counter = CallableTokenCounter(lambda msgs: Fraction(81, 2))
+    assert counter.count_message(HumanMessage("x")) == 41
 
 
 def test_resolve_rejects_what_cannot_count_naming_the_argument() -> None:

@@ -325,6 +325,47 @@ async def test_a_small_message_ceiling_caps_the_tails_floor_too(
     assert request_problems(out.messages) == []
 
 
+def _reads(i: int, paths: list[str], *, thought: bool = False) -> list[BaseMessage]:
+    calls = [
+        {"name": "read_file", "args": {"path": p}, "id": f"c{i}_{k}"} for k, p in enumerate(paths)
+    ]
+    content: str | list[str | dict[str, Any]] = ""
+    if thought:
+        content = [{"type": "thinking", "thinking": "plan", "signature": "sig"}]
+    results = [
+        ToolMessage(f"contents of {p}\n" + "line\n" * 200, tool_call_id=f"c{i}_{k}")
+        for k, p in enumerate(paths)
+    ]
+    return [AIMessage(content, tool_calls=calls), *results]
+
+
+@pytest.mark.parametrize("rounds", [4, 7])
+async def test_re_attached_outputs_take_only_the_room_a_pinned_thinking_step_leaves(
+    build: Build, rounds: int
+) -> None:
+    # The opening thinking step (3 parallel reads, 4 messages) goes in with the directive;
+    # the files were sized against the tail alone, and 2 of them made the view 17
+    # messages under max_messages=16. The files are the one optional part of a fold view.
+    record: list[BaseMessage] = [
+        HumanMessage("task"),
+        *_reads(0, ["a.py", "b.py", "c.py"], thought=True),
+    ]
+    for i in range(rounds):
+        record += _reads(1 + i, [f"src/m{i}a.py", f"src/m{i}b.py"])
+    out = await build(
+        record,
+        summarizer=ScriptedSummarizer(),
+        max_messages=16,
+        max_tokens=100_000,
+        restore_tokens=None,
+    )
+    assert out.mode == "folded"
+    kinds = [(stamp_of(m) or {}).get("kind") for m in out.messages]
+    assert "restored" in kinds, "a file is re-attached while the window has room"
+    assert len(out.messages) <= 16
+    assert request_problems(out.messages, thinking=True) == []
+
+
 @pytest.mark.parametrize("max_messages", [12, 16, 20, 24])
 def test_after_a_fold_the_next_views_keep_its_front_across_a_new_instruction(
     max_messages: int,

@@ -63,9 +63,9 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "(the default): the seed's 80, raised to one message per 200 tokens of "
             "``max_tokens`` (160 at 32k), so small messages do not make the fold call the "
             "summarizer long before the budget is used; ``None``: no message ceiling, the "
-            "token budget decides. The least view a request can be (the directive, the "
-            "note, the newest tool call with all its results) is sent even past a ceiling "
-            "smaller than it."
+            "token budget decides. The least view a request can be (the directive and, with "
+            "thinking on, its turn's opening step; the note; the newest tool call with all "
+            "its results) is sent even past a ceiling smaller than it."
         ),
         "tail_tokens": (
             "Tokens a fold keeps verbatim after its note (the fold also caps it by its share "

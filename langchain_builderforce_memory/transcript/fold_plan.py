@@ -409,10 +409,8 @@ def _tail_and_restore(
         - directive_tokens
     )
     to = _tail_start(convo, policy, counter, room, start)
-    files_cap = policy.restore_message_cap
-    restore = restore_plan(
-        plan.results, covered_end=to, room=policy.restore_budget, max_count=files_cap
-    )
+    cap = policy.restore_message_cap
+    restore = restore_plan(plan.results, covered_end=to, room=policy.restore_budget, max_count=cap)
     if restore:
         # What the tail and the files may hold together leaves the next fold its headroom:
         # a larger restore takes it from the tail, and a tail over its share (its fewest
@@ -421,13 +419,8 @@ def _tail_and_restore(
         restore_cost = sum(r.size + _RESTORE_OVERHEAD for r in restore)
         to = _tail_start(convo, policy, counter, room - restore_cost, start, limit - restore_cost)
         fits = min(restore_cost, limit - (turn.sums[-1] - turn.sums[to]))
-        # The files are the view's one optional part: they take only the message room the
-        # note, the directive and the tail leave (a running thinking turn, kept whole, can
-        # fill the window; 3 files then made a 16-message ceiling's view 18 messages).
-        span = turn.anchors.thinking
-        pinned = min(span[1], to) - span[0] if span is not None and span[0] < to else 0
-        files_cap = min(files_cap, max(0, policy.message_cap - 2 - pinned - (len(convo) - to)))
-        restore = restore_plan(plan.results, covered_end=to, room=max(0, fits), max_count=files_cap)
+        cap = policy.files_cap(turn.anchors.pinned_before(to) + len(convo) - to)
+        restore = restore_plan(plan.results, covered_end=to, room=max(0, fits), max_count=cap)
     return to, restore
 
 

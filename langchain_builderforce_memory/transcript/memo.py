@@ -373,6 +373,15 @@ class FoldPolicy:
         """
         return max(1, self.message_cap // 8)
 
+    def files_cap(self, kept: int) -> int:
+        """The most files a fold re-attaches beside ``kept`` verbatim messages.
+
+        The files are the view's one optional part: they take only the message room the
+        note, the directive and the kept messages leave. Sized against the tail alone, 2
+        files made a 16-message ceiling's view 17 (a pinned thinking step of 4 messages).
+        """
+        return max(0, min(self.restore_message_cap, self.message_cap - 2 - kept))
+
     @property
     def tail_message_floor(self) -> int:
         """The tail's fewest messages: ``min_tail_messages``, at most half the window.

@@ -273,6 +273,11 @@ class Anchors:
         """
         return cls(latest_directive_index(convo, fallback=False), thinking_span(convo))
 
+    def pinned_before(self, to: int) -> int:
+        """Messages of the running thinking step before ``to``: a fold keeps them."""
+        span = self.thinking
+        return min(span[1], to) - span[0] if span is not None and span[0] < to else 0
+
 
 def pinned_directive_index(
     convo: Sequence[BaseMessage], tail_start: int, *, anchors: Anchors | None = None

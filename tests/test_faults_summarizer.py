@@ -124,12 +124,22 @@ def test_a_rate_limit_body_is_never_stored_as_the_note() -> None:
     assert all("rate_limited" not in str(m.content) for v in views for m in v.messages)
 
 
+_THOUGHT = {"type": "thinking", "thinking": "what to keep", "signature": "sig"}
+
+
 @pytest.mark.parametrize(
     "answer",
-    [AIMessage("the note"), AIMessage(content=[{"type": "text", "text": "the note"}])],
-    ids=["string-content", "text-blocks"],
+    [
+        AIMessage("the note"),
+        AIMessage(content=[{"type": "text", "text": "the note"}]),
+        [_THOUGHT, {"type": "text", "text": "the note"}],
+        [{"type": "text", "text": "the "}, {"type": "text", "text": "note", "citations": []}],
+    ],
+    ids=["string-content", "text-blocks", "content-with-thinking", "content-with-citations"],
 )
-def test_a_message_whose_text_is_the_note_is_taken(answer: AIMessage) -> None:
+def test_a_message_whose_text_is_the_note_is_taken(answer: object) -> None:
+    """A message's content, as ``lambda p: model.invoke(p).content`` gives it with Claude's
+    thinking or citations, was no answer (a list): the fold never ran."""
     assert summarize_transcript(lambda p: answer, [HumanMessage("x")]) == "the note"
 
 

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TypeAlias, TypeGuard
 
 from langchain_core.messages import (
     BaseMessage,
@@ -127,7 +127,8 @@ Summarizer: TypeAlias = (
 )
 """A chat model (or any ``Runnable``), or a function, sync or async, that takes the
 prompt messages ``[SystemMessage(prompt), HumanMessage(rendered transcript)]`` and
-returns the note as text (or a message). ``None`` or ``""`` means "no summary"."""
+returns the note as text (or a message, or a message's content blocks: their text
+blocks are the note). ``None`` or ``""`` means "no summary"."""
 
 SummarizerLike: TypeAlias = "Summarizer | str"
 """What ``summarizer=`` arguments accept: a :data:`Summarizer`, or a ``"provider:model"``
@@ -186,8 +187,10 @@ def _config() -> RunnableConfig:
 
 
 def _answer_text(raw: object) -> str | None:
-    """The answer's text: a string, or a message whose text is one; else ``None``, logged.
+    """The answer's text, or ``None``, logged.
 
+    A string; a message's text; or the text blocks of a message's content, which is what
+    ``lambda p: model.invoke(p).content`` returns with Claude's thinking or citations.
     A summarizer that returns a dict (a rate-limit error body), a number or bytes gave no
     note: storing its JSON as the run's memory would replace what the run learned with an
     error message, silently.
@@ -195,10 +198,11 @@ def _answer_text(raw: object) -> str | None:
     if raw is None:
         log_no_answer("summarizer", "empty answer")
         return None
+    text: object = raw
     if isinstance(raw, BaseMessage):
-        text: object = raw.text
-    else:
-        text = raw
+        text = raw.text
+    elif _content_blocks(raw):
+        text = "".join(str(b.get("text") or "") for b in raw if b.get("type") == "text")
     if not isinstance(text, str):
         log_no_answer(
             "summarizer",
@@ -214,6 +218,15 @@ def _answer_text(raw: object) -> str | None:
         log_no_answer("summarizer", f"answered {problem}, not a summary")
         return None
     return clean_text(text.strip())
+
+
+def _content_blocks(raw: object) -> TypeGuard[list[dict[str, object]]]:
+    """A message's content blocks: a list of typed dicts, one of them a text block."""
+    return (
+        isinstance(raw, list)
+        and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in raw)
+        and any(b.get("type") == "text" for b in raw)
+    )
 
 
 _HTTP_STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? [1-5]\d\d\b")

@@ -39,6 +39,7 @@ from langchain_builderforce_memory.jsontext import json_text
 __all__ = [
     "THINKING_TYPES",
     "block_dicts",
+    "call_id_key",
     "call_ids",
     "cuttable_text",
     "has_structure",
@@ -97,7 +98,12 @@ def _is_signed_thinking(block: Mapping[str, object], message: BaseMessage) -> bo
     )
 
 
-_CALL_BLOCK_TYPES: Final = frozenset({"tool_use", "function_call", "tool_call"})
+_CALL_ID_KEYS: Final[Mapping[str, str]] = {
+    "tool_use": "id",
+    "tool_call": "id",
+    "function_call": "call_id",  # a Responses item's ``id`` is the item's, not the call's
+}
+_CALL_BLOCK_TYPES: Final = frozenset(_CALL_ID_KEYS)
 _RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
 
 
@@ -113,6 +119,19 @@ def block_dicts(message: BaseMessage) -> list[Mapping[str, object]]:
     if not isinstance(content, list):
         return []
     return [b for b in content if isinstance(b, Mapping)]
+
+
+def call_id_key(block: Mapping[str, object]) -> str | None:
+    """The key a call block keeps its call id under, or ``None`` for any other block.
+
+    Example:
+        >>> call_id_key({"type": "function_call", "call_id": "c1", "id": "fc_1"})
+        'call_id'
+        >>> call_id_key({"type": "tool_use", "id": "t1"}), call_id_key({"type": "text"})
+        ('id', None)
+    """
+    kind = block.get("type")
+    return _CALL_ID_KEYS.get(kind) if isinstance(kind, str) else None
 
 
 def call_ids(message: BaseMessage) -> list[tuple[str, str]]:
@@ -185,8 +204,9 @@ def _call_sources(message: BaseMessage) -> dict[str, tuple[str, Mapping[str, obj
         if call.get("id"):
             found.setdefault(str(call["id"]), (str(call["name"]), call))
     for block in block_dicts(message):
-        if block.get("type") in _CALL_BLOCK_TYPES:
-            key = block.get("id") if block.get("type") != "function_call" else block.get("call_id")
+        id_key = call_id_key(block)
+        if id_key is not None:
+            key = block.get(id_key)
             if isinstance(key, str) and key and key not in found:
                 found[key] = (str(block.get("name") or "tool"), block)
     for bad in message.invalid_tool_calls:

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import call_ids, thinking_first, tool_result_ids
+from langchain_builderforce_memory.blocks import (
+    call_id_key,
+    call_ids,
+    thinking_first,
+    tool_result_ids,
+)
 from langchain_builderforce_memory.messages import (
     Role,
     answered_ids,
@@ -219,9 +224,7 @@ def _renamed_call_block(
     """
     if not renames or not isinstance(block, dict):
         return block
-    key = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}.get(
-        str(block.get("type"))
-    )
+    key = call_id_key(block)
     return {**block, key: _renamed(block.get(key), renames)} if key else block
 
 
@@ -251,8 +254,6 @@ def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessag
     if not isinstance(message.content, list):
         return message
     content = [_renamed_result(b, renames) for b in message.content]
-    if all(new is old for new, old in zip(content, message.content, strict=True)):
-        return message
     return message.model_copy(update={"content": content})
 
 

@@ -22,6 +22,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_builderforce_memory.blocks import call_id_key
 from langchain_builderforce_memory.jsontext import json_text
 
 __all__ = ["SHORT", "cut_saving", "longest_value", "with_cut_args"]
@@ -79,7 +80,7 @@ def _cut_json(raw: object, keep: int) -> object:
 
 
 def _block_id(block: Mapping[str, object]) -> object:
-    return block.get("call_id") if block.get("type") == "function_call" else block.get("id")
+    return block.get(call_id_key(block) or "id")
 
 
 def _cut_block(block: object, keep: int, only: Collection[str] | None) -> object:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, TypeGuard
 
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -202,7 +203,7 @@ def _answer_text(raw: object) -> str | None:
     if isinstance(raw, BaseMessage):
         text = raw.text
     elif _content_blocks(raw):
-        text = "".join(str(b.get("text") or "") for b in raw if b.get("type") == "text")
+        text = AIMessage(content=raw).text  # langchain-core's own reading of text blocks
     if not isinstance(text, str):
         log_no_answer(
             "summarizer",
@@ -220,7 +221,7 @@ def _answer_text(raw: object) -> str | None:
     return clean_text(text.strip())
 
 
-def _content_blocks(raw: object) -> TypeGuard[list[dict[str, object]]]:
+def _content_blocks(raw: object) -> TypeGuard[list[str | dict[str, object]]]:
     """A message's content blocks: a list of typed dicts, one of them a text block."""
     return (
         isinstance(raw, list)

@@ -15,10 +15,13 @@ written with the model call's response (``ExtendedModelResponse``), so any check
 persists them and a resumed thread neither re-summarizes nor forgets its brief. They are
 marked ``PrivateStateAttr``: not part of the agent's input or output schema.
 
-Composition with ``ModelFallbackMiddleware``: put the fallback BEFORE this middleware::
+Composition: list this middleware LAST, so it sizes the request the model will get::
 
     middleware=[ModelFallbackMiddleware(small_model), BuilderforceMemoryMiddleware(summarizer)]
 
+A middleware listed after it changes the request after it was sized: a longer system
+prompt (``TodoListMiddleware``) goes over ``max_tokens`` until a usage report corrects
+the calibration, and a model picked later (``ModelRouterMiddleware``) is not fitted.
 The first middleware is the outermost, so the fallback hands each attempt's request
 (with the fallback model in ``request.model``) to this middleware, which fits the view
 to THAT model's profile (``max_input_tokens``, less its reply reserve and the tool

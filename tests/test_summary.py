@@ -29,7 +29,7 @@ from langchain_builderforce_memory.transcript.summary import (
 )
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
-from .helpers import AsyncScriptedSummarizer, ScriptedSummarizer
+from .helpers import AsyncScriptedSummarizer, ScriptedSummarizer, anthropic_native, read_loop
 
 # Set explicitly: another test (the CLI) may leave the package logger at ERROR.
 PACKAGE_LOGGER = "langchain_builderforce_memory"
@@ -80,6 +80,28 @@ _WRITTEN = "the new body of the file, line by line\n" * 200
 _WRITE = {"path": "src/app.py", "content": _WRITTEN}
 _WRITE_CALL = {"name": "write_file", "args": _WRITE, "id": "toolu_1", "type": "tool_call"}
 _TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": _WRITE}
+
+
+@pytest.mark.parametrize("shape", ["tool-messages", "anthropic-native"])
+def test_a_cleared_result_reaches_the_summarizer_as_its_size_after_its_call(shape: str) -> None:
+    # The placeholder a view shows names its call again, with its arguments. Rendered
+    # after that call, it repeated them: 15% of what the recorded runs' folds were sent.
+    record = read_loop(120, 1_500, files=200)
+    record = anthropic_native(record) if shape == "anthropic-native" else record
+    summarizer = ScriptedSummarizer()
+    build_working_transcript(record, summarizer=summarizer, max_tokens=20_000)
+    body = str(summarizer.calls[0][1].content)
+    cleared = body.count("[not shown: cleared, ")
+    assert cleared > 0
+    assert "make the same call again" not in body
+    assert body.count('read_file({"path":"f3.py"}) -> ') == 1
+    assert body.count("f3.py") == 1
+    # Only a cleared copy is shortened: a tool's own output that reads like one is shown.
+    text = "[cleared from this view: ls({}) returned 9 tokens; to see its output again, make "
+    text += "the same call again]"
+    call = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}])
+    rendered = render_for_summary([HumanMessage("go"), call, ToolMessage(text, tool_call_id="c1")])
+    assert rendered.endswith(f"tool ls({{}}) -> {text}")
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from langchain_builderforce_memory.blocks import is_tool_result_turn, tool_calls
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.transcript.results import cleared_tokens
 
 __all__ = ["ARG_VALUE_CHARS", "call_text", "render_for_summary"]
 
@@ -87,8 +88,13 @@ def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
     ]
 
 
-def _result_line(call: str | None, text: str) -> str:
-    return f"tool {call} -> {text}" if call else f"tool: {text}"
+def _result_line(message: BaseMessage, call: str | None, text: str) -> str:
+    if not call:
+        return f"tool: {text}"
+    # A cleared result's placeholder names its call again; rendered after that call, a
+    # word and its size say the same (15% of what the recorded runs' folds were sent).
+    size = cleared_tokens(message, text)
+    return f"tool {call} -> {text if size is None else f'[not shown: cleared, {size} tokens]'}"
 
 
 def render_for_summary(messages: Sequence[BaseMessage]) -> str:
@@ -133,9 +139,9 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
             text = _content_text(m.content)
             out.append(f"assistant [called: {', '.join(shown)}]: {text}".rstrip())
         elif isinstance(m, ToolMessage):
-            out.append(_result_line(calls.get(m.tool_call_id), _content_text(m.content)))
+            out.append(_result_line(m, calls.get(m.tool_call_id), _content_text(m.content)))
         elif is_tool_result_turn(m):
-            out.extend(_result_line(calls.get(i), text) for i, text in _native_results(m))
+            out.extend(_result_line(m, calls.get(i), text) for i, text in _native_results(m))
         else:
             out.append(f"{role_of(m)}: {_content_text(m.content)}")
     return "\n\n".join(out)

@@ -27,7 +27,7 @@ from langchain_builderforce_memory.blocks import (
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.jsontext import json_text
-from langchain_builderforce_memory.messages import message_id, stamp
+from langchain_builderforce_memory.messages import is_stamped, message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.call_args import cut_saving, with_cut_args
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
@@ -41,6 +41,7 @@ __all__ = [
     "ToolResults",
     "cleared_call",
     "cleared_result",
+    "cleared_tokens",
     "results_fact",
     "shown_cleared",
     "tool_results",
@@ -377,13 +378,37 @@ def shown_cleared(message: BaseMessage, result: ToolResult) -> BaseMessage | Non
     return held if held is not None and is_tool_result_turn(message) else None
 
 
+_PLACEHOLDER_START: Final = "[cleared from this view: "
+_PLACEHOLDER_END: Final = " tokens; to see its output again, make the same call again]"
+
+
 def _placeholder_text(name: str, args: str, size: int) -> str:
     """A cleared result's one line: the call to make again, and what it returned."""
     shown = args if len(args) <= _ARGS_CHARS else args[:_ARGS_CHARS] + "…"
-    return (
-        f"[cleared from this view: {name}({shown}) returned {size} tokens; "
-        "to see its output again, make the same call again]"
-    )
+    return f"{_PLACEHOLDER_START}{name}({shown}) returned {size}{_PLACEHOLDER_END}"
+
+
+_PLACEHOLDER_SIZE: Final = re.compile(r" returned (\d+)" + re.escape(_PLACEHOLDER_END) + r"\Z")
+
+
+def cleared_tokens(message: BaseMessage, text: str) -> int | None:
+    """The tokens a cleared result's placeholder ``text`` says its output was, else ``None``.
+
+    ``text`` is the placeholder only when ``message`` is stamped cleared: a tool's own
+    output that happens to read like one is its output.
+
+    Example:
+        >>> r = ToolResult(3, "read_file", '{"path": "a.py"}', 2_000, "read", "a.py")
+        >>> shown = cleared_result(ToolMessage("...", tool_call_id="c1"), r)
+        >>> cleared_tokens(shown, shown.text)
+        2000
+        >>> cleared_tokens(ToolMessage("x", tool_call_id="c1"), "x") is None
+        True
+    """
+    if not is_stamped(message, CLEARED_KIND) or not text.startswith(_PLACEHOLDER_START):
+        return None
+    found = _PLACEHOLDER_SIZE.search(text)
+    return int(found.group(1)) if found else None
 
 
 def cleared_call(

@@ -104,6 +104,20 @@ def test_a_cleared_result_reaches_the_summarizer_as_its_size_after_its_call(shap
     assert rendered.endswith(f"tool ls({{}}) -> {text}")
 
 
+def test_a_cleared_shell_write_reaches_the_summarizer_with_the_head_of_its_command() -> None:
+    # The view cuts a cleared edit's long values to a marker; a heredoc's command is one
+    # value, so the summarizer was shown neither the file written nor what went into it.
+    body = "cat > tests/test_repro.py << 'EOF'\nimport django\n" + "x = 1\n" * 800 + "EOF"
+    write = {"name": "bash", "args": {"command": body}, "id": "w1"}
+    record = read_loop(120, 1_500, files=200)
+    record[1:1] = [AIMessage("Writing.", tool_calls=[write]), ToolMessage("", tool_call_id="w1")]
+    summarizer = ScriptedSummarizer()
+    build_working_transcript(record, summarizer=summarizer, max_tokens=20_000)
+    text = str(summarizer.calls[0][1].content)
+    assert 'tool bash({"command":"cat > tests/test_repro.py << \'EOF\'\\nimport django' in text
+    assert "characters cut here in this view" not in text
+
+
 @pytest.mark.parametrize(
     ("call", "result"),
     [

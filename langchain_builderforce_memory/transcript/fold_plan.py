@@ -53,7 +53,7 @@ from langchain_builderforce_memory.transcript.view import (
     restore_plan,
     restored_messages,
     restored_of,
-    with_clear,
+    summary_shown,
 )
 
 __all__ = ["FoldPlan", "plan_working_transcript"]
@@ -435,10 +435,9 @@ def _fold_input(
     # more), and a single huge message is cut, so its request stays bounded.
     held_note = (AIMessage(held.note),) if held is not None else ()
     shown = (
-        with_clear(
+        summary_shown(
             plan.convo,
             furthest_clear(plan.results, start=start, end=to, keep_tokens=policy.keep_budget),
-            plan.copies,
         )
         if policy.clear_tool_results
         else plan.convo

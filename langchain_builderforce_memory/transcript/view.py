@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -76,6 +76,7 @@ __all__ = [
     "restored_messages",
     "restored_of",
     "still_in_working_context",
+    "summary_shown",
     "with_clear",
 ]
 
@@ -285,6 +286,17 @@ def with_clear(
     ``copies``: the conversation's, where an edit's cut call is kept from turn to turn.
     """
     return apply_clear(convo, step.cleared, copies)[0] if step.cleared else list(convo)
+
+
+def summary_shown(convo: Sequence[BaseMessage], step: ClearStep) -> list[BaseMessage]:
+    """``convo`` as a fold's summarizer is shown it: ``step``'s results as placeholders.
+
+    Their calls stay whole. The view cuts a cleared edit's long argument values to a
+    marker, and a shell command that wrote a file is one such value (``cat > a.py <<EOF``):
+    the summarizer's rendering cuts every value to its head, which names the file.
+    """
+    whole = [replace(r, call_saving=0) for r in step.cleared]
+    return apply_clear(convo, whole)[0] if whole else list(convo)
 
 
 def restore_plan(

@@ -118,6 +118,25 @@ def test_a_cleared_shell_write_reaches_the_summarizer_with_the_head_of_its_comma
     assert "characters cut here in this view" not in text
 
 
+def test_the_next_fold_reads_the_held_note_without_the_files_it_re_attached() -> None:
+    # Those files followed the note in the view, not in the summarizer's input: "re-attached
+    # below" there named what was not below, a claim a note written from it carries on.
+    record, memo, notes = read_loop(200, 1_500, files=12), None, []
+    summarizer = ScriptedSummarizer()
+    for end in range(100, len(record) + 1, 2):
+        out = build_working_transcript(
+            record[:end], memo=memo, summarizer=summarizer, max_tokens=20_000
+        )
+        memo = out.state.to_dict()
+        notes += [out.memo.note] if out.fold is not None and out.memo is not None else []
+        if len(summarizer.calls) == 2:
+            break
+    assert "re-attached below" in notes[0]
+    held = str(summarizer.calls[1][1].content).split("\n\n")[0]
+    assert held.startswith("assistant: Compressed memory of the first ")
+    assert "re-attached below" not in str(summarizer.calls[1][1].content)
+
+
 @pytest.mark.parametrize(
     ("call", "result"),
     [

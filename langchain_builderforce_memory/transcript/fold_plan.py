@@ -40,6 +40,7 @@ from langchain_builderforce_memory.transcript.plan import (
     Anchors,
     compact_tail_start_for_budget,
     memory_note,
+    note_for_summary,
     note_reserve,
     restated_opening,
     system_messages,
@@ -433,7 +434,7 @@ def _fold_input(
     # a rendering, not a request, so the strict-provider role rule does not apply to it.
     # What the clear tier would clear is shown to it as placeholders too (the model saw no
     # more), and a single huge message is cut, so its request stays bounded.
-    held_note = (AIMessage(held.note),) if held is not None else ()
+    held_note = (AIMessage(note_for_summary(held.note)),) if held is not None else ()
     shown = (
         summary_shown(
             plan.convo,
@@ -516,7 +517,7 @@ def _requested_fold(plan: FoldPlan, held: CompactMemo | None, focus: str | None)
     )
     if to <= 0:
         return None
-    held_note = (AIMessage(held.note),) if held is not None else ()
+    held_note = (AIMessage(note_for_summary(held.note)),) if held is not None else ()
     return replace(
         plan,
         mode="fold",

@@ -61,6 +61,7 @@ __all__ = [
     "fold_note_text",
     "held_directive_index",
     "memory_note",
+    "note_for_summary",
     "note_reserve",
     "pinned_directive_index",
     "present_leading_marker",
@@ -76,14 +77,32 @@ MEMORY_NOTE_KIND: Final = "memory_note"
 """The stamp ``kind`` of a memory note in a view (see :func:`memory_note`)."""
 
 
+_RESTORED_LINE: Final = "\n\nre-attached below, verbatim (their latest output): "
+
+
 def fold_note_text(summary: str, covered_end: int, restored: Sequence[str] = ()) -> str:
     """The note's text: a header saying what it covers, the summary, what is re-attached."""
     text = (
         f"Compressed memory of the first {covered_end} message(s) of this conversation:\n{summary}"
     )
     if restored:
-        text += f"\n\nre-attached below, verbatim (their latest output): {', '.join(restored)}"
+        text += f"{_RESTORED_LINE}{', '.join(restored)}"
     return text
+
+
+def note_for_summary(note: str) -> str:
+    r"""A held note as the next fold's summarizer reads it: without its re-attached line.
+
+    The files that line names followed the note in the view, not in the summarizer's
+    input. There, "re-attached below" names what is not below, and a note written from
+    it could carry the claim on to a view that re-attaches other files.
+
+    Example:
+        >>> note_for_summary(fold_note_text("Read a.py.", 4, ["a.py"]))
+        'Compressed memory of the first 4 message(s) of this conversation:\nRead a.py.'
+    """
+    head, found, _ = note.rpartition(_RESTORED_LINE)
+    return head if found else note
 
 
 def note_reserve(counter: TokenCounter, covered_end: int) -> int:

@@ -85,7 +85,7 @@ _TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input":
 @pytest.mark.parametrize("shape", ["tool-messages", "anthropic-native"])
 def test_a_cleared_result_reaches_the_summarizer_as_its_size_after_its_call(shape: str) -> None:
     # The placeholder a view shows names its call again, with its arguments. Rendered
-    # after that call, it repeated them: 15% of what the recorded runs' folds were sent.
+    # after that call, it repeated them.
     record = read_loop(120, 1_500, files=200)
     record = anthropic_native(record) if shape == "anthropic-native" else record
     summarizer = ScriptedSummarizer()

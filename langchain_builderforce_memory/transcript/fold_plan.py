@@ -432,7 +432,7 @@ def _fold_input(
     policy, counter = plan.policy, plan.counter
     # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
     # a rendering, not a request, so the strict-provider role rule does not apply to it.
-    # What the clear tier would clear is shown to it as placeholders too (the model saw no
+    # What the clear tier would clear is shown to it as cleared too (the model saw no
     # more), and a single huge message is cut, so its request stays bounded.
     held_note = (AIMessage(note_for_summary(held.note)),) if held is not None else ()
     shown = (

@@ -92,7 +92,7 @@ def _result_line(message: BaseMessage, call: str | None, text: str) -> str:
     if not call:
         return f"tool: {text}"
     # A cleared result's placeholder names its call again; rendered after that call, a
-    # word and its size say the same (15% of what the recorded runs' folds were sent).
+    # word and its size say the same in a few tokens.
     size = cleared_tokens(message, text)
     return f"tool {call} -> {text if size is None else f'[not shown: cleared, {size} tokens]'}"
 

@@ -6,6 +6,8 @@ only the fold could keep it in budget: ``docs/benchmarks.md`` has the recorded r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -73,8 +75,9 @@ def test_a_cleared_native_turn_shows_each_answer_as_its_own_placeholder() -> Non
     first = cleared[0].content
     assert isinstance(first, list)
     assert [b["tool_use_id"] for b in first] == ["a", "b"]
-    assert first[0]["content"].startswith('[cleared from this view: read_file({"path": "a.py"})')
-    assert first[1]["content"].startswith('[cleared from this view: read_file({"path": "b.py"})')
+    for block in first:  # its tool_use block, whole and just above, names the file
+        placeholder = r"\[cleared from this view: read_file returned \d+ tokens;"
+        assert re.match(placeholder, block["content"]), block["content"]
     assert count_tokens(view) <= 5_000
     assert request_problems(view) == []
     assert anthropic_wire(view) == []

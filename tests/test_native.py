@@ -219,7 +219,7 @@ def test_a_view_keeps_the_block_first_and_is_counted_from_it(budget: int) -> Non
 
 
 def test_no_fold_folds_the_block_into_our_note() -> None:
-    record = compacted_record(after=40)
+    record = compacted_record(after=60)  # the clear tier alone cannot fit it to 12k
     summarizer = ScriptedSummarizer("our note")
     out = build_working_transcript(
         record, summarizer=summarizer, max_tokens=12_000, token_counter=COUNTER

@@ -97,7 +97,7 @@ def test_a_cleared_result_reaches_the_summarizer_as_its_size_after_its_call(shap
     assert body.count('read_file({"path":"f3.py"}) -> ') == 1
     assert body.count("f3.py") == 1
     # Only a cleared copy is shortened: a tool's own output that reads like one is shown.
-    text = "[cleared from this view: ls({}) returned 9 tokens; to see its output again, make "
+    text = "[cleared from this view: ls returned 9 tokens; to see its output again, make "
     text += "the same call again]"
     call = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}])
     rendered = render_for_summary([HumanMessage("go"), call, ToolMessage(text, tool_call_id="c1")])

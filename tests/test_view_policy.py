@@ -206,6 +206,26 @@ def test_the_clear_tier_makes_room_without_a_summarizer_call_and_names_what_it_c
     assert record[2].content.startswith("0:")  # the record is never changed
 
 
+def test_a_placeholder_names_its_tool_and_size_not_the_arguments_of_the_call_above_it() -> None:
+    # The call stays whole just above its placeholder, paired by id: repeating its
+    # arguments in the placeholder was paid for again on every request that held it.
+    record = read_loop(30, 3_000)
+    view = build_working_transcript(record, max_tokens=64_000).messages
+    cleared = [m for m in view if (stamp_of(m) or {}).get("kind") == CLEARED_KIND]
+    assert cleared
+    calls = {c["id"]: (m, c) for m in view if isinstance(m, AIMessage) for c in m.tool_calls}
+    for shown in cleared:
+        assert isinstance(shown, ToolMessage)
+        message, call = calls[shown.tool_call_id]
+        assert message is record[record.index(message)]  # whole, the record's own
+        assert call["args"]["path"] not in shown.text
+        tokens = (stamp_of(shown) or {})["tokens"]
+        assert shown.text == (
+            f"[cleared from this view: read_file returned {tokens} tokens; "
+            "to see its output again, make the same call again]"
+        )
+
+
 def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> None:
     previous: list[BaseMessage] | None = None
     moves = 0

@@ -5,10 +5,10 @@ has already read and acted on: a file read three edits ago, a grep whose hits it
 test run re-run since. Summarizing all that costs a model call and rewrites the front of
 the request (every provider prefix cache misses); dropping it loses the thread. Clearing
 replaces each such result's CONTENT in the view with a stamped one-line placeholder that
-names the tool and its arguments and tells the model to make the same call again to see
-the output (the record keeps it, but the model cannot read the record). The
-call and its (cleared) result stay paired, so the request stays valid, and the record is
-never touched.
+names the tool and the size of its output and tells the model to make the same call again
+to see it (the record keeps it, but the model cannot read the record). The call stays just
+above, whole, paired with its (cleared) result by its id, so the request stays valid and
+the placeholder need not repeat the call's arguments; the record is never touched.
 
 What may be cleared, outside the protected recent tail (the newest results, which the
 model has not acted on yet): every tool result except the latest read of each file the

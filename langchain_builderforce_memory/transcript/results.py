@@ -64,9 +64,6 @@ _BULKY_NAMES: Final = re.compile(
 _SHARED_KINDS: Final[frozenset[ResultKind]] = frozenset({"search", "failed", "other"})
 """Kinds several answers in one turn keep together (a read or an edit names one file)."""
 
-_ARGS_CHARS: Final = 160
-"""How much of a call's arguments a placeholder shows."""
-
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
@@ -282,7 +279,7 @@ def _turn_result(
         kind = kinds.pop() if len(kinds) == 1 and kinds <= _SHARED_KINDS else "other"
         target = None
     blocks = [
-        {**block, "content": _placeholder_text(info[0], info[1], size)}
+        {**block, "content": _placeholder_text(info[0], size)}
         for block, info, size in zip(block_dicts(turn), infos, sizes, strict=True)
     ]
     call = calls.get(answers[0].tool_call_id) if len(answers) == 1 else None
@@ -349,13 +346,13 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
 
     Example:
         >>> r = ToolResult(3, "read_file", '{"path": "a.py"}', 2_000, "read", "a.py")
-        >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:46]
-        '[cleared from this view: read_file({"path": "a'
+        >>> cleared_result(ToolMessage("...", tool_call_id="c1"), r).content[:45]
+        '[cleared from this view: read_file returned 2'
     """
     held = result.placeholder
     if isinstance(held, ToolMessage) and held.tool_call_id == message.tool_call_id:
         return held
-    text = _placeholder_text(result.name, result.args, result.size)
+    text = _placeholder_text(result.name, result.size)
     copy = message.model_copy(update={"content": text})
     of = result.message_id or message_id(message)
     return stamp(copy, CLEARED_KIND, of=of, tokens=result.size)
@@ -382,10 +379,13 @@ _PLACEHOLDER_START: Final = "[cleared from this view: "
 _PLACEHOLDER_END: Final = " tokens; to see its output again, make the same call again]"
 
 
-def _placeholder_text(name: str, args: str, size: int) -> str:
-    """A cleared result's one line: the call to make again, and what it returned."""
-    shown = args if len(args) <= _ARGS_CHARS else args[:_ARGS_CHARS] + "…"
-    return f"{_PLACEHOLDER_START}{name}({shown}) returned {size}{_PLACEHOLDER_END}"
+def _placeholder_text(name: str, size: int) -> str:
+    """A cleared result's one line: the tool and the size of what it returned.
+
+    Not the call's arguments: the call it answers stays in the view above it, paired by
+    its id, so naming them again would be paid for on every request the placeholder is in.
+    """
+    return f"{_PLACEHOLDER_START}{name} returned {size}{_PLACEHOLDER_END}"
 
 
 _PLACEHOLDER_SIZE: Final = re.compile(r" returned (\d+)" + re.escape(_PLACEHOLDER_END) + r"\Z")

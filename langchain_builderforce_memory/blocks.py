@@ -45,6 +45,7 @@ __all__ = [
     "has_structure",
     "has_thinking",
     "is_tool_result_turn",
+    "legacy_function_call",
     "opens_with_thinking",
     "reasoning_text",
     "result_messages",
@@ -151,6 +152,25 @@ def call_ids(message: BaseMessage) -> list[tuple[str, str]]:
         [('t1', 'ls'), ('t2', 'cat')]
     """
     return [(key, name) for key, (name, _source) in _call_sources(message).items()]
+
+
+def legacy_function_call(message: BaseMessage) -> Mapping[str, object] | None:
+    """An assistant message's legacy OpenAI ``function_call``, else ``None``.
+
+    The functions API before tool calls: one call in ``additional_kwargs``, with no id,
+    answered by the ``FunctionMessage`` right after it. A message with tool calls sends
+    those instead (``langchain-openai`` never sends both: OpenAI rejects them).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> legacy_function_call(AIMessage("", additional_kwargs={
+        ...     "function_call": {"name": "ls", "arguments": "{}"}}))
+        {'name': 'ls', 'arguments': '{}'}
+    """
+    if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
+        return None
+    call = message.additional_kwargs.get("function_call")
+    return call if isinstance(call, Mapping) else None
 
 
 def _block_args(block: Mapping[str, object]) -> object:

@@ -32,6 +32,7 @@ from langchain_core.messages import (
 from langchain_builderforce_memory.blocks import (
     call_ids,
     is_tool_result_turn,
+    legacy_function_call,
     tool_result_ids,
 )
 from langchain_builderforce_memory.jsontext import json_text
@@ -380,3 +381,29 @@ def answered_ids(message: BaseMessage) -> list[str | None]:
         value = message.additional_kwargs.get("tool_call_id")
         return [value if isinstance(value, str) else None]
     return [None]
+
+
+def answers_legacy_call(message: BaseMessage, previous: BaseMessage | None) -> bool:
+    """Whether ``message`` is the function result of ``previous``'s legacy ``function_call``.
+
+    A ``FunctionMessage`` (or ``ChatMessage`` of role ``function``) naming no call id,
+    right after the assistant message that made the call: what ``langchain-openai`` sends
+    as ``role: "function"``. Anywhere else it answers nothing.
+
+    Example:
+        >>> call = AIMessage("", additional_kwargs={
+        ...     "function_call": {"name": "ls", "arguments": "{}"}})
+        >>> answers_legacy_call(FunctionMessage("a.py", name="ls"), call)
+        True
+        >>> answers_legacy_call(FunctionMessage("a.py", name="ls"), None)
+        False
+    """
+    legacy = isinstance(message, FunctionMessage) or (
+        isinstance(message, ChatMessage) and message.role == "function"
+    )
+    return (
+        legacy
+        and answered_ids(message) == [None]
+        and previous is not None
+        and legacy_function_call(previous) is not None
+    )

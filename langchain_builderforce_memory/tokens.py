@@ -32,7 +32,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import THINKING_TYPES, reasoning_text, result_parts
+from langchain_builderforce_memory.blocks import (
+    THINKING_TYPES,
+    legacy_function_call,
+    reasoning_text,
+    result_parts,
+)
 
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
@@ -173,9 +178,14 @@ def tool_call_payload(message: BaseMessage) -> str:
 
     Invalid tool calls (arguments the provider could not parse) are sent back to the model
     like any other call, so they count the same: their raw argument string and error too.
+    A legacy OpenAI ``function_call`` (:func:`~.blocks.legacy_function_call`) is sent
+    as the message's call, so it counts as its payload.
     """
-    if not isinstance(message, AIMessage) or not (message.tool_calls or message.invalid_tool_calls):
+    if not isinstance(message, AIMessage):
         return ""
+    if not (message.tool_calls or message.invalid_tool_calls):
+        legacy = legacy_function_call(message)
+        return json_text(legacy, sort_keys=True) if legacy is not None else ""
     calls: list[dict[str, object]] = [
         {"id": c.get("id"), "name": c["name"], "args": c["args"]} for c in message.tool_calls
     ]

@@ -24,6 +24,7 @@ from langchain_builderforce_memory.blocks import (
 from langchain_builderforce_memory.messages import (
     Role,
     answered_ids,
+    answers_legacy_call,
     leading_system_count,
     message_id,
     role_of,
@@ -31,11 +32,7 @@ from langchain_builderforce_memory.messages import (
 )
 from langchain_builderforce_memory.turns import thinking_problems, thinking_restart
 
-__all__ = [
-    "repair_request",
-    "request_problems",
-    "system_as_user",
-]
+__all__ = ["repair_request", "request_problems", "system_as_user"]
 
 # The repairs were logged under this name before they moved out of messages.py: logging
 # configured for it keeps working.
@@ -100,7 +97,8 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
-            _answer_problems(i, answered_ids(m) or [None], open_calls, problems)
+            if not answers_legacy_call(m, messages[i - 1] if i else None):
+                _answer_problems(i, answered_ids(m) or [None], open_calls, problems)
             continue
         if role == "user":  # an Anthropic user turn may answer calls beside its text
             _answer_problems(i, tool_result_ids(m), open_calls, problems)
@@ -259,29 +257,15 @@ def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessag
 
 def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessage:
     if error is not None:
-        return stamp(
-            ToolMessage(
-                content=(
-                    f"Error: the {name} call {call_id} was not run: its arguments could not "
-                    f"be parsed ({error}). Call the tool again with valid JSON arguments."
-                ),
-                tool_call_id=call_id,
-                name=name,
-                status="error",
-            ),
-            "repair",
-            reason="invalid_tool_call",
+        reason = "invalid_tool_call"
+        text = (
+            f"Error: the {name} call {call_id} was not run: its arguments could not "
+            f"be parsed ({error}). Call the tool again with valid JSON arguments."
         )
-    return stamp(
-        ToolMessage(
-            content=f"[no result was recorded for the {name} call {call_id}]",
-            tool_call_id=call_id,
-            name=name,
-            status="error",
-        ),
-        "repair",
-        reason="unanswered_call",
-    )
+    else:
+        reason, text = "unanswered_call", f"[no result was recorded for the {name} call {call_id}]"
+    answer = ToolMessage(content=text, tool_call_id=call_id, name=name, status="error")
+    return stamp(answer, "repair", reason=reason)
 
 
 def _close_unit(
@@ -510,6 +494,9 @@ class _Walk:
             self.repairs.append(f"dropped a message that has no provider role: {exc}")
             return
         if role == "tool":
+            if answers_legacy_call(m, self.out[-1] if self.out else None):
+                self.out.append(m)  # a legacy function result: its call has no id
+                return
             kept = _keep_answers(_renamed_answer(m, self.renames), self.pending, self.repairs)
             if kept is not None:
                 self.out.append(kept)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_builderforce_memory.blocks import is_tool_result_turn
 
@@ -295,17 +302,23 @@ def odd_records(draw: st.DrawFn) -> list[BaseMessage]:
     strings and blocks (thinking after text, blank text beside an orphan result), and
     calls in every shape a call takes (``tool_calls``, ``tool_use``, a Responses
     ``function_call``, v1 ``tool_call``, ``invalid_tool_calls``), their ids drawn from
-    a few so that they are reused, answered by a ``ToolMessage`` or a native turn."""
+    a few so that they are reused, answered by a ``ToolMessage`` or a native turn; and
+    OpenAI's legacy ``function_call``, answered or not by a ``FunctionMessage``."""
     out: list[BaseMessage] = []
     blocks = st.lists(st.sampled_from(_ODD_BLOCKS), min_size=1, max_size=3)
     for _ in range(draw(st.integers(min_value=1, max_value=24))):
-        kind = draw(st.sampled_from(["user", "assistant", "round", "round", "system"]))
+        kind = draw(st.sampled_from(["user", "assistant", "round", "round", "system", "legacy"]))
         if kind == "user":
             out.append(HumanMessage(draw(blocks)))
         elif kind == "assistant":
             out.append(AIMessage(draw(blocks)))
         elif kind == "system":
             out.append(SystemMessage("be brief"))
+        elif kind == "legacy":  # OpenAI's functions API: no call id, answered right after
+            call = {"name": "run", "arguments": '{"cmd": "cat a.py"}'}
+            out.append(AIMessage("", additional_kwargs={"function_call": call}))
+            if draw(st.booleans()):
+                out.append(FunctionMessage("out " * draw(st.integers(1, 3_000)), name="run"))
         else:
             cid = draw(st.sampled_from(["t1", "t2", "t3"]))
             out.append(draw(_odd_call(cid)))

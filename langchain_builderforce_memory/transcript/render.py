@@ -8,15 +8,21 @@ image or file is its label, never its base64.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import is_tool_result_turn, tool_calls_of, wire_type
+from langchain_builderforce_memory.blocks import (
+    is_tool_result_turn,
+    legacy_function_call,
+    tool_calls_of,
+    wire_type,
+)
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
-from langchain_builderforce_memory.messages import role_of
+from langchain_builderforce_memory.messages import answers_legacy_call, role_of
 from langchain_builderforce_memory.transcript.results import cleared_tokens
 
 __all__ = ["ARG_VALUE_CHARS", "call_text", "render_for_summary"]
@@ -77,6 +83,20 @@ def call_text(call: Mapping[str, object]) -> str:
     return f"{call.get('name') or 'tool'}({_compact_json(shown)})"
 
 
+def _legacy_call(message: BaseMessage | None) -> tuple[str, str] | None:
+    """A legacy OpenAI ``function_call``'s name and :func:`call_text`, else ``None``."""
+    call = legacy_function_call(message) if message is not None else None
+    if call is None:
+        return None
+    raw = call.get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):  # not JSON: shown as the text it is
+        args = raw
+    name = str(call.get("name") or "tool")
+    return name, call_text({"name": name, "args": args})
+
+
 def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
     """An Anthropic-native tool-result turn's results as ``(call id, text)``."""
     if not is_tool_result_turn(message) or not isinstance(message.content, list):
@@ -128,8 +148,9 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     # else (a call still unanswered) in the turn that made it.
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     answered.update(i for m in messages for i, _ in _native_results(m))
-    for m in messages:
+    for i, m in enumerate(messages):
         made = tool_calls_of(m)
+        before = messages[i - 1] if i else None
         if made:
             shown = []
             for c in made:
@@ -141,7 +162,15 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
         elif isinstance(m, ToolMessage):
             out.append(_result_line(m, calls.get(m.tool_call_id), _content_text(m.content)))
         elif is_tool_result_turn(m):
-            out.extend(_result_line(m, calls.get(i), text) for i, text in _native_results(m))
+            out.extend(_result_line(m, calls.get(c), text) for c, text in _native_results(m))
+        elif (legacy := _legacy_call(m)) is not None:  # its result, if any, comes next
+            answer = i + 1 < len(messages) and answers_legacy_call(messages[i + 1], m)
+            text = _content_text(m.content)
+            out.append(f"assistant [called: {legacy[0] if answer else legacy[1]}]: {text}".rstrip())
+        elif answers_legacy_call(m, before):
+            out.append(
+                _result_line(m, (_legacy_call(before) or ("", ""))[1], _content_text(m.content))
+            )
         else:
             out.append(f"{role_of(m)}: {_content_text(m.content)}")
     return "\n\n".join(out)

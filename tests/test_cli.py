@@ -108,6 +108,21 @@ INVALID = [
         '[{"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": "grep"}]}]',
         "messages[0].tool_calls[0]: field 'function' is missing or not an object",
     ),
+    (
+        "function_name.json",
+        '[{"role": "user", "content": "hi"}, {"role": "function", "content": "x"}]',
+        "messages[1]: field 'name' is missing",
+    ),
+    (
+        "function_call.json",
+        '[{"role": "assistant", "content": "", "function_call": "grep"}]',
+        "messages[0].function_call: must be an object",
+    ),
+    (
+        "function_args.jsonl",
+        '{"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": "{"}}\n',
+        "line 1.function_call.arguments: is not valid JSON",
+    ),
     ("top.json", '{"conversation": []}', "top level: expected a JSON list of messages"),
     ("lc.json", '[{"type": "wizard", "data": {"content": "x"}}]', "not a valid LangChain message"),
     ("neither.json", '[{"text": "hi"}]', "neither a LangChain message dict"),
@@ -214,6 +229,27 @@ def test_the_fold_covers_a_prefix_and_keeps_everything_after_it() -> None:
     assert fold[0] == "kept"  # the system prompt is never folded
     # The note never leaves a tool result without its call: the tail opens on no tool row.
     assert rows[last_covered + 1]["role"] != "tool"
+
+
+def test_a_legacy_function_calling_chat_is_read_as_calls_and_their_answers(
+    tmp_path: Path,
+) -> None:
+    # OpenAI's functions API, as a Chat Completions log holds it: no call ids.
+    chat: list[dict[str, object]] = [{"role": "user", "content": "Where is the budget set?"}]
+    for i in range(3):
+        call = {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})}
+        chat += [
+            {"role": "assistant", "content": None, "function_call": call},
+            {"role": "function", "name": "read_file", "content": f"budget = {i}"},
+        ]
+    path = tmp_path / "functions.json"
+    path.write_text(json.dumps(chat))
+    record = load_transcript_file(path).messages
+    assert [m.type for m in record] == ["human"] + ["ai", "function"] * 3
+    assert record[1].additional_kwargs["function_call"]["arguments"] == '{"path": "src/m0.py"}'
+    report = inspect_json(path)
+    assert report["problems"] == []
+    assert {r["window"] for r in report["rows"]} == {"kept"}
 
 
 def test_a_record_that_fits_is_sent_whole_by_every_view() -> None:

@@ -5,7 +5,9 @@ Accepted shapes, detected per message:
 * LangChain's ``messages_to_dict`` form: ``{"type": "human", "data": {...}}``;
 * OpenAI-style chat messages: ``{"role": "assistant", "content": ..., "tool_calls":
   [{"id": ..., "type": "function", "function": {"name": ..., "arguments": "<json>"}}]}``
-  and ``{"role": "tool", "tool_call_id": ..., "content": ...}``.
+  and ``{"role": "tool", "tool_call_id": ..., "content": ...}``; the legacy functions API's
+  ``{"role": "assistant", "function_call": {"name": ..., "arguments": "<json>"}}`` and
+  ``{"role": "function", "name": ..., "content": ...}`` too.
 
 A file is either one JSON document (a list of messages, or an object whose
 ``"messages"`` is that list) or JSONL (one message per line; blank lines skipped).
@@ -36,6 +38,7 @@ from typing import Literal
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    FunctionMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -43,6 +46,8 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import ToolCall
 from pydantic import ValidationError
+
+from langchain_builderforce_memory.jsontext import json_text
 
 __all__ = ["LoadedTranscript", "TranscriptFileError", "load_transcript_file", "parse_message"]
 
@@ -205,21 +210,36 @@ def _tool_call(raw: object, where: str) -> ToolCall:
             '{"function": {"name": ..., "arguments": "<json>"}})',
         )
     name = _string_field(function, "name", f"{where}.function", required=True)
-    arguments = function.get("arguments", "{}")
+    parsed = _arguments(function.get("arguments", "{}"), f"{where}.function.arguments")
+    return ToolCall(name=name, args=parsed, id=call_id, type="tool_call")
+
+
+def _arguments(arguments: object, where: str) -> dict[str, object]:
+    """A call's ``arguments``: a JSON object, or a string encoding one (``""`` is ``{}``)."""
     if isinstance(arguments, str):
         try:
-            parsed = (
-                _json_loads(arguments, f"{where}.function.arguments") if arguments.strip() else {}
-            )
+            parsed = _json_loads(arguments, where) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            raise _fail(f"{where}.function.arguments", f"is not valid JSON ({exc.msg})") from exc
+            raise _fail(where, f"is not valid JSON ({exc.msg})") from exc
     else:
         parsed = arguments
     if not isinstance(parsed, dict):
-        raise _fail(
-            f"{where}.function.arguments", f"must encode a JSON object; got {_kind(parsed)}"
-        )
-    return ToolCall(name=name, args=parsed, id=call_id, type="tool_call")
+        raise _fail(where, f"must encode a JSON object; got {_kind(parsed)}")
+    return parsed
+
+
+def _function_call(raw: object, where: str) -> dict[str, str]:
+    """A legacy ``function_call``, kept as ``langchain-openai`` keeps it (arguments as text)."""
+    if not isinstance(raw, dict):
+        shape = '{"name": ..., "arguments": "<json>"}'
+        raise _fail(where, f"must be an object ({shape}); got {_kind(raw)}")
+    name = _string_field(raw, "name", where, required=True)
+    arguments = raw.get("arguments", "{}")
+    parsed = _arguments(arguments, f"{where}.arguments")
+    return {
+        "name": name,
+        "arguments": arguments if isinstance(arguments, str) else json_text(parsed),
+    }
 
 
 def _openai_message(item: Mapping[str, object], where: str) -> BaseMessage:
@@ -239,7 +259,13 @@ def _openai_message(item: Mapping[str, object], where: str) -> BaseMessage:
         if not isinstance(raw_calls, list):
             raise _fail(f"{where}.tool_calls", f"must be a list; got {_kind(raw_calls)}")
         calls = [_tool_call(c, f"{where}.tool_calls[{k}]") for k, c in enumerate(raw_calls)]
-        return AIMessage(content, id=msg_id, name=name, tool_calls=calls)
+        extra: dict[str, object] = {}
+        if (legacy := item.get("function_call")) is not None:
+            extra["function_call"] = _function_call(legacy, f"{where}.function_call")
+        return AIMessage(content, id=msg_id, name=name, tool_calls=calls, additional_kwargs=extra)
+    if role == "function":  # the legacy functions API: answered by name, right after the call
+        function = _string_field(item, "name", where, required=True)
+        return FunctionMessage(content=content, name=function, id=msg_id)
     call_id = _string_field(item, "tool_call_id", where, required=True)
     return ToolMessage(content, tool_call_id=call_id, id=msg_id, name=name)
 

@@ -9,11 +9,18 @@ budget, leaves the record unchanged and carries the latest directive. Regression
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff import pack_handoff
@@ -24,7 +31,7 @@ from langchain_builderforce_memory.messages import (
     stamp_of,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
-from langchain_builderforce_memory.transcript.elide import minimal_human_tokens
+from langchain_builderforce_memory.transcript.elide import LEFT_OUT_KIND, minimal_human_tokens
 from langchain_builderforce_memory.transcript.fold import (
     CompactMemo,
     WorkingTranscript,
@@ -224,6 +231,39 @@ def test_a_placeholder_names_its_tool_and_size_not_the_arguments_of_the_call_abo
             f"[cleared from this view: read_file returned {tokens} tokens; "
             "to see its output again, make the same call again]"
         )
+
+
+VIEWS: dict[str, Callable[[list[BaseMessage], int], list[BaseMessage]]] = {
+    "fold": lambda r, b: (
+        build_working_transcript(r, summarizer=ScriptedSummarizer("note"), max_tokens=b).messages
+    ),
+    "window": lambda r, b: windowed(r, max_tokens=b),
+}
+
+
+@pytest.mark.parametrize("view_of", sorted(VIEWS))
+@pytest.mark.parametrize("budget", [4_000, 8_000])
+def test_work_that_cannot_fit_even_cut_is_named_not_left_out_silently(
+    view_of: str, budget: int
+) -> None:
+    # One turn of 200 parallel reads does not fit even cut to its smallest. The view used
+    # to end at the request, and a model making the same calls again got the same view.
+    calls = [{"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"c{i}"} for i in range(200)]
+    record: list[BaseMessage] = [
+        SystemMessage("You read code."),
+        HumanMessage("Read everything."),
+        AIMessage("", tool_calls=calls),
+        *(ToolMessage(f"{i} " + "x " * 300, tool_call_id=f"c{i}") for i in range(200)),
+    ]
+    view = VIEWS[view_of](record, budget)
+    assert request_problems(view) == []
+    assert count_tokens(view) <= budget
+    assert view[-2].text == "Read everything."
+    notice = view[-1]
+    assert (stamp_of(notice) or {}).get("kind") == LEFT_OUT_KIND
+    assert "201 messages after the request above" in notice.text
+    assert "200 tool calls" in notice.text
+    assert f"{budget:,}-token budget" in notice.text
 
 
 def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> None:

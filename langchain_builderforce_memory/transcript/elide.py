@@ -15,7 +15,9 @@ messages at one common size (water-filling: a message under the cap is never cut
 message over it is cut to it), keeping the latest directive whole while anything else can
 give. Only when even every message at its smallest does not fit are whole tool units
 dropped, oldest first (never the directive, never the newest unit while anything older
-can go). Only a budget that cannot hold the system messages plus one short human message
+can go); when that leaves out work done on the latest request, a stamped notice after the
+request says how much, so that the model does not make the same calls again blind. Only a
+budget that cannot hold the system messages plus one short human message
 is an error: :func:`check_budget_floor` raises it, naming the numbers.
 """
 
@@ -27,7 +29,12 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_builderforce_memory.blocks import cuttable_text, has_structure, with_cut_text
+from langchain_builderforce_memory.blocks import (
+    call_ids,
+    cuttable_text,
+    has_structure,
+    with_cut_text,
+)
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.messages import (
     is_stamped,
@@ -44,6 +51,7 @@ from langchain_builderforce_memory.turns import thinking_span
 
 __all__ = [
     "ELIDED_KIND",
+    "LEFT_OUT_KIND",
     "Elision",
     "check_budget_floor",
     "elide_message",
@@ -54,6 +62,9 @@ __all__ = [
 
 ELIDED_KIND: Final = "elided"
 """The stamp ``kind`` of a message cut in the view (see :func:`elide_message`)."""
+
+LEFT_OUT_KIND: Final = "left_out"
+"""The stamp ``kind`` of the notice that work on the request was left out of the view."""
 
 _HEAD_SHARE: Final = 0.6
 """Of what a cut message keeps, the share given to its head (the rest to its end)."""
@@ -338,11 +349,66 @@ def _drop_order(convo: Sequence[BaseMessage], directive: int) -> list[tuple[int,
     return [*plain_before, *plain_after, *memory, *thinking]
 
 
-def _drop(keep: list[bool], start: int, end: int) -> int:
-    n = sum(keep[start:end])
-    for i in range(start, end):
+def _live(values: Sequence[int], keep: Sequence[bool], *, skip: int = -1) -> list[int]:
+    return [v for i, v in enumerate(values) if keep[i] and i != skip]
+
+
+def _kept(
+    convo: Sequence[BaseMessage],
+    floors: Sequence[int],
+    directive: int,
+    directive_size: int,
+    room: int,
+) -> list[bool]:
+    """Which messages of ``convo`` stay when ``room`` must hold them at their floors.
+
+    Whole units go in :func:`_drop_order`'s order while the rest does not fit (the directive
+    whole while it can be); then, if even the newest unit at its smallest does not fit
+    beside the directive (a call whose arguments alone are over), all but the directive;
+    then whatever comes before the first user turn left (strict providers need it first).
+    """
+    keep = [True] * len(convo)
+    order = _drop_order(convo, directive)
+    while order and sum(_live(floors, keep)) > room:
+        if sum(_live(floors, keep, skip=directive)) + directive_size <= room:
+            break
+        start, end = order.pop(0)
+        keep[start:end] = [False] * (end - start)
+    if sum(_live(floors, keep)) > room:
+        keep = [i == directive for i in range(len(convo))]
+    for i, m in enumerate(convo):
+        if keep[i] and role_of(m) == "user":
+            break
         keep[i] = False
-    return n
+    return keep
+
+
+def _left_out(
+    convo: Sequence[BaseMessage], sizes: Sequence[int], keep: Sequence[bool], directive: int
+) -> tuple[int, int, int]:
+    """The messages after the directive left out, their tokens and the calls among them."""
+    gone = [i for i in range(directive + 1, len(convo)) if not keep[i]]
+    calls = sum(len(call_ids(convo[i])) for i in gone if isinstance(convo[i], AIMessage))
+    return len(gone), sum(sizes[i] for i in gone), calls
+
+
+def _left_out_notice(messages: int, tokens: int, calls: int, budget: int) -> HumanMessage:
+    """What the model is told when the work on its request cannot fit the view at all.
+
+    Without it the view would end at the request, and a model that made the same calls
+    again would be given the same view, call after call.
+
+    Example:
+        >>> _left_out_notice(202, 61_432, 200, 8_000).text[:60]
+        '[Left out of this request: 202 messages after the request ab'
+    """
+    text = (
+        f"[Left out of this request: {messages} messages after the request above "
+        f"({tokens:,} tokens, {calls} tool calls and their results), which do not fit its "
+        f"{budget:,}-token budget even cut short. The calls were made; to see what they "
+        "returned, make fewer or smaller calls at a time.]"
+    )
+    return stamp(HumanMessage(text), LEFT_OUT_KIND)
 
 
 def fit_to_budget(
@@ -389,36 +455,25 @@ def fit_to_budget(
         return list(view), Elision()
     room = budget - system_tokens
     floors = [_floor(m, counter) for m in convo]
-    keep = [True] * len(convo)
-    order = _drop_order(convo, directive)
-    dropped = 0
-
-    def live(values: Sequence[int], *, skip: int = -1) -> list[int]:
-        return [v for i, v in enumerate(values) if keep[i] and i != skip]
-
-    # The directive stays whole while the rest can give; then it is cut like the rest.
     d_size = sizes[directive] if directive >= 0 else 0
-    while sum(live(floors, skip=directive)) + d_size > room and sum(live(floors)) > room and order:
-        start, end = order.pop(0)
-        dropped += _drop(keep, start, end)
-    if sum(live(floors)) > room:
-        # Even the newest unit at its smallest does not fit beside the directive (a call
-        # whose arguments alone are over): only the directive is left, cut to the room.
-        for i in range(len(convo)):
-            if i != directive and keep[i]:
-                dropped += _drop(keep, i, i + 1)
-    # Strict providers need a user turn first: units before the first kept user turn go.
-    for i, m in enumerate(convo):
-        if not keep[i]:
-            continue
-        if role_of(m) == "user":
-            break
-        dropped += _drop(keep, i, i + 1)
-    whole_directive = directive >= 0 and sum(live(floors, skip=directive)) + d_size <= room
+    keep = _kept(convo, floors, directive, d_size, room)
+    notice = None
+    if directive >= 0 and not all(keep[directive + 1 :]):
+        # The work on the request is left out: say so, if the notice fits (its size bounded
+        # first, since leaving room for it may leave more out).
+        bound = counter.count_message(_left_out_notice(10**6, 10**12, 10**6, budget))
+        fewer = _kept(convo, floors, directive, d_size, room - bound)
+        if sum(_live(floors, fewer)) <= room - bound:
+            keep, room = fewer, room - bound
+            notice = _left_out_notice(*_left_out(convo, sizes, fewer, directive), budget)
+    dropped = keep.count(False)
+    whole_directive = directive >= 0 and sum(_live(floors, keep, skip=directive)) + d_size <= room
     if whole_directive:
-        cap = _cap_for(live(sizes, skip=directive), live(floors, skip=directive), room - d_size)
+        cap = _cap_for(
+            _live(sizes, keep, skip=directive), _live(floors, keep, skip=directive), room - d_size
+        )
     else:
-        cap = _cap_for(live(sizes), live(floors), room)
+        cap = _cap_for(_live(sizes, keep), _live(floors, keep), room)
     out: list[BaseMessage] = list(view[:lead])
     elided = cut_tokens = 0
     for i, m in enumerate(convo):
@@ -430,4 +485,6 @@ def fit_to_budget(
             elided += 1
             cut_tokens += sizes[i] - counter.count_message(m)
         out.append(m)
+        if i == directive and notice is not None:
+            out.append(notice)
     return out, Elision(elided, cut_tokens, dropped)

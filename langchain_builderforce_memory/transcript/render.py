@@ -126,7 +126,9 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
     argument value is cut to :data:`ARG_VALUE_CHARS`. The assistant turn names its calls
     (``assistant [called: read_file]: ...``), with their arguments only when no result of
     theirs is rendered; a call block of the content (Anthropic ``tool_use``) is that call,
-    not JSON. An Anthropic-native turn of ``tool_result`` blocks renders as its results.
+    not JSON. An Anthropic-native turn of ``tool_result`` blocks renders as its results, and
+    a legacy OpenAI ``function_call`` with the ``FunctionMessage`` after it as a call and its
+    result.
     Thinking blocks are left out; an image, file or audio block is its label (kind, type,
     URL), never its base64; other non-text blocks are JSON, without the values only the
     provider can read (a web search result's ``encrypted_content``).

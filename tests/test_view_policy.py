@@ -266,6 +266,18 @@ def test_work_that_cannot_fit_even_cut_is_named_not_left_out_silently(
     assert f"{budget:,}-token budget" in notice.text
 
 
+@pytest.mark.parametrize("view_of", sorted(VIEWS))
+def test_a_request_with_more_images_than_the_budget_keeps_its_words(view_of: str) -> None:
+    # The cut measured the room for the text with the images still in it: ten screenshots
+    # (16k tokens) at 8k cut "Describe these." to the marker, and the images went anyway.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 400_000}}
+    request = HumanMessage([{"type": "text", "text": "Describe these."}, *[image] * 10])
+    view = VIEWS[view_of]([SystemMessage("You describe screenshots."), request], 8_000)
+    assert request_problems(view) == []
+    assert count_tokens(view) <= 8_000
+    assert view[-1].text.startswith("Describe these.\n[... ")
+
+
 def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> None:
     previous: list[BaseMessage] | None = None
     moves = 0

@@ -259,15 +259,19 @@ def _cut_text(
     text = _text_of(message)
     total = max(1, counter.count_text(text))
     per_token = len(text) / total
-    overhead = size - counter.count_text(text)
-    keep = max(0, max_tokens - overhead - counter.count_text(_marker(total)))
+    # Measured without the images and files a cut leaves out: they are not what the text
+    # must make room for (ten screenshots used to cut a three-word request to the marker).
+    bare = counter.count_message(_with_text(message, text, 0))
+    media = max(0, size - bare)
+    overhead = bare - counter.count_text(text)
+    keep = max(0, max_tokens - overhead - counter.count_text(_marker(total + media)))
     for _ in range(8):
         head = int(keep * _HEAD_SHARE * per_token)
         end = int(keep * (1 - _HEAD_SHARE) * per_token)
         if head + end >= len(text):
             head, end = len(text), 0
         kept_text = text[:head] + (text[len(text) - end :] if end else "")
-        cut = max(0, total - counter.count_text(kept_text))
+        cut = max(0, total - counter.count_text(kept_text)) + media
         shown = text[:head] + _marker(cut) + text[len(text) - end :]
         candidate = _with_text(message, shown, cut)
         if counter.count_message(candidate) <= max_tokens:

@@ -47,6 +47,7 @@ __all__ = [
     "is_tool_result_turn",
     "legacy_function_call",
     "opens_with_thinking",
+    "parsed_arguments",
     "reasoning_text",
     "result_messages",
     "result_parts",
@@ -173,16 +174,29 @@ def legacy_function_call(message: BaseMessage) -> Mapping[str, object] | None:
     return call if isinstance(call, Mapping) else None
 
 
+def parsed_arguments(raw: object) -> object:
+    """A call's arguments as JSON text (``arguments``, ``partial_json``) parsed; else as is.
+
+    Text that is not JSON (or is nested past the parser's limit) is returned unparsed.
+
+    Example:
+        >>> parsed_arguments('{"path": "a.py"}'), parsed_arguments("{bad")
+        ({'path': 'a.py'}, '{bad')
+    """
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+
+
 def _block_args(block: Mapping[str, object]) -> object:
     if block.get("type") == "tool_use":
         return block.get("input")
     if block.get("type") == "tool_call":
         return block.get("args")
-    raw = block.get("arguments")
-    try:
-        return json.loads(raw) if isinstance(raw, str) else raw
-    except (ValueError, RecursionError):
-        return raw
+    return parsed_arguments(block.get("arguments"))
 
 
 def tool_calls_of(message: BaseMessage) -> list[dict[str, object]]:

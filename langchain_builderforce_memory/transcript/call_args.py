@@ -22,7 +22,7 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_builderforce_memory.blocks import call_id_key
+from langchain_builderforce_memory.blocks import call_id_key, parsed_arguments
 from langchain_builderforce_memory.jsontext import json_text
 
 __all__ = ["SHORT", "cut_saving", "longest_value", "with_cut_args"]
@@ -124,16 +124,6 @@ def _leaves(value: object, depth: int = 0) -> list[int]:
     return []
 
 
-def _parsed(raw: object) -> object:
-    """A JSON argument string as its value (what :func:`_cut_json` cuts inside)."""
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return raw
-
-
 def longest_value(message: BaseMessage) -> int:
     """The longest string argument value of ``message``'s calls (0 without calls).
 
@@ -149,7 +139,9 @@ def longest_value(message: BaseMessage) -> int:
     values += [call.get("args") for call in message.invalid_tool_calls]
     if isinstance(message.content, list):
         values += [
-            _parsed(b.get("input") or b.get("args") or b.get("arguments") or b.get("partial_json"))
+            parsed_arguments(
+                b.get("input") or b.get("args") or b.get("arguments") or b.get("partial_json")
+            )
             for b in message.content
             if isinstance(b, Mapping)
             and b.get("type") in ("tool_use", "tool_call", "function_call")

@@ -8,7 +8,6 @@ image or file is its label, never its base64.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -17,6 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_builderforce_memory.blocks import (
     is_tool_result_turn,
     legacy_function_call,
+    parsed_arguments,
     tool_calls_of,
     wire_type,
 )
@@ -88,13 +88,8 @@ def _legacy_call(message: BaseMessage | None) -> tuple[str, str] | None:
     call = legacy_function_call(message) if message is not None else None
     if call is None:
         return None
-    raw = call.get("arguments")
-    try:
-        args = json.loads(raw) if isinstance(raw, str) else raw
-    except (ValueError, RecursionError):  # not JSON: shown as the text it is
-        args = raw
     name = str(call.get("name") or "tool")
-    return name, call_text({"name": name, "args": args})
+    return name, call_text({"name": name, "args": parsed_arguments(call.get("arguments"))})
 
 
 def _native_results(message: BaseMessage) -> list[tuple[str, str]]:

@@ -275,7 +275,27 @@ def test_a_request_with_more_images_than_the_budget_keeps_its_words(view_of: str
     view = VIEWS[view_of]([SystemMessage("You describe screenshots."), request], 8_000)
     assert request_problems(view) == []
     assert count_tokens(view) <= 8_000
-    assert view[-1].text.startswith("Describe these.\n[... ")
+    assert view[-1].text.startswith("Describe these.")
+
+
+@pytest.mark.parametrize("view_of", sorted(VIEWS))
+@pytest.mark.parametrize(("budget", "kept"), [(8_000, 4), (32_000, 19)])
+def test_a_request_with_more_images_than_the_budget_keeps_the_first_that_fit(
+    view_of: str, budget: int, kept: int
+) -> None:
+    # The cut used to drop every image of a message too big for its room.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 400_000}}
+    request = HumanMessage([{"type": "text", "text": "Describe these."}, *[image] * 100])
+    view = VIEWS[view_of]([SystemMessage("You describe screenshots."), request], budget)
+    assert request_problems(view) == []
+    assert count_tokens(view) <= budget
+    content = view[-1].content
+    assert isinstance(content, list)
+    assert content[0] == {"type": "text", "text": "Describe these."}
+    assert content[1 : 1 + kept] == [image] * kept
+    assert content[-1]["type"] == "text"
+    assert "tokens cut here" in content[-1]["text"]
+    assert len(content) == kept + 2
 
 
 def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> None:

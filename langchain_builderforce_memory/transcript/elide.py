@@ -36,6 +36,7 @@ from langchain_builderforce_memory.blocks import (
     with_cut_text,
 )
 from langchain_builderforce_memory.errors import ContextBudgetError
+from langchain_builderforce_memory.media import media_label, media_tokens
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
@@ -162,9 +163,57 @@ def _text_of(message: BaseMessage) -> str:
     return text
 
 
-def _with_text(message: BaseMessage, text: str, cut: int) -> BaseMessage:
-    content = with_cut_text(message, text) if has_structure(message) else text
+def _with_text(
+    message: BaseMessage, text: str, cut: int, media: Sequence[dict[str, object]] = ()
+) -> BaseMessage:
+    content: str | list[str | dict[str, object]] = text
+    if has_structure(message):
+        content = with_cut_text(message, text)
+    elif media:
+        content = [{"type": "text", "text": text}, *media]
     return _stamped(message, message.model_copy(update={"content": content}), cut)
+
+
+def _media_of(message: BaseMessage) -> list[dict[str, object]]:
+    """The images, files and audio of a message with no calls or results, in order."""
+    if not isinstance(message.content, list) or has_structure(message):
+        return []
+    return [b for b in message.content if isinstance(b, dict) and media_label(b) is not None]
+
+
+def _with_first_media(
+    original: BaseMessage, message: BaseMessage, text: str, max_tokens: int, counter: TokenCounter
+) -> BaseMessage | None:
+    """``message`` with its whole text and as many of its first images as fit, or ``None``.
+
+    ``None`` when not even one fits beside the text: the cut then drops them all.
+    """
+    blocks = _media_of(message)
+    size = counter.count_message(message)
+    widest: dict[str, object] = {"type": "text", "text": _marker(size)}  # at most the whole
+
+    def fits(k: int) -> bool:
+        return (
+            counter.count_message(_with_text(message, text, 0, [*blocks[:k], widest])) <= max_tokens
+        )
+
+    # Each block's own cost first (a recount per trial reads every image header again),
+    # then one check: a counter that does not add blocks up is searched below that.
+    used, hi = counter.count_message(_with_text(message, text, 0, [widest])), 0
+    for block in blocks:
+        used += media_tokens(block, counter.count_text) or 0
+        if used > max_tokens:
+            break
+        hi += 1
+    lo = hi if hi and fits(hi) else 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    if lo == 0:
+        return None
+    cut = max(0, size - counter.count_message(_with_text(message, text, 0, blocks[:lo])))
+    marker: dict[str, object] = {"type": "text", "text": _marker(cut)}  # after those kept
+    return _stamped(original, _with_text(message, text, cut, [*blocks[:lo], marker]), cut)
 
 
 def _stamped(message: BaseMessage, copy: BaseMessage, cut: int) -> BaseMessage:
@@ -257,6 +306,10 @@ def _cut_text(
     if size <= max_tokens:
         return _stamped(original, message, cut_before)
     text = _text_of(message)
+    if _media_of(message) and (
+        kept := _with_first_media(original, message, text, max_tokens, counter)
+    ):
+        return kept
     total = max(1, counter.count_text(text))
     per_token = len(text) / total
     # Measured without the images and files a cut leaves out: they are not what the text

@@ -236,8 +236,9 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
 
     The copy keeps the message's type, id, tool calls and ``tool_call_id`` (so it stays
     valid where the original was) and is stamped ``"elided"`` with the tokens cut. A
-    message already within ``max_tokens`` comes back as is. Content blocks (images, files)
-    become their text. When a call's arguments are what is big (a whole file written, a
+    message already within ``max_tokens`` comes back as is. A message of text and images
+    or files keeps its whole text and the first of them that fit, when one does; else its
+    blocks become their text, cut. When a call's arguments are what is big (a whole file written, a
     patch), their long values are cut the same way (:mod:`.call_args`), the text kept
     while that is enough. When even the marker alone is over ``max_tokens`` the smallest
     form is returned: the marker without any text, and call values at their markers.

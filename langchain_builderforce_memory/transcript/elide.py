@@ -182,13 +182,14 @@ def _media_of(message: BaseMessage) -> list[dict[str, object]]:
 
 
 def _with_first_media(
-    original: BaseMessage, message: BaseMessage, text: str, max_tokens: int, counter: TokenCounter
+    original: BaseMessage,
+    message: BaseMessage,
+    blocks: Sequence[dict[str, object]],
+    text: str,
+    max_tokens: int,
+    counter: TokenCounter,
 ) -> BaseMessage | None:
-    """``message`` with its whole text and as many of its first images as fit, or ``None``.
-
-    ``None`` when not even one fits beside the text: the cut then drops them all.
-    """
-    blocks = _media_of(message)
+    """``message``, its text whole, with the first media ``blocks`` that fit (else None)."""
     size = counter.count_message(message)
     widest: dict[str, object] = {"type": "text", "text": _marker(size)}  # at most the whole
 
@@ -197,8 +198,7 @@ def _with_first_media(
             counter.count_message(_with_text(message, text, 0, [*blocks[:k], widest])) <= max_tokens
         )
 
-    # Each block's own cost first (a recount per trial reads every image header again),
-    # then one check: a counter that does not add blocks up is searched below that.
+    # Each block's cost once, then one check (a counter not adding blocks up: searched).
     used, hi = counter.count_message(_with_text(message, text, 0, [widest])), 0
     for block in blocks:
         used += media_tokens(block, counter.count_text) or 0
@@ -238,8 +238,8 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
     valid where the original was) and is stamped ``"elided"`` with the tokens cut. A
     message already within ``max_tokens`` comes back as is. A message of text and images
     or files keeps its whole text and the first of them that fit, when one does; else its
-    blocks become their text, cut. When a call's arguments are what is big (a whole file written, a
-    patch), their long values are cut the same way (:mod:`.call_args`), the text kept
+    blocks become their text, cut. When a call's arguments are what is big (a whole file
+    written, a patch), their long values are cut the same way (:mod:`.call_args`), the text kept
     while that is enough. When even the marker alone is over ``max_tokens`` the smallest
     form is returned: the marker without any text, and call values at their markers.
 
@@ -307,9 +307,8 @@ def _cut_text(
     if size <= max_tokens:
         return _stamped(original, message, cut_before)
     text = _text_of(message)
-    if _media_of(message) and (
-        kept := _with_first_media(original, message, text, max_tokens, counter)
-    ):
+    blocks = _media_of(message)
+    if blocks and (kept := _with_first_media(original, message, blocks, text, max_tokens, counter)):
         return kept
     total = max(1, counter.count_text(text))
     per_token = len(text) / total

@@ -30,7 +30,7 @@ where it goes, and how it is held from turn to turn, is :mod:`.horizon`.
 from __future__ import annotations
 
 import operator
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -47,6 +47,7 @@ from langchain_builderforce_memory.transcript.results import (
 )
 
 __all__ = [
+    "changed_after_read",
     "clearable",
     "clearing_with_priority",
     "in_use_files",
@@ -63,6 +64,8 @@ class _FileStats:
     """Each file's latest result index."""
     latest_read: dict[str, ToolResult]
     """Each file's latest read."""
+    last_change: dict[str, int]
+    """Each file's latest edit (create, edit, delete) index."""
 
 
 _FILE_MARKS: Final = 8
@@ -101,13 +104,16 @@ def _grown_stats(so_far: _FileStats | None, results: Sequence[ToolResult]) -> _F
     """``so_far``'s counts (none: empty) extended over ``results``."""
     last = dict(so_far.last) if so_far else {}
     latest = dict(so_far.latest_read) if so_far else {}
+    changed = dict(so_far.last_change) if so_far else {}
     for r in results:
         if r.target is None:
             continue
         last[r.target] = r.index
         if r.kind == "read":
             latest[r.target] = r
-    return _FileStats(last, latest)
+        elif r.kind == "edit":
+            changed[r.target] = r.index
+    return _FileStats(last, latest, changed)
 
 
 def in_use_files(results: Sequence[ToolResult], *, count: int | None = None) -> list[str]:
@@ -120,6 +126,25 @@ def in_use_files(results: Sequence[ToolResult], *, count: int | None = None) -> 
     """
     last = _file_stats(results, count).last
     return sorted(last, key=lambda p: -last[p])
+
+
+def changed_after_read(
+    results: Sequence[ToolResult], reads: Iterable[ToolResult], *, count: int | None = None
+) -> set[int]:
+    """The indices of ``reads`` whose file a later result changed, among the first ``count``.
+
+    A re-attached read of such a file shows it as it was, not as it is. Counted over the
+    results a note covers (``count``), the answer holds while the note does: a change
+    made after it is in the view itself.
+
+    Example:
+        >>> read = ToolResult(1, "read_file", '{"path": "a.py"}', 9, "read", "a.py")
+        >>> edit = ToolResult(3, "edit_file", '{"path": "a.py"}', 9, "edit", "a.py")
+        >>> changed_after_read([read, edit], [read]), changed_after_read([read], [read])
+        ({1}, set())
+    """
+    changed = _file_stats(results, count).last_change
+    return {r.index for r in reads if r.target is not None and changed.get(r.target, -1) > r.index}
 
 
 def working_set(

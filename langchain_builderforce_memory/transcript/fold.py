@@ -78,7 +78,6 @@ from langchain_builderforce_memory.transcript.view import (
     clear_range,
     fit_view,
     restored_messages,
-    restored_of,
     with_clear,
 )
 from langchain_builderforce_memory.transcript.window import (
@@ -174,8 +173,7 @@ def _compacted(
 ) -> tuple[list[BaseMessage], ViewSteps, ClearStep]:
     """The note's view (re-attached files after it), cleared and elided to the budget."""
     convo, counter, policy = plan.convo, plan.counter, plan.policy
-    restored = restored_of(convo, memo, plan.results)
-    shown_restored = restored_messages(convo, restored, copies=plan.copies)
+    restored, shown_restored = restored_messages(convo, memo, plan.results, copies=plan.copies)
     if clear is None:  # a new note: clear its tail only if it still does not fit
         base = assemble_compacted(
             plan.system,

@@ -53,7 +53,6 @@ from langchain_builderforce_memory.transcript.view import (
     furthest_clear,
     restore_plan,
     restored_messages,
-    restored_of,
     summary_shown,
 )
 
@@ -308,11 +307,11 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
     note_tokens = counter.count_message(
         memory_note(held.note, held.covered_end, copies=plan.copies)
     )
-    restored = restored_of(convo, held, plan.results)
+    restored, shown_restored = restored_messages(convo, held, plan.results, copies=plan.copies)
     tokens = (
         turn.system_tokens
         + note_tokens
-        + sum(map(counter.count_message, restored_messages(convo, restored, copies=plan.copies)))
+        + sum(map(counter.count_message, shown_restored))
         + _restated_tokens(sums, opening, opening_thinking, last_user, directive_tokens)
         + sums[-1]
         - sums[tail_start]

@@ -36,6 +36,7 @@ from langchain_builderforce_memory.tokens import (
 )
 from langchain_builderforce_memory.transcript.clear import (
     apply_clear,
+    changed_after_read,
     clearable,
     clearing_with_priority,
     count_before,
@@ -317,23 +318,33 @@ def restore_plan(
 
 
 def restored_message(
-    message: BaseMessage, result: ToolResult, *, copies: Copies | None = None
+    message: BaseMessage,
+    result: ToolResult,
+    *,
+    changed: bool = False,
+    copies: Copies | None = None,
 ) -> HumanMessage:
     r"""A re-attached file output: a stamped human message after the note.
 
     A human message, not a replayed tool call: the call it answered is inside the note,
-    and a result without its call is invalid for strict providers.
+    and a result without its call is invalid for strict providers. ``changed``: a later
+    call changed the file, which the head says, so the output is not taken for the
+    file's current text.
 
     Example:
         >>> from langchain_core.messages import ToolMessage
         >>> r = ToolResult(7, "read_file", '{"path": "a.py"}', 9, "read", "a.py")
         >>> restored_message(ToolMessage("print(1)", tool_call_id="c1"), r).content
         '[re-attached: the latest output of read_file({"path": "a.py"}), verbatim]\nprint(1)'
+        >>> changed = restored_message(ToolMessage("print(1)", tool_call_id="c1"), r, changed=True)
+        >>> changed.text.splitlines()[0][-26:]
+        'a.py was changed after it]'
     """
-    head = f"[re-attached: the latest output of {result.name}({result.args}), verbatim]"
+    since = f"; {result.target} was changed after it" if changed and result.target else ""
+    head = f"[re-attached: the latest output of {result.name}({result.args}), verbatim{since}]"
     return copy_of(
         copies,
-        ("restored", id(message), result.name, result.args, result.target),
+        ("restored", id(message), result.name, result.args, result.target, bool(since)),
         (message, message.content),
         lambda: stamp(
             HumanMessage(f"{head}\n{_output_text(message)}"),
@@ -351,16 +362,25 @@ def _output_text(message: BaseMessage) -> str:
 
 def restored_messages(
     convo: Sequence[BaseMessage],
-    restored: Sequence[ToolResult],
+    memo: CompactMemo,
+    results: Sequence[ToolResult],
     *,
     copies: Copies | None = None,
-) -> list[HumanMessage]:
-    """:func:`restored_message` of each result in ``restored``.
+) -> tuple[list[ToolResult], list[HumanMessage]]:
+    """The results ``memo`` re-attaches (:func:`restored_of`) and their messages.
 
-    With the conversation's ``copies`` a file re-attached turn after turn is one object,
-    whose count stays cached.
+    A read whose file a call the note covers changed says so in its head. With the
+    conversation's ``copies`` a file re-attached turn after turn is one object, whose
+    count stays cached.
     """
-    return [restored_message(convo[r.index], r, copies=copies) for r in restored]
+    restored = restored_of(convo, memo, results)
+    count = count_before(results, memo.covered_end) if restored else 0
+    changed = changed_after_read(results, restored, count=count) if restored else set()
+    shown = [
+        restored_message(convo[r.index], r, changed=r.index in changed, copies=copies)
+        for r in restored
+    ]
+    return restored, shown
 
 
 def restored_of(

@@ -45,6 +45,7 @@ from langchain_builderforce_memory.transcript.results import (
     cleared_call,
     shown_cleared,
 )
+from langchain_builderforce_memory.working.file_keys import FileKeys
 
 __all__ = [
     "changed_after_read",
@@ -65,7 +66,10 @@ class _FileStats:
     latest_read: dict[str, ToolResult]
     """Each file's latest read."""
     last_change: dict[str, int]
-    """Each file's latest edit (create, edit, delete) index."""
+    """Each file's latest edit (create, edit, delete) index, by its key: one file under
+    two names is one file here (:class:`~.working.file_keys.FileKeys`)."""
+    keys: FileKeys
+    """The roots the results' paths showed."""
 
 
 _FILE_MARKS: Final = 8
@@ -105,15 +109,20 @@ def _grown_stats(so_far: _FileStats | None, results: Sequence[ToolResult]) -> _F
     last = dict(so_far.last) if so_far else {}
     latest = dict(so_far.latest_read) if so_far else {}
     changed = dict(so_far.last_change) if so_far else {}
+    keys = so_far.keys.copy() if so_far else FileKeys()
     for r in results:
         if r.target is None:
             continue
+        if keys.add(r.target) is not None:
+            for old in [k for k in changed if keys.key(k) != k]:
+                index = changed.pop(old)
+                changed[keys.key(old)] = max(index, changed.get(keys.key(old), -1))
         last[r.target] = r.index
         if r.kind == "read":
             latest[r.target] = r
         elif r.kind == "edit":
-            changed[r.target] = r.index
-    return _FileStats(last, latest, changed)
+            changed[keys.key(r.target)] = r.index
+    return _FileStats(last, latest, changed, keys)
 
 
 def in_use_files(results: Sequence[ToolResult], *, count: int | None = None) -> list[str]:
@@ -143,8 +152,11 @@ def changed_after_read(
         >>> changed_after_read([read, edit], [read]), changed_after_read([read], [read])
         ({1}, set())
     """
-    changed = _file_stats(results, count).last_change
-    return {r.index for r in reads if r.target is not None and changed.get(r.target, -1) > r.index}
+    stats = _file_stats(results, count)
+    changed, key = stats.last_change, stats.keys.key
+    return {
+        r.index for r in reads if r.target is not None and changed.get(key(r.target), -1) > r.index
+    }
 
 
 def working_set(

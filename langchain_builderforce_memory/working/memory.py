@@ -24,9 +24,11 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypedDict, get_args
+
+from langchain_builderforce_memory.working.file_keys import FileKeys
 
 __all__ = [
     "BRIEF_MAX_COMMANDS",
@@ -214,6 +216,29 @@ _COUNT: Final = operator.itemgetter(1)
 
 def _normalize_task(task: str) -> str:
     return _WHITESPACE.sub(" ", task).strip()
+
+
+class _FileNames:
+    """One name for each file the brief lists: the absolute one, which says where it is.
+
+    A run may name one file two ways, relative and absolute (:class:`.file_keys.FileKeys`):
+    mini-swe-agent's django run read ``django/db/models/base.py`` and changed
+    ``/testbed/django/db/models/base.py``, and the brief listed both.
+    """
+
+    __slots__ = ("_keys", "_names")
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._keys = FileKeys()
+        for path in paths:
+            self._keys.add(path)
+        self._names: dict[str, str] = {}
+        for path in paths:
+            if path.startswith("/") or self._keys.key(path) not in self._names:
+                self._names[self._keys.key(path)] = path
+
+    def __call__(self, path: str) -> str:
+        return self._names.get(self._keys.key(path), path)
 
 
 def _counted(entries: list[tuple[str, int]]) -> list[str]:
@@ -462,10 +487,11 @@ class WorkingMemory:
     def _render_brief(self, observations: int) -> str | None:
         if observations < BRIEF_MIN_OBSERVATIONS:
             return None
-        changed = list(reversed(self._changed))  # the latest change first
+        named = _FileNames((*self._read, *self._changed, *self._deleted))
+        changed = list(dict.fromkeys(map(named, reversed(self._changed))))  # latest first
         changed_set = set(changed)
-        deleted = list(dict.fromkeys(self._deleted))
-        reads = [(p, n) for p, n in rank_by_count(self._read) if p not in changed_set]
+        deleted = list(dict.fromkeys(map(named, self._deleted)))
+        reads = [(p, n) for p, n in rank_by_count(map(named, self._read)) if p not in changed_set]
         searches = rank_by_count(self._searched)
         ran = rank_by_count(self._ran)
         failing = list(self._failing)

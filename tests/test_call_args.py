@@ -394,9 +394,9 @@ def test_a_cut_keeps_every_key_short_value_and_id_and_stays_json(
     assert longest_value(cut) <= longest_value(message)  # a cut never lengthens a value
 
 
-@pytest.mark.parametrize(("keep", "shortens"), [(0, True), (40, True), (100, False), (159, False)])
+@pytest.mark.parametrize(("keep", "shortens"), [(0, True), (100, True), (130, False), (159, False)])
 def test_a_cut_that_would_not_shorten_a_value_keeps_it_whole(keep: int, shortens: bool) -> None:
-    """A 165-character value: ``keep`` plus the ~80-character marker fits under it only for
+    """A 165-character value: ``keep`` plus the ~45-character marker fits under it only for
     a small ``keep``; otherwise the value stays whole (before: it came out longer)."""
     value = "v" * (SHORT + 5)
     message = AIMessage("", tool_calls=[{"name": "t", "args": {"v": value}, "id": "c1"}])

@@ -459,10 +459,10 @@ def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_pa
         (["--directives", "0"], "argument --directives: must be at least 1; got 0"),
         (
             ["--budget", "10"],
-            "argument --budget: must be at least 58 (the demo's system prompt and one short "
+            "argument --budget: must be at least 54 (the demo's system prompt and one short "
             "message need that much); got 10",
         ),
-        (["--budget", "57"], "argument --budget: must be at least 58"),
+        (["--budget", "53"], "argument --budget: must be at least 54"),
         (["--plot", "tokens.txt"], "argument --plot: the plot is a PNG file"),
         (["--plot", "."], "argument --plot: the plot is a PNG file"),
         (["--db", "."], "argument --db: '.' is a folder: give a file path"),

@@ -328,6 +328,26 @@ def test_a_re_attached_read_of_a_file_changed_after_it_says_so() -> None:
     assert request_problems(out.messages) == []
 
 
+@pytest.mark.parametrize("big", ["result", "call"])
+def test_a_cut_message_says_how_much_was_cut_and_promises_no_record(big: str) -> None:
+    # "the full text is still in the conversation record" told the model of a record it
+    # cannot read; the marker now says only what the view cut.
+    text = "line of output\n" * 3_000
+    args = {"path": "a.py", "content": text if big == "call" else "x"}
+    record: list[BaseMessage] = [
+        HumanMessage("Write a.py, then read it."),
+        AIMessage("", tool_calls=[{"name": "write_file", "args": args, "id": "w"}]),
+        ToolMessage(text if big == "result" else "ok", tool_call_id="w"),
+    ]
+    out = build_working_transcript(record, summarizer=ScriptedSummarizer("n"), max_tokens=2_000)
+    cut = [m for m in out.messages if (stamp_of(m) or {}).get("kind") == "elided"]
+    assert cut
+    shown = str(cut[0].content) + str(getattr(cut[0], "tool_calls", ""))
+    assert "cut here in this view ...]" in shown
+    assert "record" not in shown
+    assert request_problems(out.messages) == []
+
+
 def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> None:
     previous: list[BaseMessage] | None = None
     moves = 0

@@ -43,9 +43,9 @@ COMPACT_TAIL_TOKEN_BUDGET = 40_000
 """``transcript.fold.COMPACT_TAIL_TOKEN_BUDGET``."""
 DEFAULT_TARGET_MODEL_TOKENS = 8_192
 """``cli.inspect.DEFAULT_TARGET_MODEL_TOKENS``."""
-MIN_DEMO_BUDGET = 58
+MIN_DEMO_BUDGET = 54
 """The demo's smallest ``--budget``: what every request must hold (the demo's 43-token
-system prompt and one short human message, 15 tokens: the view policy raises below that).
+system prompt and one short human message, 11 tokens: the view policy raises below that).
 The brief's room and the first request's safety margin give way to it."""
 
 

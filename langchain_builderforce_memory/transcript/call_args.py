@@ -35,7 +35,7 @@ _HEAD_SHARE: Final = 0.6
 
 
 def _marker(cut: int) -> str:
-    return f"\n[... {cut:,} characters cut here in this view; the full call is in the record ...]\n"
+    return f"\n[... {cut:,} characters cut here in this view ...]\n"
 
 
 _DEEPEST: Final = 64

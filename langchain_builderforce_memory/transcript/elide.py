@@ -5,10 +5,10 @@ are small. One 120k-token tool result, or a minimum verbatim tail of four 20k-to
 reads, is bigger than any room a 64k budget leaves, and a request over the provider's
 window is refused outright. Such a message is cut IN THE VIEW ONLY: the head and the end
 of its text are kept (a file's imports and its last lines, a log's first error and its
-summary), with a stamped marker in between saying how many tokens were cut and that the
-full text is still in the record. A call whose arguments are what is big (the whole file a
-``Write`` created, a patch) has its long values cut the same way (:mod:`.call_args`). The
-record is never touched.
+summary), with a stamped marker in between saying how many tokens were cut (not that the
+text is "in the record": the model cannot read the record). A call whose arguments are
+what is big (the whole file a ``Write`` created, a patch) has its long values cut the same
+way (:mod:`.call_args`). The record is never touched.
 
 :func:`fit_to_budget` is the step every entry point ends with. It caps the largest
 messages at one common size (water-filling: a message under the cap is never cut, every
@@ -87,13 +87,11 @@ class Elision:
 
 
 def _marker(cut: int) -> str:
-    return (
-        f"\n[... {cut} tokens cut here in this view; the full text is still in the "
-        "conversation record ...]\n"
-    )
+    # It names no "record": the model cannot read one, and was told it could.
+    return f"\n[... {cut} tokens cut here in this view ...]\n"
 
 
-_MIN_MARKER: Final = "[cut in this view; see the record]"
+_MIN_MARKER: Final = "[cut in this view]"
 """What a message cut to its smallest shows: no text, only this."""
 
 
@@ -130,8 +128,8 @@ def check_budget_floor(
         Traceback (most recent call last):
         ...
         langchain_builderforce_memory.errors.ContextBudgetError: demo: max_tokens=100 cannot \
-hold the system prompt (95 tokens) plus one human message (15 tokens); raise max_tokens to \
-at least 110 or shorten the system prompt.
+hold the system prompt (95 tokens) plus one human message (11 tokens); raise max_tokens to \
+at least 106 or shorten the system prompt.
     """
     floor = minimal_human_tokens(counter)
     if opening_tokens is not None:

@@ -66,10 +66,7 @@ class _FileStats:
     latest_read: dict[str, ToolResult]
     """Each file's latest read."""
     last_change: dict[str, int]
-    """Each file's latest edit (create, edit, delete) index, by its key: one file under
-    two names is one file here (:class:`~.working.file_keys.FileKeys`)."""
-    keys: FileKeys
-    """The roots the results' paths showed."""
+    """Each file's latest edit (create, edit, delete) index."""
 
 
 _FILE_MARKS: Final = 8
@@ -109,20 +106,15 @@ def _grown_stats(so_far: _FileStats | None, results: Sequence[ToolResult]) -> _F
     last = dict(so_far.last) if so_far else {}
     latest = dict(so_far.latest_read) if so_far else {}
     changed = dict(so_far.last_change) if so_far else {}
-    keys = so_far.keys.copy() if so_far else FileKeys()
     for r in results:
         if r.target is None:
             continue
-        if keys.add(r.target) is not None:
-            for old in [k for k in changed if keys.key(k) != k]:
-                index = changed.pop(old)
-                changed[keys.key(old)] = max(index, changed.get(keys.key(old), -1))
         last[r.target] = r.index
         if r.kind == "read":
             latest[r.target] = r
         elif r.kind == "edit":
-            changed[keys.key(r.target)] = r.index
-    return _FileStats(last, latest, changed, keys)
+            changed[r.target] = r.index
+    return _FileStats(last, latest, changed)
 
 
 def in_use_files(results: Sequence[ToolResult], *, count: int | None = None) -> list[str]:
@@ -153,9 +145,18 @@ def changed_after_read(
         ({1}, set())
     """
     stats = _file_stats(results, count)
-    changed, key = stats.last_change, stats.keys.key
+    # One file under two names (relative and absolute) is one file: keyed over the
+    # distinct names, once per note (the caller keeps the answer).
+    keys = FileKeys()
+    for path in stats.last:
+        keys.add(path)
+    changed: dict[str, int] = {}
+    for path, index in stats.last_change.items():
+        changed[keys.key(path)] = max(index, changed.get(keys.key(path), -1))
     return {
-        r.index for r in reads if r.target is not None and changed.get(key(r.target), -1) > r.index
+        r.index
+        for r in reads
+        if r.target is not None and changed.get(keys.key(r.target), -1) > r.index
     }
 
 

@@ -374,13 +374,26 @@ def restored_messages(
     count stays cached.
     """
     restored = restored_of(convo, memo, results)
-    count = count_before(results, memo.covered_end) if restored else 0
-    changed = changed_after_read(results, restored, count=count) if restored else set()
+    changed = _changed_of(results, memo, restored) if restored else frozenset()
     shown = [
         restored_message(convo[r.index], r, changed=r.index in changed, copies=copies)
         for r in restored
     ]
     return restored, shown
+
+
+def _changed_of(
+    results: Sequence[ToolResult], memo: CompactMemo, restored: Sequence[ToolResult]
+) -> frozenset[int]:
+    """:func:`.clear.changed_after_read` of ``restored``, kept while ``memo`` is held."""
+    count = count_before(results, memo.covered_end)
+    key = ("changed", tuple(r.index for r in restored))
+    hit = memo_over(results, count, key)
+    if isinstance(hit, frozenset):
+        return hit
+    changed = frozenset(changed_after_read(results, restored, count=count))
+    remember_over(results, count, key, changed)
+    return changed
 
 
 def restored_of(

@@ -15,10 +15,12 @@ relative to it. Nothing is resolved against a guessed working directory.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["FileKeys"]
+__all__ = ["FileKeys", "named_once"]
 
 _MAX_ROOTS: Final = 4
 """Roots learned at most: a run works in one or two trees; more is a coincidence of names."""
@@ -90,3 +92,36 @@ def _cuts(path: str) -> list[int]:
     """The slashes of absolute ``path`` that leave a tail of two parts or more after them."""
     slashes = [i for i, char in enumerate(path) if char == "/"]
     return slashes[1:-1] if len(slashes) > 2 else []
+
+
+def named_once(
+    keys: FileKeys, changed: Sequence[str], deleted: Sequence[str], read_counts: Counter[str]
+) -> tuple[list[str], list[str], Counter[str]]:
+    """A brief's file lists with each file named once, by its absolute name.
+
+    mini-swe-agent's django run read ``django/db/models/base.py`` and changed
+    ``/testbed/django/db/models/base.py``, and the brief listed both. With no root learned
+    every name is its own, and nothing is renamed (the common case, kept cheap: the brief
+    is rendered on every turn that observed something).
+
+    Example:
+        >>> keys = FileKeys()
+        >>> _ = keys.add("a/b.py"), keys.add("/r/a/b.py")
+        >>> named_once(keys, ["/r/a/b.py"], [], Counter({"a/b.py": 2}))
+        (['/r/a/b.py'], [], Counter({'/r/a/b.py': 2}))
+    """
+    if not keys.roots:
+        return list(dict.fromkeys(changed)), list(dict.fromkeys(deleted)), read_counts
+    names: dict[str, str] = {}
+    for path in (*read_counts, *changed, *deleted):
+        key = keys.key(path)
+        if path.startswith("/") or key not in names:
+            names[key] = path
+
+    def name(path: str) -> str:
+        return names.get(keys.key(path), path)
+
+    merged: Counter[str] = Counter()
+    for path, n in read_counts.items():
+        merged[name(path)] += n
+    return list(dict.fromkeys(map(name, changed))), list(dict.fromkeys(map(name, deleted))), merged

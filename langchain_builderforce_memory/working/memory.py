@@ -24,11 +24,11 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypedDict, get_args
 
-from langchain_builderforce_memory.working.file_keys import FileKeys
+from langchain_builderforce_memory.working.file_keys import FileKeys, named_once
 
 __all__ = [
     "BRIEF_MAX_COMMANDS",
@@ -205,7 +205,11 @@ def rank_by_count(items: Iterable[str]) -> list[tuple[str, int]]:
         >>> rank_by_count(["b", "a", "b"])
         [('b', 2), ('a', 1)]
     """
-    ranked = sorted(Counter(items).items(), key=_NAME)
+    return _ranked(Counter(items))
+
+
+def _ranked(counts: Counter[str]) -> list[tuple[str, int]]:
+    ranked = sorted(counts.items(), key=_NAME)
     ranked.sort(key=_COUNT, reverse=True)  # stable: equal counts stay in name order
     return ranked
 
@@ -218,27 +222,8 @@ def _normalize_task(task: str) -> str:
     return _WHITESPACE.sub(" ", task).strip()
 
 
-class _FileNames:
-    """One name for each file the brief lists: the absolute one, which says where it is.
-
-    A run may name one file two ways, relative and absolute (:class:`.file_keys.FileKeys`):
-    mini-swe-agent's django run read ``django/db/models/base.py`` and changed
-    ``/testbed/django/db/models/base.py``, and the brief listed both.
-    """
-
-    __slots__ = ("_keys", "_names")
-
-    def __init__(self, paths: Sequence[str]) -> None:
-        self._keys = FileKeys()
-        for path in paths:
-            self._keys.add(path)
-        self._names: dict[str, str] = {}
-        for path in paths:
-            if path.startswith("/") or self._keys.key(path) not in self._names:
-                self._names[self._keys.key(path)] = path
-
-    def __call__(self, path: str) -> str:
-        return self._names.get(self._keys.key(path), path)
+_FILE_KINDS: Final = ("read", "created", "edited", "deleted")
+"""The kinds whose target is a file path."""
 
 
 def _counted(entries: list[tuple[str, int]]) -> list[str]:
@@ -269,6 +254,7 @@ class WorkingMemory:
         "_edited",
         "_failed",
         "_failing",
+        "_keys",
         "_listed",
         "_observations",
         "_passed",
@@ -293,6 +279,8 @@ class WorkingMemory:
         # Files created or edited, least recent change first (a re-edit moves to the end).
         self._changed: dict[str, None] = {}
         self._listed: dict[str, None] = {}
+        # The roots the run's file paths showed, so the brief names a file once.
+        self._keys = FileKeys()
         self._observations = 0
         # brief() ranks every observation; kept until the memory changes (a turn asks
         # for it again with nothing new observed).
@@ -313,6 +301,7 @@ class WorkingMemory:
         out._failing = dict(self._failing)
         out._changed = dict(self._changed)
         out._listed = dict(self._listed)
+        out._keys = self._keys.copy()
         out._observations = self._observations
         out._brief = self._brief
         return out
@@ -343,6 +332,8 @@ class WorkingMemory:
         if not target:
             return
         self._list(observation.kind).append(target)
+        if observation.kind in _FILE_KINDS:
+            self._keys.add(target)
         if observation.kind in ("created", "edited"):
             self._changed.pop(target, None)
             self._changed[target] = None
@@ -449,6 +440,9 @@ class WorkingMemory:
             else [*memory._created, *memory._edited]
         )
         memory._changed = dict.fromkeys(changed)
+        for kind in _FILE_KINDS:
+            for path in memory._list(kind):
+                memory._keys.add(path)
         kept = sum(len(memory._list(k)) for k in _KEPT_KINDS)
         memory._observations = _observation_count(snapshot, kept)
         task = snapshot.get("task")
@@ -487,11 +481,7 @@ class WorkingMemory:
     def _render_brief(self, observations: int) -> str | None:
         if observations < BRIEF_MIN_OBSERVATIONS:
             return None
-        named = _FileNames((*self._read, *self._changed, *self._deleted))
-        changed = list(dict.fromkeys(map(named, reversed(self._changed))))  # latest first
-        changed_set = set(changed)
-        deleted = list(dict.fromkeys(map(named, self._deleted)))
-        reads = [(p, n) for p, n in rank_by_count(map(named, self._read)) if p not in changed_set]
+        changed, deleted, reads = self._files()
         searches = rank_by_count(self._searched)
         ran = rank_by_count(self._ran)
         failing = list(self._failing)
@@ -518,6 +508,14 @@ class WorkingMemory:
         if ran:
             lines += ["", "Ran:", *_counted(ran[:BRIEF_MAX_COMMANDS])]
         return "\n".join(lines)
+
+    def _files(self) -> tuple[list[str], list[str], list[tuple[str, int]]]:
+        """The brief's changed (latest first), deleted and read files (with read counts)."""
+        changed, deleted, read_counts = named_once(
+            self._keys, list(reversed(self._changed)), self._deleted, Counter(self._read)
+        )
+        changed_set = set(changed)
+        return changed, deleted, [(p, n) for p, n in _ranked(read_counts) if p not in changed_set]
 
     def __repr__(self) -> str:
         return f"WorkingMemory(size={self._observations}, task={self._task!r})"

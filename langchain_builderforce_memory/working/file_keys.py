@@ -16,7 +16,7 @@ relative to it. Nothing is resolved against a guessed working directory.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -95,8 +95,8 @@ def _cuts(path: str) -> list[int]:
 
 
 def named_once(
-    keys: FileKeys, changed: Sequence[str], deleted: Sequence[str], read_counts: Counter[str]
-) -> tuple[list[str], list[str], Counter[str]]:
+    keys: FileKeys, changed: Sequence[str], deleted: Sequence[str], read_counts: Mapping[str, int]
+) -> tuple[list[str], list[str], Mapping[str, int]]:
     """A brief's file lists with each file named once, by its absolute name.
 
     mini-swe-agent's django run read ``django/db/models/base.py`` and changed

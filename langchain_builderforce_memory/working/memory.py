@@ -208,7 +208,7 @@ def rank_by_count(items: Iterable[str]) -> list[tuple[str, int]]:
     return _ranked(Counter(items))
 
 
-def _ranked(counts: Counter[str]) -> list[tuple[str, int]]:
+def _ranked(counts: Mapping[str, int]) -> list[tuple[str, int]]:
     ranked = sorted(counts.items(), key=_NAME)
     ranked.sort(key=_COUNT, reverse=True)  # stable: equal counts stay in name order
     return ranked
@@ -224,6 +224,8 @@ def _normalize_task(task: str) -> str:
 
 _FILE_KINDS: Final = ("read", "created", "edited", "deleted")
 """The kinds whose target is a file path."""
+_COUNTED_KINDS: Final = ("read", "searched", "ran")
+"""The kinds the brief lists with how often each occurred."""
 
 
 def _counted(entries: list[tuple[str, int]]) -> list[str]:
@@ -249,6 +251,7 @@ class WorkingMemory:
     __slots__ = (
         "_brief",
         "_changed",
+        "_counts",
         "_created",
         "_deleted",
         "_edited",
@@ -279,6 +282,9 @@ class WorkingMemory:
         # Files created or edited, least recent change first (a re-edit moves to the end).
         self._changed: dict[str, None] = {}
         self._listed: dict[str, None] = {}
+        # How often each file was read, each query searched, each command run: kept as
+        # observed, so a turn's brief and mapper cost what it observed, not the run.
+        self._counts: dict[str, dict[str, int]] = {k: {} for k in _COUNTED_KINDS}
         # The roots the run's file paths showed, so the brief names a file once.
         self._keys = FileKeys()
         self._observations = 0
@@ -301,6 +307,7 @@ class WorkingMemory:
         out._failing = dict(self._failing)
         out._changed = dict(self._changed)
         out._listed = dict(self._listed)
+        out._counts = {k: dict(c) for k, c in self._counts.items()}
         out._keys = self._keys.copy()
         out._observations = self._observations
         out._brief = self._brief
@@ -332,6 +339,9 @@ class WorkingMemory:
         if not target:
             return
         self._list(observation.kind).append(target)
+        if observation.kind in _COUNTED_KINDS:
+            counts = self._counts[observation.kind]
+            counts[target] = counts.get(target, 0) + 1
         if observation.kind in _FILE_KINDS:
             self._keys.add(target)
         if observation.kind in ("created", "edited"):
@@ -352,7 +362,7 @@ class WorkingMemory:
     @property
     def known_paths(self) -> frozenset[str]:
         """Every path the run has seen exist: listed, read or changed (for the mapper)."""
-        return frozenset((*self._listed, *self._read, *self._changed))
+        return frozenset((*self._listed, *self._counts["read"], *self._changed))
 
     def observe_all(self, observations: Iterable[Observation]) -> None:
         """Record several observations, in order."""
@@ -426,6 +436,7 @@ class WorkingMemory:
         memory = cls()
         for kind in _KEPT_KINDS:
             memory._list(kind).extend(_string_list(snapshot, kind))
+        memory._counts = {k: dict(Counter(memory._list(k))) for k in _COUNTED_KINDS}
         for path in _string_list(snapshot, "listed"):
             memory._list_path(path)
         failing = (
@@ -482,8 +493,8 @@ class WorkingMemory:
         if observations < BRIEF_MIN_OBSERVATIONS:
             return None
         changed, deleted, reads = self._files()
-        searches = rank_by_count(self._searched)
-        ran = rank_by_count(self._ran)
+        searches = _ranked(self._counts["searched"])
+        ran = _ranked(self._counts["ran"])
         failing = list(self._failing)
         passing = [c for c in dict.fromkeys(reversed(self._passed)) if c not in self._failing]
         if not (changed or deleted or reads or searches or ran or failing or passing):
@@ -512,7 +523,7 @@ class WorkingMemory:
     def _files(self) -> tuple[list[str], list[str], list[tuple[str, int]]]:
         """The brief's changed (latest first), deleted and read files (with read counts)."""
         changed, deleted, read_counts = named_once(
-            self._keys, list(reversed(self._changed)), self._deleted, Counter(self._read)
+            self._keys, list(reversed(self._changed)), self._deleted, self._counts["read"]
         )
         changed_set = set(changed)
         return changed, deleted, [(p, n) for p, n in _ranked(read_counts) if p not in changed_set]

@@ -554,6 +554,36 @@ async def test_a_pin_never_crowds_out_the_newest_unit(mode: str) -> None:
     assert pack.messages[-1] is messages[-1]
 
 
+@pytest.mark.parametrize("calls", [1, 3])
+async def test_a_newest_unit_over_the_budget_is_kept_cut_not_dropped(mode: str, calls: int) -> None:
+    """The result the next model must answer is cut in the view, never silently dropped.
+
+    Before, the tail stopped at the first unit that did not fit whole, and the newest one
+    is the first it tries: the pack was [system, note, request], with 7,000 tokens of room
+    used for ~70, and the next model saw the request with no trace of the work on it.
+    """
+    messages: list[BaseMessage] = [SYS, TASK]
+    for i in range(5):
+        messages += tool_round(i, "x = 1\n" * 150)
+    newest = tool_round(5, "def handler():\n    pass\n" * 3_000, calls=calls)
+    summarizer = ScriptedSummarizer("Read five modules.")
+    pack = await run_pack(
+        mode, [*messages, *newest], target_context_tokens=7_000, summarizer=summarizer
+    )
+    assert_valid(pack)
+    assert pack.fits
+    assert pack.messages[-len(newest) - 1] is TASK
+    kept_call = pack.messages[-len(newest)]
+    assert kept_call is newest[0]
+    for result in pack.messages[-calls:]:
+        assert isinstance(result, ToolMessage)
+        assert result.text.startswith("def handler():")
+        assert "cut here in this view" in result.text
+    assert pack.elided_messages == calls
+    assert pack.summarized  # the note keeps a share of the room for the earlier work
+    assert pack.estimated_tokens > 7_000 * 3 // 4
+
+
 async def test_skips_a_pin_that_does_not_fit(mode: str) -> None:
     messages = pinned_convo()
     messages[2] = AIMessage("p" * 4_000, id="plan")

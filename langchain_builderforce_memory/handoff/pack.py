@@ -17,6 +17,10 @@ same request (what ``ModelFallbackMiddleware`` does) gets it rejected. The packe
 - The tail is the longest run of whole tool-call units (:func:`tool_call_units`) from the
   end that fits what is left after the prefix, the directive, the pins and room for the
   elision marker: never a tool result without its call, nor a call without its results.
+  A newest unit after the directive that is over that room by itself is kept and cut in
+  the view instead, when it fits cut to its smallest (the note then gets a quarter of the
+  room): it is the work on the request, and a next model shown the request without it
+  would make the same calls again.
 - Whatever room the tail leaves is the note's (:mod:`.note`): summary, else recall, else
   the elision marker. The note is a stamped human message, so the view opens with a user
   turn for strict providers.

@@ -35,7 +35,7 @@ from langchain_builderforce_memory.tokens import (
     TokenCounter,
     count_tokens,
 )
-from langchain_builderforce_memory.transcript.elide import fit_to_budget
+from langchain_builderforce_memory.transcript.elide import cut_floor, fit_to_budget
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.turns import (
     current_turn_start,
@@ -162,7 +162,9 @@ def _plan_history(
     room = budget - core - (min_note if core + min_note <= budget else 0)
 
     units = [u for u in tool_call_units(convo) if role_of(convo[u.start]) != "tool"]
-    _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
+    floor = _cut_newest(convo, units, sizes, keep, room, d, counter)
+    if floor is None:
+        _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
     if d >= 0 and any(map(has_thinking, convo)):
         _keep_turns(convo, keep, units, frozenset(irreducible))
 
@@ -171,8 +173,12 @@ def _plan_history(
     if not plan.dropped:
         return plan
     directive_text = (convo[d].text or None) if d >= 0 else None
+    # A newest unit kept to be cut leaves the note a quarter of the room (at least the
+    # marker's), never its floor: the view cuts the unit to what the note leaves.
+    spare = budget - core
+    room = budget - used if floor is None else min(max(min_note, spare // 4), spare - floor)
     note = NoteRequest(
-        header=header, dropped=plan.dropped, directive_text=directive_text, room=budget - used
+        header=header, dropped=plan.dropped, directive_text=directive_text, room=room
     )
     return replace(plan, note=note)
 
@@ -248,6 +254,36 @@ def _turn_moved(convo: Sequence[BaseMessage], keep: Sequence[bool]) -> int:
             if opens != opens_turn_at(convo, i):
                 return i
     return -1
+
+
+def _cut_newest(
+    convo: Sequence[BaseMessage],
+    units: Sequence[ToolCallUnit],
+    sizes: Sequence[int],
+    keep: list[bool],
+    room: int,
+    directive: int,
+    counter: TokenCounter,
+) -> int | None:
+    """Keep the newest unit to be cut in the view when it alone is over ``room``.
+
+    It is the work on the request after the ``directive``, and the result the next model
+    has to answer: dropped, the next model would see the request with no trace of it and
+    make the same calls again. Kept when its messages cut to their floors
+    (:func:`~langchain_builderforce_memory.transcript.elide.cut_floor`) fit ``room``;
+    returns those floors' tokens, or ``None`` (the tail is then chosen whole, as usual).
+    """
+    if not units or units[-1].end != len(convo) or units[-1].start <= directive:
+        return None
+    newest = range(units[-1].start, units[-1].end)
+    if sum(sizes[i] for i in newest if not keep[i]) <= room:
+        return None
+    floor = sum(cut_floor(convo[i], counter) for i in newest if not keep[i])
+    if floor > room:
+        return None
+    for i in newest:
+        keep[i] = True
+    return floor
 
 
 def _is_pinned(convo: Sequence[BaseMessage], unit: ToolCallUnit, pins: frozenset[str]) -> bool:

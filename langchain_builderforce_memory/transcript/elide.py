@@ -55,6 +55,7 @@ __all__ = [
     "LEFT_OUT_KIND",
     "Elision",
     "check_budget_floor",
+    "cut_floor",
     "elide_message",
     "fit_to_budget",
     "minimal_human_tokens",
@@ -333,8 +334,14 @@ def _cut_text(
     return _stamped(original, _with_text(message, _MIN_MARKER, total), total + cut_before)
 
 
-def _floor(message: BaseMessage, counter: TokenCounter) -> int:
-    """The fewest tokens ``message`` can be cut to (its calls' keys and the marker remain)."""
+def cut_floor(message: BaseMessage, counter: TokenCounter) -> int:
+    """The fewest tokens ``message`` can be cut to (its calls' keys and the marker remain).
+
+    Example:
+        >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+        >>> cut_floor(HumanMessage("x" * 4_000), ApproximateTokenCounter())
+        11
+    """
     smallest = message
     if isinstance(message, AIMessage) and longest_value(message) > SHORT:
         smallest = with_cut_args(message, 0)
@@ -354,10 +361,7 @@ def _cap_for(sizes: Sequence[int], floors: Sequence[int], room: int) -> int | No
     while lo < hi:
         mid = (lo + hi + 1) // 2
         used = sum(min(s, max(mid, f)) for s, f in zip(sizes, floors, strict=True))
-        if used <= room:
-            lo = mid
-        else:
-            hi = mid - 1
+        lo, hi = (mid, hi) if used <= room else (lo, mid - 1)
     return lo
 
 
@@ -509,7 +513,7 @@ def fit_to_budget(
     if system_tokens + sum(sizes) <= budget:
         return list(view), Elision()
     room = budget - system_tokens
-    floors = [_floor(m, counter) for m in convo]
+    floors = [cut_floor(m, counter) for m in convo]
     d_size = sizes[directive] if directive >= 0 else 0
     keep = _kept(convo, floors, directive, d_size, room)
     notice = None

@@ -35,7 +35,7 @@ from langchain_builderforce_memory.handoff import (
     pack_handoff,
     volatile_tail,
 )
-from langchain_builderforce_memory.handoff.note import compose_note
+from langchain_builderforce_memory.handoff.note import WORK_CONDENSED, compose_note
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
@@ -582,6 +582,27 @@ async def test_a_newest_unit_over_the_budget_is_kept_cut_not_dropped(mode: str, 
     assert pack.elided_messages == calls
     assert pack.summarized  # the note keeps a share of the room for the earlier work
     assert pack.estimated_tokens > 7_000 * 3 // 4
+
+
+@pytest.mark.parametrize("work_after_request", [True, False])
+async def test_a_note_standing_in_for_work_on_the_request_says_so(
+    mode: str, work_after_request: bool
+) -> None:
+    """The note goes before the re-injected request and spoke of "earlier messages" only.
+
+    200 parallel reads after the request, too many to keep even cut: the next model was
+    shown the note, then the request, as if nothing had been done on it yet.
+    """
+    old_work = tool_round(0, "r" * 40_000) if not work_after_request else []
+    reads = tool_round(1, "x = 1\n" * 60, calls=200) if work_after_request else []
+    later = [HumanMessage("and now?")] if not work_after_request else []
+    messages: list[BaseMessage] = [SYS, TASK, *old_work, *later, *reads]
+    pack = await run_pack(
+        mode, messages, target_context_tokens=7_000, summarizer=ScriptedSummarizer("read.")
+    )
+    assert_valid(pack)
+    note = next(m for m in pack.messages if is_stamped(m, "handoff_note"))
+    assert (WORK_CONDENSED in note.text) is work_after_request
 
 
 async def test_skips_a_pin_that_does_not_fit(mode: str) -> None:

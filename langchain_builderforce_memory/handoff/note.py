@@ -47,6 +47,7 @@ from langchain_builderforce_memory.transcript.summary import (
 __all__ = [
     "CHARS_PER_TOKEN",
     "HANDOFF_NOTE_KIND",
+    "WORK_CONDENSED",
     "HandoffNote",
     "NoteRequest",
     "NoteSource",
@@ -70,6 +71,11 @@ approximate estimate's ratio). An answer that still costs too many tokens is cut
 
 TRIM_MARK = " [...]"
 """Ends a summary or recall block cut to fit the room."""
+
+WORK_CONDENSED = (
+    "[Work already done on the request below is condensed here too: its tool calls were made.]"
+)
+"""The header's second line when the note stands in for work done after the directive."""
 
 NoteSource = Literal["summary", "recall", "elision"]
 """Where the note's body came from."""

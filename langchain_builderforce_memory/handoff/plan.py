@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_builderforce_memory.blocks import has_thinking
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff.note import (
+    WORK_CONDENSED,
     HandoffNote,
     NoteRequest,
     min_note_tokens,
@@ -162,8 +163,9 @@ def _plan_history(
     room = budget - core - (min_note if core + min_note <= budget else 0)
 
     units = [u for u in tool_call_units(convo) if role_of(convo[u.start]) != "tool"]
-    floor = _cut_newest(convo, units, sizes, keep, room, d, counter)
-    if floor is None:
+    spare = budget - core
+    cut = _cut_newest(convo, units, sizes, keep, room, d, counter, spare=spare, min_note=min_note)
+    if cut is None:
         _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
     if d >= 0 and any(map(has_thinking, convo)):
         _keep_turns(convo, keep, units, frozenset(irreducible))
@@ -173,12 +175,12 @@ def _plan_history(
     if not plan.dropped:
         return plan
     directive_text = (convo[d].text or None) if d >= 0 else None
-    # A newest unit kept to be cut leaves the note a quarter of the room (at least the
-    # marker's), never its floor: the view cuts the unit to what the note leaves.
-    spare = budget - core
-    room = budget - used if floor is None else min(max(min_note, spare // 4), spare - floor)
+    room = budget - used if cut is None else cut  # a newest unit cut: what it leaves
     note = NoteRequest(
-        header=header, dropped=plan.dropped, directive_text=directive_text, room=room
+        header=_header_for(header, keep, d, room, counter),
+        dropped=plan.dropped,
+        directive_text=directive_text,
+        room=room,
     )
     return replace(plan, note=note)
 
@@ -256,6 +258,22 @@ def _turn_moved(convo: Sequence[BaseMessage], keep: Sequence[bool]) -> int:
     return -1
 
 
+def _header_for(
+    header: str, keep: Sequence[bool], directive: int, room: int, counter: TokenCounter
+) -> str:
+    """``header``, saying so when the note stands in for work done after the directive.
+
+    The note goes before the re-injected directive, and its header says the earlier
+    messages were condensed: a next model would take the work on the request for not
+    done yet, and make its calls again. Said when the marker note still fits ``room``.
+    """
+    if directive < 0 or all(keep[directive + 1 :]):
+        return header
+    dropped = keep.count(False)
+    longer = f"{header}\n{WORK_CONDENSED}"
+    return longer if min_note_tokens(longer, dropped, counter) <= room else header
+
+
 def _cut_newest(
     convo: Sequence[BaseMessage],
     units: Sequence[ToolCallUnit],
@@ -264,26 +282,40 @@ def _cut_newest(
     room: int,
     directive: int,
     counter: TokenCounter,
+    *,
+    spare: int,
+    min_note: int,
 ) -> int | None:
     """Keep the newest unit to be cut in the view when it alone is over ``room``.
 
     It is the work on the request after the ``directive``, and the result the next model
     has to answer: dropped, the next model would see the request with no trace of it and
-    make the same calls again. Kept when its messages cut to their floors
-    (:func:`~langchain_builderforce_memory.transcript.elide.cut_floor`) fit ``room``;
-    returns those floors' tokens, or ``None`` (the tail is then chosen whole, as usual).
+    make the same calls again. Kept when, beside a note of ``min_note`` tokens, its
+    messages fit ``spare`` cut no shorter than the note: the view cuts every message down
+    to one common size (:func:`.elide.fit_to_budget`), so the note then stays whole. The
+    note gets the most room up to a quarter of ``spare`` that keeps this so. Returns the
+    note's room, or ``None`` (the tail is then chosen as usual).
     """
     if not units or units[-1].end != len(convo) or units[-1].start <= directive:
         return None
-    newest = range(units[-1].start, units[-1].end)
-    if sum(sizes[i] for i in newest if not keep[i]) <= room:
+    newest = [i for i in range(units[-1].start, units[-1].end) if not keep[i]]
+    if sum(sizes[i] for i in newest) <= room:
         return None
-    floor = sum(cut_floor(convo[i], counter) for i in newest if not keep[i])
-    if floor > room:
+    own = [(sizes[i], cut_floor(convo[i], counter)) for i in newest]
+    if not _fits_beside(min_note, own, spare):
         return None
+    lo, hi = min_note, max(min_note, spare // 4)  # the largest note that fits, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if _fits_beside(mid, own, spare) else (lo, mid - 1)
     for i in newest:
         keep[i] = True
-    return floor
+    return lo
+
+
+def _fits_beside(note: int, sized: Sequence[tuple[int, int]], spare: int) -> bool:
+    """Do a note of ``note`` tokens and ``sized`` (size, floor) cut no shorter fit ``spare``?"""
+    return note + sum(min(size, max(note, floor)) for size, floor in sized) <= spare
 
 
 def _is_pinned(convo: Sequence[BaseMessage], unit: ToolCallUnit, pins: frozenset[str]) -> bool:

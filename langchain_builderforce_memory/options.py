@@ -60,16 +60,19 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "max_messages": (
             'Conversation messages the view may hold (system messages excluded). ``"auto"`` '
-            "(the default): the seed's 80, raised to one message per 200 tokens of "
-            "``max_tokens`` (160 at 32k), so small messages do not make the fold call the "
-            "summarizer long before the budget is used; ``None``: no message ceiling, the "
+            "(the default): 128, raised to one message per 500 tokens of ``max_tokens`` "
+            "past 64k (400 at 200k): the seed's 80 made the fold call the summarizer long "
+            "before the budget was used, and no ceiling let the view fill the budget, each "
+            "request re-reading it; ``None``: no message ceiling, the "
             "token budget decides. The least view a request can be (the directive and, with "
             "thinking on, its turn's opening step; the note; the newest tool call with all "
             "its results) is sent even past a ceiling smaller than it."
         ),
         "tail_tokens": (
             "Tokens a fold keeps verbatim after its note (the fold also caps it by its share "
-            "of the room left, so a small ``max_tokens`` still leaves headroom)."
+            "of the room left, so a small ``max_tokens`` still leaves headroom). The default, "
+            "1,000, keeps about the latest assistant turn and its results: the note, the "
+            "restated directive and the restored files carry the rest."
         ),
         "min_tail_messages": (
             "Messages a fold keeps verbatim at the least, while they fit the tail's token "

@@ -24,7 +24,8 @@
 # * the **window** (`windowed`): the newest messages inside 80 messages / 64k
 #   tokens, the oldest dropped in chunks;
 # * the **fold** (`build_working_transcript`): the older part compressed into ONE
-#   memory note, the newest ~40k tokens verbatim, the active directive restated.
+#   memory note, the working set's files re-attached, the latest turn verbatim,
+#   the active directive restated.
 #
 # **Why.** The record grows without bound; a request must not. How it is kept in
 # bounds decides what the model still knows, what each turn costs, and whether

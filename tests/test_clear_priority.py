@@ -196,7 +196,8 @@ def test_after_a_fold_the_tails_search_outputs_are_cleared_and_the_prefix_then_h
     state: Mapping[str, object] | None = None
     outs: list[WorkingTranscript] = []
     for prefix in model_turns(record):
-        out = working_turn(prefix, state, max_messages=60)  # folds every ~30 units
+        # folds every ~30 units; the seed's 40k tail keeps search outputs to clear
+        out = working_turn(prefix, state, max_messages=60, tail_tokens=40_000)
         outs.append(out)
         state = out.state.to_dict()
     folds = [i for i, o in enumerate(outs) if o.fold is not None]

@@ -337,7 +337,8 @@ def test_an_unknown_encoding_is_an_error() -> None:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
     db = tmp_path_factory.mktemp("demo") / "checkpoints.sqlite"
-    return run_demo(turns=40, budget=12_000, directives=4, db=db)
+    # 70 calls: past the 128-message ceiling, so the run folds once (40 never fold at 12k)
+    return run_demo(turns=70, budget=12_000, directives=4, db=db)
 
 
 def _note_key(request: list[BaseMessage]) -> object:
@@ -347,7 +348,7 @@ def _note_key(request: list[BaseMessage]) -> object:
 
 def test_the_demo_reports_what_each_request_carried(demo: DemoResult) -> None:
     sent = demo.model.requests
-    assert demo.turns == len(sent) == 40
+    assert demo.turns == len(sent) == 70
     assert [r.sent_tokens for r in demo.requests] == [count_tokens(m) for m in sent]
     assert [r.sent_messages for r in demo.requests] == [len(m) for m in sent]
     assert demo.max_sent_tokens <= demo.budget
@@ -421,7 +422,7 @@ def test_the_demo_brief_is_the_last_volatile_tail(demo: DemoResult) -> None:
 
 def test_the_demo_command_prints_the_numbers_of_the_run(demo: DemoResult, tmp_path: Path) -> None:
     plot = tmp_path / "tokens.png"
-    args = ["demo", "--turns", "40", "--budget", "12000", "--db", str(tmp_path / "d.sqlite")]
+    args = ["demo", "--turns", "70", "--budget", "12000", "--db", str(tmp_path / "d.sqlite")]
     code, out, _ = run_cli(*args, "--plot", str(plot), "--no-progress", "--brief")
     assert code == 0
     for text in (
@@ -513,7 +514,7 @@ def test_inspect_reads_every_recorded_run_and_agrees_with_the_window(path: Path)
     report = inspect_json(path, "--budget", "16000")
     record = load_transcript(path)
     assert report["record_messages"] == len(record)
-    view = windowed(record, max_tokens=16_000)
+    view = windowed(record, max_tokens=16_000, max_messages="auto")
     assert [r["window"] for r in report["rows"]] == _by_identity(record, view)
     handoff = next(v for v in report["views"] if v["view"] == "handoff")
     assert handoff["fits"]
@@ -601,7 +602,7 @@ def _library_defaults() -> list[tuple[str, float, float]]:
 
     return [
         ("HISTORY_TOKEN_BUDGET", cli_main.HISTORY_TOKEN_BUDGET, window.HISTORY_TOKEN_BUDGET),
-        ("HISTORY_WINDOW", cli_main.HISTORY_WINDOW, window.HISTORY_WINDOW),
+        ("AUTO_CEILING_FLOOR", cli_main.AUTO_CEILING_FLOOR, window.AUTO_CEILING_FLOOR),
         (
             "AUTO_TOKENS_PER_MESSAGE",
             cli_main.AUTO_TOKENS_PER_MESSAGE,
@@ -928,7 +929,8 @@ def test_the_fold_column_is_the_view_a_run_sends(
 
 def test_keep_edit_inputs_shows_the_clear_tier_leaving_calls_whole(tmp_path: Path) -> None:
     path = _saved(tmp_path, read_write_loop(12))
-    small = ("--budget", "60000", "--max-messages", "200")
+    # The seed's 40k tail: both views fold, so they differ only in the cut calls.
+    small = ("--budget", "60000", "--max-messages", "200", "--tail-tokens", "40000")
     cut = inspect_json(path, *small)
     whole = inspect_json(path, *small, "--keep-edit-inputs")
     fold = [{v["view"]: v for v in r["views"]}["fold"] for r in (cut, whole)]
@@ -942,8 +944,8 @@ def test_keep_edit_inputs_shows_the_clear_tier_leaving_calls_whole(tmp_path: Pat
 @pytest.mark.parametrize(
     ("flag", "ceiling", "shown"),
     [
-        ((), "auto", 320),
-        (("--max-messages", "auto"), "auto", 320),
+        ((), "auto", 128),
+        (("--max-messages", "auto"), "auto", 128),
         (("--max-messages", "none"), None, "none"),
         (("--max-messages", "80"), 80, 80),
     ],
@@ -951,7 +953,7 @@ def test_keep_edit_inputs_shows_the_clear_tier_leaving_calls_whole(tmp_path: Pat
 def test_the_message_ceiling_is_the_adapters_by_default(
     tmp_path: Path, flag: tuple[str, ...], ceiling: int | str | None, shown: int | str
 ) -> None:
-    # At 64k the middleware's "auto" ceiling is 320 messages; the report once assumed 80,
+    # At 64k the middleware's "auto" ceiling is 128 messages; the report once assumed 80,
     # so it showed folds of many small messages that no run with the defaults makes.
     record = [HumanMessage("Port the parser.", id="u")]
     for i in range(150):

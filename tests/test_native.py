@@ -219,10 +219,10 @@ def test_a_view_keeps_the_block_first_and_is_counted_from_it(budget: int) -> Non
 
 
 def test_no_fold_folds_the_block_into_our_note() -> None:
-    record = compacted_record(after=60)  # the clear tier alone cannot fit it to 12k
+    record = compacted_record(after=60)  # past 80 messages the clear tier cannot fit it
     summarizer = ScriptedSummarizer("our note")
     out = build_working_transcript(
-        record, summarizer=summarizer, max_tokens=12_000, token_counter=COUNTER
+        record, summarizer=summarizer, max_tokens=12_000, max_messages=80, token_counter=COUNTER
     )
     assert out.mode == "folded"
     assert out.messages[2] is record[last_compaction_index(record)]
@@ -242,7 +242,11 @@ def test_the_window_opens_at_the_block() -> None:
 def test_the_middleware_turn_keeps_the_block_and_holds_its_fold() -> None:
     record = compacted_record(after=40)
     summarizer = ScriptedSummarizer("our note")
-    core = MemoryCore(MemoryPolicy(max_tokens=12_000), summarizer=summarizer, token_counter=COUNTER)
+    core = MemoryCore(
+        MemoryPolicy(max_tokens=12_000, max_messages=80),
+        summarizer=summarizer,
+        token_counter=COUNTER,
+    )
     first = run_turn(core, record, {"messages": record})
     state = {"messages": record, **first.update}
     grown = [*record, AIMessage("still porting", id="later")]

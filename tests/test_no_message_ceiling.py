@@ -86,8 +86,8 @@ def test_a_bad_ceiling_names_the_field_and_none(bad: object) -> None:
 # ------------------------------------------ "auto": the default ceiling, from the budget
 
 
-def test_auto_is_one_message_per_200_budget_tokens_never_under_80() -> None:
-    for budget, ceiling in ((4_000, 80), (16_000, 80), (32_000, 160), (64_000, 320)):
+def test_auto_is_one_message_per_500_budget_tokens_never_under_128() -> None:
+    for budget, ceiling in ((4_000, 128), (32_000, 128), (64_000, 128), (200_000, 400)):
         assert FoldPolicy(max_tokens=budget).max_messages == ceiling
         assert MemoryPolicy(max_tokens=budget).fold_policy.max_messages == ceiling
 
@@ -96,8 +96,8 @@ def test_auto_counts_from_the_users_budget_so_calibration_does_not_move_the_cut(
     # The provider's ratio is learned turn by turn: the ceiling, and so the window's cut
     # points, must not follow it.
     for factor in (0.8, 1.25, 1.3):
-        assert FoldPolicy(max_tokens=32_000).scaled(factor).max_messages == 160
-        assert MemoryPolicy(max_tokens=32_000).scaled(factor).fold_policy.max_messages == 160
+        assert FoldPolicy(max_tokens=128_000).scaled(factor).max_messages == 256
+        assert MemoryPolicy(max_tokens=128_000).scaled(factor).fold_policy.max_messages == 256
 
 
 def test_small_messages_no_longer_call_the_summarizer_at_80() -> None:

@@ -314,7 +314,9 @@ def test_a_re_attached_read_of_a_file_changed_after_it_says_so() -> None:
             AIMessage(f"test {i}", tool_calls=[call], id=f"ar{i}"),
             ToolMessage(f"{i} passed " + "ok " * 800, tool_call_id=f"r{i}", id=f"tr{i}"),
         ]
-    out = build_working_transcript(record, summarizer=ScriptedSummarizer("note"), max_tokens=20_000)
+    out = build_working_transcript(
+        record, summarizer=ScriptedSummarizer("note"), max_tokens=20_000, max_messages=80
+    )
     assert out.mode == "folded"
     heads = {
         (stamp_of(m) or {}).get("file"): m.text.splitlines()[0]
@@ -367,7 +369,9 @@ def test_the_clear_horizon_holds_between_batches_so_the_prefix_is_stable() -> No
 
 def test_a_fold_re_attaches_the_working_set_after_the_note_and_names_it() -> None:
     record = read_loop(60, 2_000, files=6)
-    out = build_working_transcript(record, summarizer=ScriptedSummarizer("note"), max_tokens=20_000)
+    out = build_working_transcript(
+        record, summarizer=ScriptedSummarizer("note"), max_tokens=20_000, max_messages=80
+    )
     assert out.mode == "folded"
     assert out.memo is not None
     restored = [m for m in out.messages if (stamp_of(m) or {}).get("kind") == RESTORED_KIND]

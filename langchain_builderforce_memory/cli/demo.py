@@ -169,8 +169,8 @@ def run_demo(
         turns: Model calls the scripted run makes (at least 2 per directive).
         budget: The middleware's ``max_tokens``. Tool outputs scale with it (reads of up
             to 1/16 of it, at most 4k tokens), so a small budget still folds
-            realistically; the fold's tail is 40k tokens, less the volatile-tail reserve
-            when the budget is smaller.
+            realistically; the fold's tail is 1k tokens (at most 5/8 of the room the
+            fixed parts leave).
         directives: User directives (one ``invoke`` each, on one thread).
         db: The SQLite checkpoint file, kept after the run (an existing file gets a new
             thread). ``None``: a file in a temporary folder, deleted when the run ends

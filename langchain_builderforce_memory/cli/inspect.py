@@ -330,7 +330,7 @@ def inspect_messages(
         budget: The view's token budget (window and fold ``max_tokens``).
         max_messages: The view's message ceiling, as the adapters take it: a count,
             ``"auto"`` (their default) or ``None``.
-        tail_tokens: Tokens the fold keeps verbatim at most (default 40,000; the fold also
+        tail_tokens: Tokens the fold keeps verbatim at most (default 1,000; the fold also
             caps it at the seed's 40/64 share of what the budget leaves).
         target_model_tokens: The hand-off target's context window.
         reserve_output_tokens: Held back for its reply (default a quarter of the window).

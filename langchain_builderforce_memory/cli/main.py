@@ -35,11 +35,11 @@ EXIT_USAGE = 2
 # Copies of library defaults (importing their modules would import langchain-core).
 HISTORY_TOKEN_BUDGET = 64_000
 """``transcript.window.HISTORY_TOKEN_BUDGET``."""
-HISTORY_WINDOW = 80
-"""``transcript.window.HISTORY_WINDOW``."""
-AUTO_TOKENS_PER_MESSAGE = 200
+AUTO_CEILING_FLOOR = 128
+"""``transcript.window.AUTO_CEILING_FLOOR``."""
+AUTO_TOKENS_PER_MESSAGE = 500
 """``transcript.window.AUTO_TOKENS_PER_MESSAGE``."""
-COMPACT_TAIL_TOKEN_BUDGET = 40_000
+COMPACT_TAIL_TOKEN_BUDGET = 1_000
 """``transcript.fold.COMPACT_TAIL_TOKEN_BUDGET``."""
 DEFAULT_TARGET_MODEL_TOKENS = 8_192
 """``cli.inspect.DEFAULT_TARGET_MODEL_TOKENS``."""
@@ -293,7 +293,7 @@ def _add_inspect_budgets(inspect: argparse.ArgumentParser) -> None:
         metavar="N|auto|none",
         help="the view's message ceiling: a number, 'auto' (the default, as in the "
         f"middleware: one message per {AUTO_TOKENS_PER_MESSAGE} budget tokens, at least "
-        f"{HISTORY_WINDOW}) or 'none' (the token budget decides)",
+        f"{AUTO_CEILING_FLOOR}) or 'none' (the token budget decides)",
     )
     inspect.add_argument(
         "--tail-tokens",

@@ -428,8 +428,8 @@ def build_working_transcript(
             (held note, else the window).
         system_prompt: Put in front of the record's own system messages.
         max_tokens: Tokens the view may hold.
-        max_messages: Conversation messages the view may hold: ``"auto"``, one per 200
-            tokens of ``max_tokens`` and at least 80; ``None``: no ceiling.
+        max_messages: Conversation messages the view may hold: ``"auto"``, one per 500
+            tokens of ``max_tokens`` and at least 128; ``None``: no ceiling.
         tail_tokens: Tokens the verbatim tail may keep after a fold.
         min_tail_messages: The fewest messages the tail keeps while they fit its token
             budget; past it, the latest assistant turn and its results.
@@ -458,10 +458,10 @@ def build_working_transcript(
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> record = [HumanMessage("task")] + [AIMessage("x" * 400) for _ in range(100)]
-        >>> out = build_working_transcript(record, summarizer=lambda p: "did 68 steps",
+        >>> out = build_working_transcript(record, summarizer=lambda p: "did 92 steps",
         ...                                max_tokens=8_000)
         >>> out.mode, out.memo.covered_end, [m.type for m in out.messages[:3]]
-        ('folded', 68, ['human', 'human', 'ai'])
+        ('folded', 92, ['human', 'human', 'ai'])
     """
     chosen = resolve_summarizer(summarizer)
     plan = _plan_turn(locals())

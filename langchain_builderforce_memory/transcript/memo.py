@@ -40,10 +40,16 @@ __all__ = [
 # The fold's logger: its log lines stay under the one name users already configure.
 logger = logging.getLogger("langchain_builderforce_memory.transcript.fold")
 
-COMPACT_TAIL_TOKEN_BUDGET: Final = 40_000
-"""How much of the 64k budget the verbatim TAIL may keep when the older part is folded.
-The rest is headroom new work fills before the next fold, so the note is re-folded once
-per ~20k tokens of progress, not on every turn."""
+COMPACT_TAIL_TOKEN_BUDGET: Final = 1_000
+"""How many tokens the verbatim TAIL may keep when the older part is folded: in practice
+the latest assistant turn and its results (the tail's floor), since the note, the
+restated directive and the restored files carry the rest. The seed kept 40k of its 64k;
+a tail that large left every later request re-reading it at a tenth, and on the recorded
+runs it cost more and recalled less of the working set than the restore tier does
+(``benchmarks/defaults_grid.md``)."""
+
+_SEED_TAIL_TOKENS: Final = 40_000
+"""The seed's tail budget of its 64k: what :data:`TAIL_SHARE` is the share of."""
 
 COMPACT_TAIL_TURNS: Final = 8
 """The fewest recent messages the verbatim tail keeps while they fit its token budget."""
@@ -53,7 +59,7 @@ COMPACT_TAIL_MAX_MESSAGES: Final = 40
 compacted view stays inside the window with room to grow."""
 
 
-TAIL_SHARE: Final = COMPACT_TAIL_TOKEN_BUDGET / HISTORY_TOKEN_BUDGET
+TAIL_SHARE: Final = _SEED_TAIL_TOKENS / HISTORY_TOKEN_BUDGET
 """The most of the room left after the fixed parts (system, note, directive) the tail
 takes: the seed's 40k of 64k. The rest is the headroom new work fills before the next
 fold, whatever the budget; without it a small budget (or a large system prompt) would
@@ -209,18 +215,18 @@ class CompactMemo:
 
 @dataclass(frozen=True, slots=True)
 class FoldPolicy:
-    """The fold's numbers; every default is the seed's constant.
+    """The fold's numbers (``docs/options.md`` gives each default's reason).
 
     Example:
         >>> FoldPolicy(max_tokens=8_000).tail_tokens
-        40000
+        1000
     """
 
     max_tokens: int = HISTORY_TOKEN_BUDGET
     """Tokens a view may hold, leading system messages (and ``system_prompt``) included."""
     max_messages: MessageCeiling = "auto"
-    """Conversation messages a view may hold (system messages excluded); ``"auto"``: the
-    seed's 80, raised to one per 200 tokens of ``max_tokens`` (resolved here, so a scaled
+    """Conversation messages a view may hold (system messages excluded); ``"auto"``: 128,
+    raised to one per 500 tokens of ``max_tokens`` (resolved here, so a scaled
     policy keeps the count); ``None``: no message ceiling, the token budget decides."""
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     """Tokens the verbatim tail may keep after a fold (also capped by :data:`TAIL_SHARE`)."""

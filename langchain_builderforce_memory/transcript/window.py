@@ -52,6 +52,7 @@ from langchain_builderforce_memory.turns import (
 from langchain_builderforce_memory.validity import log_repairs, repair_request, system_as_user
 
 __all__ = [
+    "AUTO_CEILING_FLOOR",
     "AUTO_TOKENS_PER_MESSAGE",
     "HISTORY_TOKEN_BUDGET",
     "HISTORY_TOKEN_DROP_CHUNK",
@@ -99,24 +100,30 @@ NO_MESSAGE_CEILING: Final = sys.maxsize
 MessageCeiling: TypeAlias = "int | Literal['auto'] | None"
 """What ``max_messages=`` takes: a count, ``"auto"`` (see :func:`auto_ceiling`) or ``None``."""
 
-AUTO_TOKENS_PER_MESSAGE: Final = 200
-"""``max_messages="auto"`` raises the seed's 80 to one message per this many budget tokens."""
+AUTO_CEILING_FLOOR: Final = 128
+"""The fewest messages ``max_messages="auto"`` allows a view, whatever the budget."""
+
+AUTO_TOKENS_PER_MESSAGE: Final = 500
+"""``max_messages="auto"`` is one message per this many budget tokens, past its floor."""
 
 
 def auto_ceiling(max_messages: MessageCeiling, max_tokens: int) -> int | None:
-    """``max_messages`` as a count or ``None``: ``"auto"`` is ``max(80, max_tokens // 200)``.
+    """``max_messages`` as a count or ``None``: ``"auto"`` is ``max(128, max_tokens // 500)``.
 
     The seed's 80 binds long before the token budget when messages are small (real
     agents' tool calls, a chat), and each time it binds the fold calls the summarizer.
-    Raised to one message per 200 budget tokens, it binds only when the messages average
-    under 200 tokens; measured on the recorded runs in ``benchmarks/recorded_runs.md``.
+    With no ceiling, the front of the request moves whenever the token budget cuts it,
+    and the fold waits until the view fills the budget, every request re-reading it at a
+    tenth. 128 messages up to a 64k budget, one per 500 tokens beyond, was the ceiling no
+    other candidate beat on both cost and working set over the recorded runs and the
+    scripted workloads (``benchmarks/defaults_grid.md``).
 
     Example:
-        >>> auto_ceiling("auto", 8_000), auto_ceiling("auto", 32_000), auto_ceiling(50, 32_000)
-        (80, 160, 50)
+        >>> auto_ceiling("auto", 8_000), auto_ceiling("auto", 200_000), auto_ceiling(50, 32_000)
+        (128, 400, 50)
     """
     if max_messages == "auto":
-        return max(HISTORY_WINDOW, max_tokens // AUTO_TOKENS_PER_MESSAGE)
+        return max(AUTO_CEILING_FLOOR, max_tokens // AUTO_TOKENS_PER_MESSAGE)
     return max_messages
 
 
@@ -131,7 +138,7 @@ def validate_budget(*, max_messages: MessageCeiling, max_tokens: int) -> None:
     ):
         msg = (
             f"max_messages must be a positive int, 'auto' (one message per "
-            f"{AUTO_TOKENS_PER_MESSAGE} budget tokens, at least {HISTORY_WINDOW}), or None for "
+            f"{AUTO_TOKENS_PER_MESSAGE} budget tokens, at least {AUTO_CEILING_FLOOR}), or None for "
             f"no message ceiling; got {max_messages!r}."
         )
         raise ValueError(msg)

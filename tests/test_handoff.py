@@ -401,6 +401,20 @@ async def test_falls_through_to_the_elision_marker_when_every_source_fails(
     assert_valid(pack)
 
 
+@pytest.mark.parametrize(
+    ("recall", "warned"), [(None, False), (ScriptedRecall(""), True)], ids=["own", "callers"]
+)
+async def test_the_packers_own_recall_finding_nothing_is_no_warning(
+    mode: str, recall: ScriptedRecall | None, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Without a recall of the caller's the packer searches what it drops; nothing there
+    # matching the request is an answer, not a failure to warn about in the caller's log.
+    with caplog.at_level(logging.WARNING, logger="langchain_builderforce_memory"):
+        pack = await run_pack(mode, convo(20), target_context_tokens=200, recall=recall)
+    assert f"[{pack.dropped} earlier messages omitted.]" in the_note(pack)
+    assert ("recall gave no answer" in caplog.text) is warned
+
+
 async def never_summarize(prompt: list[BaseMessage]) -> str:
     await asyncio.Event().wait()
     return "never"

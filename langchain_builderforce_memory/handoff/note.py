@@ -240,12 +240,15 @@ def _recall_ask(
     return (recall, request.directive_text, chars) if chars > 0 else None
 
 
-def _recall_answer(raw: object) -> str | None:
+def _recall_answer(recall: Recall, raw: object) -> str | None:
     if isinstance(raw, str) and raw.strip():
         return raw
-    log_no_answer(
-        "recall", "empty answer" if raw in (None, "") else f"not a str: {type(raw).__name__}"
-    )
+    # The packer's own search of what it drops finding nothing is an answer (nothing there
+    # matches the request), not a failing source of the caller's: no warning for it.
+    if not (isinstance(recall, DroppedRecall) and raw == ""):
+        log_no_answer(
+            "recall", "empty answer" if raw in (None, "") else f"not a str: {type(raw).__name__}"
+        )
     return None
 
 
@@ -260,11 +263,14 @@ def _call_recall_sync(recall: Recall, query: str, chars: int) -> object:
 
 
 def recall_sync(recall: Recall, query: str, chars: int, timeout: float | None) -> str | None:
-    """Call a sync ``recall``; ``None`` (logged) on failure, timeout or an empty answer."""
+    """Call a sync ``recall``; ``None`` on failure, timeout or an empty answer.
+
+    Each is logged, but for the packer's own search finding nothing.
+    """
     raw = call_guarded(
         functools.partial(_call_recall_sync, recall, query, chars), what="recall", timeout=timeout
     )
-    return _recall_answer(raw)
+    return _recall_answer(recall, raw)
 
 
 async def _call_recall_async(recall: Recall, query: str, chars: int) -> object:
@@ -282,7 +288,7 @@ async def arecall(recall: Recall, query: str, chars: int, timeout: float | None)
     raw = await acall_guarded(
         functools.partial(_call_recall_async, recall, query, chars), what="recall", timeout=timeout
     )
-    return _recall_answer(raw)
+    return _recall_answer(recall, raw)
 
 
 def build_note(

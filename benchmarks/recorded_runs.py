@@ -22,6 +22,10 @@ get the budget less the system prompt):
 * ``SummarizationMiddleware(trigger=("tokens", budget), keep=("tokens", budget // 2),
   trim_tokens_to_summarize=None)``, its summary prompt sent to the fake model;
 * ``ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=budget)])``;
+* the same ``SummarizationMiddleware`` given every advantage: the table's exact cl100k count
+  as its ``token_counter``, and each request repaired first (``repair_request``: a few
+  calls the recorded runs left unanswered make every other peer's requests invalid), the
+  peer issue 28's "valid and within budget" item can be measured against;
 * ``trim_messages(strategy="last", start_on="human", include_system=True,
   token_counter=count_tokens_approximately, max_tokens=budget)`` (langchain-core).
 
@@ -77,6 +81,7 @@ from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.window import MessageCeiling
+from langchain_builderforce_memory.validity import repair_request
 from tests.helpers import anthropic_native, load_transcript, transcript_files
 from tests.labels import LABELS
 
@@ -159,26 +164,36 @@ class CountedNotes(NoteModel):
 
 
 class Summarization:
-    """``SummarizationMiddleware``'s ``before_model`` on state it rewrites, as an agent runs it."""
+    """``SummarizationMiddleware``'s ``before_model`` on state it rewrites, as an agent runs it.
 
-    def __init__(self, budget: int, tally: Tally) -> None:
-        self.budget, self.tally = budget, tally
+    ``exact``: the peer given every advantage, counting with the exact cl100k counter the
+    table counts with, and handed each request repaired (``repair_request``: the recorded
+    runs leave a few calls unanswered, which every peer would otherwise pass on).
+    """
+
+    def __init__(self, budget: int, tally: Tally, *, exact: bool = False) -> None:
+        self.budget, self.tally, self.exact = budget, tally, exact
+        self.count: Callable[[Sequence[BaseMessage]], int] = (
+            exact_count if exact else count_tokens_approximately
+        )
         self.state: list[BaseMessage] = []
         self.seen = 0
         self.middleware: SummarizationMiddleware | None = None
         tally.summarizer_calls = tally.summarizer_calls or 0
 
     def __call__(self, record: list[BaseMessage]) -> list[BaseMessage]:
+        if self.exact:
+            record, _ = repair_request(record)
         head = leading_system_count(record)
         system, rest = record[:head], record[head:]
         if self.middleware is None:
-            room = self.budget - count_tokens_approximately(system)
+            room = self.budget - self.count(system)
             self.middleware = SummarizationMiddleware(
                 CountedNotes(tally=self.tally),
                 trigger=("tokens", room),
                 keep=("tokens", room // 2),
                 trim_tokens_to_summarize=None,
-                token_counter=count_tokens_approximately,
+                token_counter=self.count,
             )
         self.state += rest[self.seen :]
         self.seen = len(rest)
@@ -186,6 +201,11 @@ class Summarization:
         if update is not None:
             self.state = list(update["messages"][1:])  # after RemoveMessage(REMOVE_ALL)
         return [*system, *self.state]
+
+
+def exact_count(messages: Sequence[BaseMessage]) -> int:
+    """The table's own count (cl100k), as a peer's ``token_counter``."""
+    return count_tokens(list(messages), COUNTER)
 
 
 def context_editing(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
@@ -221,6 +241,7 @@ NAMES = (
     "windowed",
     "SummarizationMiddleware (trim=None)",
     "ContextEditingMiddleware",
+    "SummarizationMiddleware (trim=None, exact count, repaired)",
     "trim_messages",
 )
 
@@ -228,7 +249,7 @@ NAMES = (
 def contenders(budget: int, tallies: dict[str, Tally]) -> list[tuple[Step, Tally]]:
     """Fresh steps for one run (each keeps its own state), with the tally each feeds."""
     t = {name: tallies.setdefault(name, Tally()) for name in NAMES}
-    summarization, editing = NAMES[5], NAMES[6]
+    summarization, editing, exact = NAMES[5], NAMES[6], NAMES[7]
     return [
         (Ours(budget, t[OURS], clear=True), t[OURS]),
         (Ours(budget, t[SEED_CEILING], clear=True, max_messages=80), t[SEED_CEILING]),
@@ -237,6 +258,7 @@ def contenders(budget: int, tallies: dict[str, Tally]) -> list[tuple[Step, Tally
         (lambda r: windowed(r, max_tokens=budget), t["windowed"]),
         (Summarization(budget, t[summarization]), t[summarization]),
         (lambda r: context_editing(r, budget), t[editing]),
+        (Summarization(budget, t[exact], exact=True), t[exact]),
         (lambda r: trimmed(r, budget), t["trim_messages"]),
     ]
 

@@ -97,11 +97,17 @@ def search_outside_view(
     return index.search(record, query, limit=limit, hidden_ids=shown)
 
 
-def _hit_lines(hit: SearchHit, *, position: bool = True) -> str:
+def _hit_lines(hit: SearchHit, *, answer: bool = True) -> str:
+    """A hit's heading and snippet.
+
+    ``answer=False``: for the hand-off note, which the next model reads as memory, not as a
+    search it ran: no record position, no match kind.
+    """
     tool = f" {hit.tool_name}({hit.tool_args})" if hit.tool_name else ""
+    if not answer:
+        return f"{hit.role}{tool}:\n{hit.snippet}"
     match = "exact" if hit.exact else "words"
-    where = f"#{hit.position} " if position else ""
-    return f"{where}{hit.role}{tool} [{match}]:\n{hit.snippet}"
+    return f"#{hit.position} {hit.role}{tool} [{match}]:\n{hit.snippet}"
 
 
 def render_search(
@@ -171,7 +177,7 @@ def recall_dropped(
         >>> from langchain_core.messages import HumanMessage, ToolMessage
         >>> dropped = [HumanMessage("hi"), ToolMessage("parser.py: 120 def", tool_call_id="c")]
         >>> print(recall_dropped(dropped, "fix the parser in parser.py", 400))
-        tool [words]:
+        tool:
         parser.py: 120 def
     """
     if budget_chars <= 0 or not dropped:
@@ -180,7 +186,7 @@ def recall_dropped(
     blocks: list[str] = []
     left = budget_chars
     for hit in result.hits:
-        block = _hit_lines(hit, position=False)
+        block = _hit_lines(hit, answer=False)
         if len(block) + 2 > left:
             if not blocks and left > 80:
                 blocks.append(block[: left - 1] + "…")

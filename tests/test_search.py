@@ -156,6 +156,10 @@ def test_recall_dropped_fits_its_budget_best_first() -> None:
     assert text.startswith("tool read_file")
     assert "bad magic" in text
     assert len(text) <= 300
+    # The next model reads it as memory: no search's match kinds or record positions.
+    assert "[exact]" not in text
+    assert "[words]" not in text
+    assert not text.startswith("#")
     assert recall_dropped(dropped, "anything", 0) == ""
     assert recall_dropped([], "anything", 100) == ""
 

@@ -206,6 +206,21 @@ def test_auto_lets_the_provider_compact_what_our_clear_tier_cannot_fit() -> None
     assert len(off.calls) == 1
 
 
+@pytest.mark.parametrize("native", ["auto", "only"])
+def test_the_default_ceiling_defers_to_the_providers_token_trigger(native: str) -> None:
+    # 200 short answers, far under the budget: past the "auto" ceiling (128 messages) our
+    # fold would run, but where the provider compacts, and it compacts on tokens only, the
+    # window would drop messages that nothing summarizes.
+    record = chat(200, 20)
+    summarizer = ScriptedSummarizer("our note")
+    request = sent(anthropic(), record, native=native, max_tokens=64_000, summarizer=summarizer)
+    assert [m.content for m in request.messages] == [m.content for m in record]
+    assert summarizer.calls == []
+    # A ceiling the user set still holds.
+    capped = sent(anthropic(), record, native=native, max_tokens=64_000, max_messages=128)
+    assert len(capped.messages) <= 129
+
+
 def test_auto_keeps_our_clear_tier() -> None:
     record = read_loop(40, 3_000)
     summarizer = ScriptedSummarizer("our note")

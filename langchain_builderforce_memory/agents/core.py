@@ -262,7 +262,9 @@ class MemoryCore:
         native = delegation_of(self.policy, plan, model, model_settings, self.counter)
         if native is not None:
             window = self.model_budget(model, tools, model_settings) if model is not None else None
-            plan = delegated_plan(plan, native, calibration.scale(window) if window else None)
+            scaled = calibration.scale(window) if window else None
+            auto = self.policy.max_messages == "auto"
+            plan = delegated_plan(plan, native, scaled, auto_ceiling=auto)
         return self.sized(plan)
 
     def _read_memory(

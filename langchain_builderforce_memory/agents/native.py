@@ -11,7 +11,9 @@ trigger, clears every tool result but ``keep`` every time, so the cleared bounda
 on every request. On the simulated provider (``benchmarks/native.md``) handing it the
 clearing too kept a third to a half of the working set ours keeps, or cost more. When our
 clear tier cannot fit the view, it is sent as it stands, up to the hard limit (the
-model's window), and the provider compacts it. ``"only"`` hands over the clearing as well
+model's window), and the provider compacts it. The default message ceiling (``"auto"``)
+stands down wherever the provider compacts: it marks where our fold pays for itself, and
+the provider compacts on tokens only. ``"only"`` hands over the clearing as well
 (``keep`` as many tool uses as our clear tier leaves standing, ``clear_at_least`` ours)
 and keeps only the window's hard limit client-side; every other model then gets the
 window alone. Under ``"auto"`` every other model keeps the client-side tiers.

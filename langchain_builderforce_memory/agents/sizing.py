@@ -155,7 +155,9 @@ def delegation_of(
     )
 
 
-def delegated_plan(plan: TurnPlan, delegation: Delegation, window: int | None) -> TurnPlan:
+def delegated_plan(
+    plan: TurnPlan, delegation: Delegation, window: int | None, *, auto_ceiling: bool = False
+) -> TurnPlan:
     """``plan`` with the tiers the provider takes over stood down (``native``).
 
     Where the provider compacts, our fold does not, and a view our clear tier cannot fit
@@ -171,14 +173,21 @@ def delegated_plan(plan: TurnPlan, delegation: Delegation, window: int | None) -
         lifted = replace(policy, clear_tool_results=clear)
         return replace(plan, policy=lifted, scaled=lifted, native=delegation)
     top = max(policy.budget, window if window is not None else int(WIDE * policy.budget))
+    # The "auto" message ceiling (``auto_ceiling``: the user left it to us) is where our
+    # fold pays for itself; the provider compacts on tokens only, so past it the window
+    # would drop messages that nothing summarizes.
+    count = None if auto_ceiling else policy.max_messages
     if not delegation.clears:
         # Our clear tier still clears, toward this limit: what the provider compacts
         # stays within it, whatever the model's window.
         top = min(top, max(policy.budget, int(WIDE * policy.budget)))
         native = replace(delegation, limit=top)
-        return replace(plan, native=native, limit=max(plan.limit, top))
+        lifted = replace(policy, max_messages=count)
+        return replace(
+            plan, policy=lifted, scaled=lifted, native=native, limit=max(plan.limit, top)
+        )
     native = replace(delegation, limit=top)
-    lifted = replace(policy, max_tokens=top, clear_tool_results=False)
+    lifted = replace(policy, max_tokens=top, clear_tool_results=False, max_messages=count)
     limit = max(plan.limit, top)
     return replace(plan, policy=lifted, scaled=lifted, limit=limit, native=native)
 

@@ -36,12 +36,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain_core.messages import BaseMessage
 
 import recorded_runs as runs
 from contenders import KEYS, all_workloads, build_ours, measure, play, trace
 from langchain_builderforce_memory.tokens import TiktokenCounter
-from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.window import MessageCeiling
 
 OUT = Path(__file__).resolve().with_name("defaults_grid.md")
@@ -77,27 +75,6 @@ class Candidate:
         return f"{self.ceiling}, tail {self.tail:,}"
 
 
-class Ours(runs.Ours):
-    """``recorded_runs.Ours`` with a candidate's tail."""
-
-    def __init__(self, budget: int, tally: runs.Tally, candidate: Candidate) -> None:
-        super().__init__(budget, tally, clear=True, max_messages=candidate.max_messages(budget))
-        self.tail = candidate.tail
-
-    def __call__(self, record: list[BaseMessage]) -> list[BaseMessage]:
-        out = build_working_transcript(
-            record,
-            memo=self.state,
-            summarizer=self.summarize,
-            max_tokens=self.budget,
-            max_messages=self.max_messages,
-            tail_tokens=self.tail,
-            facts=self.facts,
-        )
-        self.state = out.state.to_dict()
-        return out.messages
-
-
 Figures = tuple[int, float, float]
 """Summarizer calls, total tokens, working-set recall."""
 
@@ -109,7 +86,14 @@ def replayed(candidate: Candidate, budget: int, only: str | None) -> Figures:
     for path in runs.transcript_files():
         if only is None or only in path.stem:
             record = runs.with_ids(runs.load_transcript(path), path.stem)
-            runs.replay(record, Ours(budget, tally, candidate), tally, budget, reads)
+            ours = runs.Ours(
+                budget,
+                tally,
+                clear=True,
+                max_messages=candidate.max_messages(budget),
+                tail_tokens=candidate.tail,
+            )
+            runs.replay(record, ours, tally, budget, reads)
     total = tally.billed + tally.summarizer_in + tally.summarizer_out
     return tally.summarizer_calls or 0, total, statistics.mean(tally.recall)
 

@@ -79,7 +79,10 @@ from langchain_builderforce_memory import RecordFacts, TiktokenCounter, request_
 from langchain_builderforce_memory.blocks import is_tool_result_turn, result_messages
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.tokens import count_tokens
-from langchain_builderforce_memory.transcript.fold import build_working_transcript
+from langchain_builderforce_memory.transcript.fold import (
+    COMPACT_TAIL_TOKEN_BUDGET,
+    build_working_transcript,
+)
 from langchain_builderforce_memory.transcript.window import MessageCeiling
 from langchain_builderforce_memory.validity import repair_request
 from tests.helpers import anthropic_native, load_transcript, transcript_files
@@ -122,13 +125,20 @@ Step = Callable[[list[BaseMessage]], list[BaseMessage]]
 class Ours:
     """``build_working_transcript``, its state carried between turns as the middleware
     carries it in graph state, and its record facts kept as the middleware keeps them per
-    thread."""
+    thread. ``tail_tokens``: the fold's tail, if not the default
+    (``benchmarks/defaults_grid.py`` varies it)."""
 
     def __init__(
-        self, budget: int, tally: Tally, *, clear: bool, max_messages: MessageCeiling = "auto"
+        self,
+        budget: int,
+        tally: Tally,
+        *,
+        clear: bool,
+        max_messages: MessageCeiling = "auto",
+        tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET,
     ) -> None:
         self.budget, self.tally, self.clear = budget, tally, clear
-        self.max_messages = max_messages
+        self.max_messages, self.tail_tokens = max_messages, tail_tokens
         self.state: dict[str, object] | None = None
         self.facts = RecordFacts()
         tally.summarizer_calls = tally.summarizer_calls or 0
@@ -145,6 +155,7 @@ class Ours:
             summarizer=self.summarize,
             max_tokens=self.budget,
             max_messages=self.max_messages,
+            tail_tokens=self.tail_tokens,
             clear_tool_results=self.clear,
             facts=self.facts,
         )

@@ -34,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_builderforce_memory.blocks import result_parts, tool_result_ids, valid_calls
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
-from langchain_builderforce_memory.messages import Role, message_id, role_of
+from langchain_builderforce_memory.messages import Role, clean_text, message_id, role_of
 
 __all__ = [
     "MAX_SEARCH_LIMIT",
@@ -255,9 +255,10 @@ class RecordIndex:
 
     def _add(self, record: Sequence[BaseMessage], start: int) -> None:
         rows: list[tuple[int, str]] = []
+        metas: list[_Meta] = []
+        calls: dict[str, tuple[str, str]] = {}
         for pos in range(start, len(record)):
             m = record[pos]
-            mid = message_id(m)
             answers = tool_result_ids(m)  # an Anthropic-native turn of results
             call_id = (
                 m.tool_call_id
@@ -267,17 +268,29 @@ class RecordIndex:
                 else None
             )
             for key, (name, args) in valid_calls(m).items():
-                self._calls[key] = (name, json_text(args))
-            self._meta.append(_Meta(role_of(m), mid, call_id))
-            self._positions.setdefault(mid, []).append(pos)
+                calls[key] = (name, json_text(args))
+            metas.append(_Meta(role_of(m), message_id(m), call_id))
             skip = isinstance(m, ToolMessage) and m.name in self._skip_tools
-            rows.append((pos + 1, "" if skip else message_search_text(m)))  # rowid = pos + 1
+            # SQLite takes UTF-8 only: a lone surrogate (undecodable bytes) is replaced.
+            body = "" if skip else clean_text(message_search_text(m))
+            rows.append((pos + 1, body))  # rowid = pos + 1
+        self._insert(rows)
+        # Only what the database holds is known: a failed insert leaves the index as it was.
+        for pos, meta in enumerate(metas, start):
+            self._meta.append(meta)
+            self._positions.setdefault(meta.message_id, []).append(pos)
+        self._calls.update(calls)
+
+    def _insert(self, rows: list[tuple[int, str]]) -> None:
         if not rows:
             return
         self._db.execute("BEGIN")
-        self._db.executemany("INSERT INTO docs(rowid, body) VALUES (?, ?)", rows)
-        self._db.executemany("INSERT INTO grams(rowid, body) VALUES (?, ?)", rows)
-        self._db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)", rows)
+        try:
+            for table in ("docs", "grams", "words"):
+                self._db.executemany(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)", rows)
+        except BaseException:
+            self._db.execute("ROLLBACK")  # else every later BEGIN fails on this connection
+            raise
         self._db.execute("COMMIT")
 
     def sync(self, record: Sequence[BaseMessage]) -> None:
@@ -318,7 +331,7 @@ class RecordIndex:
             end: Search only ``record[:end]`` (default: all of it).
             snippet_chars: Characters of text around a substring match.
         """
-        text = query.strip()
+        text = clean_text(query.strip())
         limit = max(1, min(limit, MAX_SEARCH_LIMIT))
         with self._lock:
             self._sync(record)

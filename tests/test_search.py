@@ -322,3 +322,17 @@ def test_a_result_nested_in_results_as_deep_as_a_hostile_record_goes_is_text_not
     text = message_search_text(turn)  # a RecursionError before
     assert "tool_result" in text
     assert text.endswith("x")
+
+
+def test_a_lone_surrogate_in_the_record_or_the_query_leaves_the_index_usable() -> None:
+    # Undecodable bytes in a tool's output (Python's surrogateescape) made SQLite refuse
+    # the insert, and the transaction left open failed every later search on that index.
+    index = RecordIndex()
+    record: list[BaseMessage] = [
+        HumanMessage("fix it", id="u"),
+        ToolMessage("caf\udce9.py: E42 in lexer", tool_call_id="c", id="t"),
+    ]
+    assert [h.position for h in index.search(record, "E42").hits] == [1]
+    grown = [*record, ToolMessage("E43 in parser", tool_call_id="d", id="t2")]
+    assert [h.position for h in index.search(grown, "E43").hits] == [2]
+    assert [h.position for h in index.search(grown, "caf\udce9.py").hits] == [1]

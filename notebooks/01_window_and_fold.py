@@ -154,9 +154,10 @@ assert summarizer_calls == len(folds)
 # The fold stays under the budget throughout. Between folds the clear tier makes
 # room first: the oldest tool results are replaced by one-line placeholders (the
 # record keeps them), a batch at a time, so the prefix holds between batches. Only
-# when clearing is not enough does it fold: the older part becomes one note, the
-# directive is restated and the files in use are re-attached. In this run that is
-# one summarizer call in 240 model calls, never one per turn, and what it folds
+# when clearing is not enough, or the view reaches its message ceiling (128), does
+# it fold: the older part becomes one note, the directive is restated and the files
+# in use are re-attached. In this run that is four summarizer calls in 240 model
+# calls (about one per directive's loop), never one per turn, and what it folds
 # lives on in the note.
 
 # %%

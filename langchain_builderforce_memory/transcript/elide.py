@@ -35,6 +35,7 @@ from langchain_builderforce_memory.blocks import (
     has_structure,
     with_cut_text,
 )
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.media import media_label, media_tokens
 from langchain_builderforce_memory.messages import (
@@ -151,7 +152,7 @@ def opening_tokens(convo: Sequence[BaseMessage], counter: TokenCounter) -> int |
 
     ``None`` when ``convo`` has no user turn (the floor is then the elision stub).
     """
-    directive = _directive_index(convo)
+    directive = latest_directive_index(convo)
     return counter.count_message(convo[directive]) if directive >= 0 else None
 
 
@@ -365,20 +366,6 @@ def _cap_for(sizes: Sequence[int], floors: Sequence[int], room: int) -> int | No
     return lo
 
 
-def _directive_index(convo: Sequence[BaseMessage]) -> int:
-    fallback = -1
-    for i in range(len(convo) - 1, -1, -1):
-        m = convo[i]
-        if role_of(m) != "user":
-            continue
-        s = stamp_of(m)
-        if s is None or s.get("kind") == "directive":
-            return i
-        if fallback < 0 and s.get("kind") != "volatile_tail":
-            fallback = i
-    return fallback
-
-
 def _drop_order(convo: Sequence[BaseMessage], directive: int) -> list[tuple[int, int]]:
     """Whole units that may be dropped, in the order they go.
 
@@ -501,7 +488,7 @@ def fit_to_budget(
     system_tokens = sum(counter.count_message(m) for m in view[:lead])
     convo = list(view[lead:])
     sizes = [counter.count_message(m) for m in convo]
-    directive = _directive_index(convo)
+    directive = latest_directive_index(convo)
     check_budget_floor(
         system_tokens,
         budget,

@@ -12,8 +12,11 @@ view's prefix every turn, so no provider prefix cache hits. The note is kept in 
 :class:`CompactMemo` the caller persists (graph state), reused as is while its verbatim
 remainder fits, and re-folded only when it no longer does: the previous note plus exactly
 the messages since it, up to a token-sized tail. The tail takes at most ``tail_tokens``
-(40k of 64k by default), so a fold leaves ~20k tokens of headroom and the summarizer runs
-about once per 20k tokens of new work, never every turn.
+(1k by default: about the latest assistant turn and its results) and never more than
+:data:`~.memo.TAIL_SHARE` of the room left, so a fold leaves at least
+:meth:`~.memo.FoldPolicy.fold_headroom` of new work before the next (19.5k at a 64k
+budget). Between folds the clear tier makes room, so the summarizer runs far less often
+than that floor (``benchmarks/sweep.md``: the fewest tokens of new work between two calls).
 """
 
 from __future__ import annotations

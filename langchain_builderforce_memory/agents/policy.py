@@ -1,8 +1,9 @@
 """The turn policy both agent adapters take: one validated, frozen set of numbers.
 
-The defaults are the seed's (``HISTORY_WINDOW = 80``, ``HISTORY_TOKEN_BUDGET = 64_000``,
-a 40k-token verbatim tail after a fold), as defaults of a dataclass, never hard-coded
-limits.
+The defaults are the seed's budget (``HISTORY_TOKEN_BUDGET = 64_000``) and two chosen on
+the recorded runs (``benchmarks/defaults_grid.md``): the ``"auto"`` message ceiling (128,
+more past 64k) and a 1k-token verbatim tail after a fold. They are defaults of a
+dataclass, never hard-coded limits.
 """
 
 from __future__ import annotations

@@ -11,11 +11,10 @@ Why INCREMENTAL: re-summarizing every few turns costs a model call a turn and re
 view's prefix every turn, so no provider prefix cache hits. The note is kept in a small
 :class:`CompactMemo` the caller persists (graph state), reused as is while its verbatim
 remainder fits, and re-folded only when it no longer does: the previous note plus exactly
-the messages since it, up to a token-sized tail. The tail takes at most ``tail_tokens``
-(1k by default: about the latest assistant turn and its results) and never more than
-:data:`~.memo.TAIL_SHARE` of the room left, so a fold leaves at least
-:meth:`~.memo.FoldPolicy.fold_headroom` of new work before the next (19.5k at a 64k
-budget). Between folds the clear tier makes room, so the summarizer runs far less often
+the messages since it, up to a token-sized tail: at most ``tail_tokens`` (1k by default,
+about the latest assistant turn and its results) and :data:`~.memo.TAIL_SHARE` of the room
+left, so a fold leaves at least :meth:`~.memo.FoldPolicy.fold_headroom` of new work before
+the next. The clear tier makes room between folds, so the summarizer runs far less often
 than that floor (``benchmarks/sweep.md``: the fewest tokens of new work between two calls).
 """
 

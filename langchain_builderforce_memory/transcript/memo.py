@@ -55,8 +55,9 @@ COMPACT_TAIL_TURNS: Final = 8
 """The fewest recent messages the verbatim tail keeps while they fit its token budget."""
 
 COMPACT_TAIL_MAX_MESSAGES: Final = 40
-"""The most recent messages the verbatim tail may hold: half the 80-message window, so a
-compacted view stays inside the window with room to grow."""
+"""The most recent messages the verbatim tail may hold: the seed's half of its 80-message
+window, and never more than half the window in force (:attr:`FoldPolicy.tail_message_cap`),
+so a compacted view stays inside the window with room to grow."""
 
 
 TAIL_SHARE: Final = _SEED_TAIL_TOKENS / HISTORY_TOKEN_BUDGET

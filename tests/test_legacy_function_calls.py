@@ -104,3 +104,23 @@ def test_the_summarizer_reads_each_function_result_after_its_call() -> None:
     body = str(summarizer.calls[0][1].content)
     assert 'tool read({"path":"src/m0.py"}) -> 0: x x' in body
     assert "assistant [called: read]" in body
+
+
+def test_the_working_memory_observes_a_function_call_as_it_does_a_tool_call() -> None:
+    from langchain_builderforce_memory.agents.state import read_run_memory
+    from langchain_builderforce_memory.callbacks import ToolObservationMapper
+
+    def read(path: str, answer: str) -> list[BaseMessage]:
+        call = {"name": "read_file", "arguments": f'{{"path": "{path}"}}'}
+        return [
+            AIMessage("", additional_kwargs={"function_call": call}),
+            FunctionMessage(answer, name="read_file"),
+        ]
+
+    record = [
+        HumanMessage("Port it."),
+        *read("src/app.py", "print(1)"),
+        *read("src/gone.py", "Error: no such file"),  # a failed call: not a read
+    ]
+    memory = read_run_memory(record, {}, ToolObservationMapper())
+    assert memory.state["snapshot"]["read"] == ["src/app.py"]

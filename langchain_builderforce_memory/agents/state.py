@@ -24,7 +24,12 @@ from typing import Any, Final, Literal
 from langchain_core.messages import AIMessage, BaseMessage
 from typing_extensions import NotRequired, TypedDict
 
-from langchain_builderforce_memory.blocks import result_messages, valid_calls
+from langchain_builderforce_memory.blocks import (
+    legacy_function_call,
+    parsed_arguments,
+    result_messages,
+    valid_calls,
+)
 from langchain_builderforce_memory.callbacks import (
     ToolObservationMapper,
     observations_from_tool_call,
@@ -32,6 +37,7 @@ from langchain_builderforce_memory.callbacks import (
 from langchain_builderforce_memory.directive import latest_directive_text
 from langchain_builderforce_memory.facts import DIRECTIVES, RecordFacts
 from langchain_builderforce_memory.messages import (
+    answers_legacy_call,
     leading_system_count,
     message_id,
     role_of,
@@ -197,9 +203,12 @@ def _observe_new(
         if isinstance(m, AIMessage):
             calls.update(valid_calls(m))
             continue
-        # A ToolMessage, or the tool_result blocks of an Anthropic-native user turn.
-        for result in result_messages(m) if i >= start else ():
-            found = calls.get(result.tool_call_id)
+        # A ToolMessage, the tool_result blocks of an Anthropic-native user turn, or the
+        # FunctionMessage answering a legacy OpenAI function_call (it names no call id).
+        answered: list[tuple[tuple[str, object] | None, object]] = [
+            (calls.get(r.tool_call_id), r) for r in result_messages(m)
+        ] + [(legacy, m.content) for legacy in _legacy_call(record, i)]
+        for found, result in answered if i >= start else ():
             if found is not None and isinstance(found[1], Mapping):
                 # The mapper reads the ToolMessage: status="error" or an "Error: ..."
                 # answer records nothing (a failed write must not be remembered).
@@ -208,6 +217,15 @@ def _observe_new(
                         found[0], found[1], result, mapper=mapper, known_paths=memory.known_paths
                     )
                 )
+
+
+def _legacy_call(record: Sequence[BaseMessage], i: int) -> list[tuple[str, object]]:
+    """The legacy ``function_call`` (name, parsed arguments) ``record[i]`` answers, if any."""
+    previous = record[i - 1] if i > 0 else None
+    call = legacy_function_call(previous) if previous is not None else None
+    if call is None or not answers_legacy_call(record[i], previous):
+        return []
+    return [(str(call.get("name") or "tool"), parsed_arguments(call.get("arguments")))]
 
 
 class WrittenMemory:

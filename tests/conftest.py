@@ -137,15 +137,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # ------------------------------------------------------------- counting the postgres tests
 
 _outcomes: dict[str, str] = {}
-_marked: set[str] = set()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    _marked.update(item.nodeid for item in items if item.get_closest_marker("postgres"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.nodeid not in _marked:
+    # Read off the report, not the collected items: under pytest-xdist the items are
+    # collected in the workers, and only the reports reach this process.
+    if "postgres" not in report.keywords:
         return
     if report.skipped:
         _outcomes[report.nodeid] = "skipped"

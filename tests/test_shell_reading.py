@@ -283,3 +283,12 @@ def test_a_listing_that_failed_lists_nothing() -> None:
 def test_a_glob_after_a_cd_is_matched_against_the_new_directory() -> None:
     reading = read_shell_command("cd a && cat *.py && cd ../b && cat *.md", output="x.py\nnotes.md")
     assert R("b/notes.md") in reading.observations
+
+
+@pytest.mark.parametrize("name", ["Bash", "exec_command", "str_replace_editor", "Grep", None])
+@pytest.mark.parametrize("args", [None, 5, [], ["cat", "a.py"]])
+def test_a_call_built_without_validation_is_not_observed_rather_than_a_crash(
+    name: str, args: object
+) -> None:
+    # A ToolCall is a TypedDict: a hand-built or mutated one can carry anything.
+    assert observations_from_tool_call(name, args, "ok") == []  # type: ignore[arg-type]

@@ -203,7 +203,9 @@ def parse_tool_input(args: Mapping[str, object] | str) -> Mapping[str, object] |
 
     A string is tried as JSON first, then as the `str(dict)` rendering LangChain puts in
     `on_tool_start`'s `input_str` (its string-valued `'key': 'value'` pairs are read with a
-    regex, never evaluated); anything else is the bare input.
+    regex, never evaluated); anything else is the bare input. Input that is neither a
+    mapping nor a string (``None``, a number, a list: a tool call built without validation)
+    is read as no arguments, so a malformed call is not observed instead of failing a turn.
 
     Example:
         >>> parse_tool_input('{"file_path": "a.ts"}')
@@ -213,9 +215,12 @@ def parse_tool_input(args: Mapping[str, object] | str) -> Mapping[str, object] |
         >>> parse_tool_input("canvas")
         'canvas'
     """
-    if isinstance(args, Mapping):
-        return args
-    text = args.strip()
+    given: object = args  # checked at run time: a hand-built call can carry anything
+    if isinstance(given, Mapping):
+        return given
+    if not isinstance(given, str):
+        return {}
+    text = given.strip()
     try:
         loaded = json.loads(text)
     except ValueError:
@@ -431,7 +436,7 @@ class ToolObservationMapper:
         Raises:
             TypeError: An override callable returned something other than observations.
         """
-        rule = self.rule_for(name)
+        rule = self.rule_for(name) if isinstance(name, str) else None
         if rule is None:
             return []
         failed = output is not None and self.failed(output)

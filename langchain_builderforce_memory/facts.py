@@ -32,6 +32,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import is_directive, latest_directive_index
+from langchain_builderforce_memory.messages import check_sound
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -225,6 +226,11 @@ class RecordFacts:
         total = sums[-1]
         for i in range(known, len(seen)):
             message = seen[i]
+            try:
+                check_sound(message)
+            except TypeError:
+                del seen[i:]  # the facts stay those of the sound messages before it
+                raise
             total += count(message)
             sums.append(total)
             if is_directive(message):

@@ -44,6 +44,7 @@ __all__ = [
     "Role",
     "ToolCallUnit",
     "as_messages",
+    "check_sound",
     "clean_text",
     "is_generated",
     "is_stamped",
@@ -129,6 +130,69 @@ def as_messages(
             "(role, content) tuples or {'role': ..., 'content': ...} dicts."
         )
         raise ValueError(msg) from exc
+
+
+def check_sound(message: BaseMessage) -> None:
+    """Raise a ``TypeError`` naming the field when ``message`` has a shape its class rejects.
+
+    A message built by its constructor is validated; one built by ``model_construct`` or
+    edited in place is not, and a ``None`` where a list belongs would otherwise fail deep
+    inside a turn with an error naming neither the message nor the fix. Only the fields
+    every pass relies on are read, once per message: each entry point checks a message
+    when it first sees it (:class:`~langchain_builderforce_memory.facts.RecordFacts`, the
+    chat history's scan, the hand-off packer).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> check_sound(AIMessage("hi"))
+        >>> check_sound(AIMessage.model_construct(content="", tool_calls=None))
+        Traceback (most recent call last):
+        ...
+        TypeError: The record holds a malformed AIMessage (id None): tool_calls is None, \
+not a list of tool calls. Build messages with their constructors (e.g. AIMessage(content=..., \
+tool_calls=[...])), which validate them; model_construct() and in-place edits do not.
+    """
+    problem = _shape_problem(message)
+    if problem is not None:
+        field, value, expected = problem
+        msg = (
+            f"The record holds a malformed {type(message).__name__} (id {message.id!r}): "
+            f"{field} is {value!r:.60}, not {expected}. Build messages with their "
+            "constructors (e.g. AIMessage(content=..., tool_calls=[...])), which validate "
+            "them; model_construct() and in-place edits do not."
+        )
+        raise TypeError(msg)
+
+
+_SHAPE: Final = (
+    ("id", (str, type(None)), "a string or None"),
+    ("content", (str, list), "a string or a list of content blocks"),
+    ("additional_kwargs", dict, "a dict"),
+    ("response_metadata", dict, "a dict"),
+)
+_CALL_SHAPE: Final = (
+    ("name", str, "a string"),
+    ("args", dict, "a dict"),
+    ("id", (str, type(None)), "a string or None"),
+)
+
+
+def _shape_problem(message: BaseMessage) -> tuple[str, object, str] | None:
+    extra = (("tool_call_id", str, "a string"),) if isinstance(message, ToolMessage) else ()
+    for field, kinds, expected in (*_SHAPE, *extra):
+        value: object = getattr(message, field, None)
+        if not isinstance(value, kinds):
+            return field, value, expected
+    calls: object = message.tool_calls if isinstance(message, AIMessage) else []
+    if not isinstance(calls, list):
+        return "tool_calls", calls, "a list of tool calls"
+    for call in calls:
+        if not isinstance(call, dict):
+            return "a tool call", call, "a dict"
+        for key, kinds, expected in _CALL_SHAPE:
+            if not isinstance(call.get(key), kinds):
+                return f"a tool call's {key}", call.get(key), expected
+    return None
 
 
 def role_of(message: BaseMessage) -> Role:

@@ -624,3 +624,95 @@ def test_results_nested_in_results_5000_deep_are_counted_not_a_recursion_error(
     assert count_tokens(view) <= 4_000
     assert request_problems(view) == []
     assert view[-1].text == "next"
+
+
+# --- messages built without validation ----------------------------------------------------
+
+
+def _unvalidated(kind: str) -> BaseMessage:
+    """A message its constructor would reject, as ``model_construct`` or an edit makes it."""
+    call = {"name": "Bash", "args": {"command": "cat a.py"}, "id": "c9", "type": "tool_call"}
+    if kind == "args":
+        return AIMessage.model_construct(
+            content="", tool_calls=[{**call, "args": None}], additional_kwargs={},
+            response_metadata={}, invalid_tool_calls=[],
+        )  # fmt: skip
+    if kind == "tool_calls":
+        return AIMessage.model_construct(
+            content="", tool_calls=None, additional_kwargs={}, response_metadata={}
+        )
+    if kind == "additional_kwargs":
+        return AIMessage.model_construct(
+            content="ok", tool_calls=[], additional_kwargs=None, response_metadata={}
+        )
+    if kind == "content":
+        return HumanMessage.model_construct(
+            content=None, additional_kwargs={}, response_metadata={}
+        )
+    return ToolMessage.model_construct(
+        content="x", tool_call_id=["c1"], additional_kwargs={}, response_metadata={}
+    )
+
+
+_SHAPES = {
+    "args": "a tool call's args is None",
+    "tool_calls": "tool_calls is None",
+    "additional_kwargs": "additional_kwargs is None",
+    "content": "content is None",
+    "tool_call_id": "tool_call_id is ['c1']",
+}
+
+
+def _record_with(bad: BaseMessage) -> list[BaseMessage]:
+    return [
+        SystemMessage("sys"),
+        HumanMessage("fix it"),
+        AIMessage("", tool_calls=[{"name": "Bash", "args": {"command": "ls"}, "id": "c1"}]),
+        ToolMessage("a.py\n" * 800, tool_call_id="c1"),
+        bad,
+        HumanMessage("go on"),
+    ]
+
+
+def _pack(record: list[BaseMessage], budget: int) -> object:
+    return pack_handoff(record, target_context_tokens=budget + 500, reserve_output_tokens=500)
+
+
+def _build(record: list[BaseMessage], budget: int) -> object:
+    return build_working_transcript(record, max_tokens=budget, summarizer=lambda _: "note")
+
+
+_ENTRY_POINTS: dict[str, Callable[[list[BaseMessage], int], object]] = {
+    **agent_views(ApproximateTokenCounter()),
+    "build_working_transcript": _build,
+    "pack_handoff": _pack,
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_ENTRY_POINTS))
+@pytest.mark.parametrize("kind", sorted(_SHAPES))
+@pytest.mark.parametrize("budget", [600, 100_000])
+def test_a_message_built_without_validation_is_named_with_the_fix(
+    entry: str, kind: str, budget: int
+) -> None:
+    # Before, such a message failed deep in a turn ("'NoneType' object is not iterable"),
+    # or reached the provider as a request it rejects.
+    with pytest.raises(TypeError, match="constructors") as raised:
+        _ENTRY_POINTS[entry](_record_with(_unvalidated(kind)), budget)
+    assert _SHAPES[kind] in str(raised.value)
+
+
+def test_a_bad_message_is_reported_every_turn_and_the_facts_then_serve_a_sound_record() -> None:
+    from langchain_builderforce_memory import RecordFacts
+
+    facts = RecordFacts()
+    sound = _record_with(AIMessage("fine"))[1:]
+    bad = [*sound[:4], _unvalidated("tool_calls")]
+    for _ in range(2):  # the next turn, on the same record, is told again
+        with pytest.raises(TypeError):
+            facts.sync(bad)
+    facts.sync(sound)
+    assert facts.sums == RecordFacts().sums[:1] + [
+        sum(ApproximateTokenCounter().count_message(m) for m in sound[: i + 1])
+        for i in range(len(sound))
+    ]

@@ -58,7 +58,7 @@ from langchain_builderforce_memory.handoff.plan import (
     latest_directive_index,
     plan_handoff,
 )
-from langchain_builderforce_memory.messages import as_messages
+from langchain_builderforce_memory.messages import as_messages, check_sound
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -140,7 +140,10 @@ def _prepare(
     counter = resolve_token_counter(token_counter)
     # Recorded transcripts can be invalid (a run that ended on an unanswered call, an
     # orphaned result): the packed view must not be, so repair first and say what changed.
-    valid, repairs = repair_request(as_messages(messages, where=where))
+    record = as_messages(messages, where=where)
+    for message in record:  # a hand-off reads the whole record anyway
+        check_sound(message)
+    valid, repairs = repair_request(record)
     log_repairs(repairs, where)
     plan = plan_handoff(
         valid,

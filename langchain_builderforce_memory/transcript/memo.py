@@ -216,7 +216,9 @@ class CompactMemo:
 
 @dataclass(frozen=True, slots=True)
 class FoldPolicy:
-    """The fold's numbers (``docs/options.md`` gives each default's reason).
+    """The fold's numbers (each default and its reason: ``docs/options.md``).
+
+    The measurements behind the defaults are in ``benchmarks/defaults.md``.
 
     Example:
         >>> FoldPolicy(max_tokens=8_000).tail_tokens
@@ -364,7 +366,7 @@ class FoldPolicy:
         A quarter of the budget by default, and never more than the clear tier can land
         below with the restore beside it (``max_tokens - clear_room - restore_budget``):
         sparing more left it unable to land, so the fold ran instead, turn after turn.
-        ``docs/options.md`` has the measurements behind both.
+        ``benchmarks/defaults.md`` has the measurements behind both.
         """
         return min(
             self.restore_budget * 2,

@@ -7,6 +7,7 @@ What it asks, how it renders tool calls, and that a failing or empty completion 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -360,3 +361,61 @@ async def asummarize_fold(record: list[BaseMessage]) -> Any:
     return await abuild_working_transcript(
         record, summarizer=AsyncScriptedSummarizer("summary"), system_prompt="sys"
     )
+
+
+def _long_unfolded_record() -> list[BaseMessage]:
+    """A record whose first fold has ~350k tokens to summarize (a long thread adopted)."""
+    record: list[BaseMessage] = [HumanMessage("Port the parser.")]
+    for i in range(120):
+        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
+        record += [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(f"UNIT-{i} " + "tok " * 2_900, tool_call_id=f"c{i}"),
+        ]
+    return record
+
+
+class _Numbered:
+    """A summarizer whose k-th answer is ``note k``; records each prompt."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[BaseMessage]] = []
+
+    def __call__(self, prompt: list[BaseMessage]) -> str:
+        self.calls.append(prompt)
+        return f"note {len(self.calls)}"
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_a_fold_past_the_summarizers_input_ceiling_is_summarized_in_parts(twin: str) -> None:
+    # Before, a first fold over a long record sent it all in one request (950k tokens for
+    # 50,000 messages), which a summarizer's window refuses at every later fold too.
+    from langchain_builderforce_memory.tokens import count_tokens
+    from langchain_builderforce_memory.transcript.fold import abuild_working_transcript
+    from langchain_builderforce_memory.transcript.summary import SUMMARY_INPUT_MAX_TOKENS
+
+    record, summarizer = _long_unfolded_record(), _Numbered()
+    options: dict[str, Any] = {"max_tokens": 32_000, "clear_tool_results": False}
+    if twin == "sync":
+        out = build_working_transcript(record, summarizer=summarizer, **options)
+    else:
+        out = asyncio.run(abuild_working_transcript(record, summarizer=summarizer, **options))
+    calls = summarizer.calls
+    assert len(calls) > 1
+    assert out.summarizer_calls == len(calls)
+    assert all(count_tokens(c) <= SUMMARY_INPUT_MAX_TOKENS + 3_000 for c in calls)
+    for k in range(1, len(calls)):  # each part is read after the note so far
+        assert f"note {k}" in calls[k][1].text
+    assert out.memo is not None
+    assert f"note {len(calls)}" in out.memo.note
+    sent = "".join(c[1].text for c in calls)
+    assert all(f"UNIT-{i} " in sent for i in range(out.memo.covered_end // 2))
+
+
+def test_the_hand_off_and_the_history_summarize_past_the_ceiling_in_parts_too() -> None:
+    # Both go through summarize_transcript: the dropped middle of a long run is one part
+    # per ceiling, each after the note so far, and the last note is the answer.
+    summarizer = _Numbered()
+    note = summarize_transcript(summarizer, _long_unfolded_record())
+    assert len(summarizer.calls) > 1
+    assert note == f"note {len(summarizer.calls)}"

@@ -66,11 +66,12 @@ from langchain_builderforce_memory.transcript.summary import (
     DEFAULT_SUMMARIZER_TIMEOUT,
     Summarizer,
     SummarizerLike,
-    asummarize_transcript,
+    asummarize_parts,
     cap_note,
     focused_prompt,
     resolve_summarizer,
-    summarize_transcript,
+    summarize_parts,
+    summary_parts,
 )
 from langchain_builderforce_memory.transcript.view import (
     ClearStep,
@@ -348,28 +349,28 @@ def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscrip
     """
     if plan.mode != "fold" or summarizer is None:
         return finish_working_transcript(plan, None)
-    summary = summarize_transcript(
+    summary, calls = summarize_parts(
         summarizer,
-        plan.fold_input,
+        summary_parts(plan.fold_input, plan.counter),
         timeout=plan.policy.timeout,
         prompt=focused_prompt(plan.focus),
         token_counter=plan.counter,
     )
-    return finish_working_transcript(plan, summary, summarizer_calls=1)
+    return finish_working_transcript(plan, summary, summarizer_calls=calls)
 
 
 async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscript:
     """Async twin of :func:`fold_turn` (the summarizer is awaited)."""
     if plan.mode != "fold" or summarizer is None:
         return finish_working_transcript(plan, None)
-    summary = await asummarize_transcript(
+    summary, calls = await asummarize_parts(
         summarizer,
-        plan.fold_input,
+        summary_parts(plan.fold_input, plan.counter),
         timeout=plan.policy.timeout,
         prompt=focused_prompt(plan.focus),
         token_counter=plan.counter,
     )
-    return finish_working_transcript(plan, summary, summarizer_calls=1)
+    return finish_working_transcript(plan, summary, summarizer_calls=calls)
 
 
 def _plan_turn(options: Mapping[str, Any]) -> FoldPlan:

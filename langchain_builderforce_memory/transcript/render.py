@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
     is_tool_result_turn,
@@ -22,10 +22,18 @@ from langchain_builderforce_memory.blocks import (
 )
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
-from langchain_builderforce_memory.messages import answers_legacy_call, role_of
+from langchain_builderforce_memory.messages import answers_legacy_call, role_of, tool_call_units
+from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.results import cleared_tokens
 
-__all__ = ["ARG_VALUE_CHARS", "call_text", "render_for_summary"]
+__all__ = [
+    "ARG_VALUE_CHARS",
+    "SUMMARY_INPUT_MAX_TOKENS",
+    "after_note",
+    "call_text",
+    "render_for_summary",
+    "summary_parts",
+]
 
 
 def _compact_json(value: object) -> str:
@@ -171,3 +179,61 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
         else:
             out.append(f"{role_of(m)}: {_content_text(m.content)}")
     return "\n\n".join(out)
+
+
+SUMMARY_INPUT_MAX_TOKENS = 100_000
+"""The most one summarizer call reads, in the budget counter's tokens (the prompt aside).
+
+A fold reads its held note and about a budget of new work, but the first fold of a long
+record (a thread the middleware is added to), or one after a span the summarizer missed
+while failing, reads all of it: one request past a summarizer's window, refused again at
+every later fold. Past this, the input is read in parts (:func:`summary_parts`), each
+after the note so far; it is below the summarizer models' windows (128k and up)."""
+
+
+def summary_parts(
+    messages: Sequence[BaseMessage],
+    counter: TokenCounter,
+    limit: int = SUMMARY_INPUT_MAX_TOKENS,
+) -> list[list[BaseMessage]]:
+    """``messages`` in consecutive parts of at most ``limit`` tokens, cut between tool units.
+
+    Sized as the summarizer reads them (:func:`render_for_summary`). A call stays with its
+    results, so each part's rendering shows a result after its call.
+    A unit over ``limit`` is a part of its own (a fold has already cut each message to a
+    quarter of its budget).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_builderforce_memory.tokens import resolve_token_counter
+        >>> counter = resolve_token_counter(None)
+        >>> [len(p) for p in summary_parts([HumanMessage("x" * 400)] * 5, counter, limit=250)]
+        [2, 2, 1]
+    """
+    if sum(counter.count_message(m) for m in messages) <= limit:
+        return [list(messages)]  # the usual fold: its rendering is no larger than this
+    parts: list[list[BaseMessage]] = [[]]
+    used = 0
+    for unit in tool_call_units(messages):
+        span = messages[unit.start : unit.end]
+        size = counter.count_text(render_for_summary(span))  # what the summarizer reads
+        if parts[-1] and used + size > limit:
+            parts.append([])
+            used = 0
+        parts[-1].extend(span)
+        used += size
+    return parts
+
+
+def after_note(note: str | None, part: list[BaseMessage]) -> list[BaseMessage]:
+    """``part`` as the summarizer reads it after the note written for the parts before it.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> [m.type for m in after_note("so far: read a.py", [HumanMessage("go on")])]
+        ['ai', 'human']
+    """
+    if note is None:
+        return part
+    # As a held note is given to a fold: an assistant turn, read as a rendering.
+    return [AIMessage(f"Compressed memory of the earlier part of this transcript:\n{note}"), *part]

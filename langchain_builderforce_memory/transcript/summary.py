@@ -35,25 +35,32 @@ from langchain_builderforce_memory.models import chat_model_from_string
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 from langchain_builderforce_memory.transcript.render import (
     ARG_VALUE_CHARS,
+    SUMMARY_INPUT_MAX_TOKENS,
+    after_note,
     call_text,
     render_for_summary,
+    summary_parts,
 )
 
 __all__ = [
     "ARG_VALUE_CHARS",
     "DEFAULT_SUMMARIZER_TIMEOUT",
     "SUMMARIZER_TAGS",
+    "SUMMARY_INPUT_MAX_TOKENS",
     "TRANSCRIPT_SUMMARY_MAX_TOKENS",
     "TRANSCRIPT_SUMMARY_PROMPT",
     "Summarizer",
     "SummarizerLike",
+    "asummarize_parts",
     "asummarize_transcript",
     "call_text",
     "cap_note",
     "focused_prompt",
     "render_for_summary",
     "resolve_summarizer",
+    "summarize_parts",
     "summarize_transcript",
+    "summary_parts",
     "summary_request",
 ]
 
@@ -361,6 +368,56 @@ async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> _An
     return _Answered(raw)
 
 
+def summarize_parts(
+    summarizer: Summarizer,
+    parts: Sequence[list[BaseMessage]],
+    *,
+    timeout: float | None = None,
+    prompt: str | None = None,
+    token_counter: TokenCounterLike = None,
+) -> tuple[str | None, int]:
+    """The note for ``parts`` (:func:`summary_parts`), one call a part, and the calls made.
+
+    Each part is summarized after the note so far; a failed call fails the whole note
+    (``None``), as one failed call does.
+    """
+    note: str | None = None
+    for calls, part in enumerate(parts, start=1):
+        request = summary_request(after_note(note, part), prompt=prompt)
+        if request is None:
+            return None, calls - 1
+        raw = call_guarded(
+            functools.partial(_call_sync, summarizer, request), what="summarizer", timeout=timeout
+        )
+        note = _finish(raw, token_counter)
+        if note is None:
+            return None, calls
+    return note, len(parts)
+
+
+async def asummarize_parts(
+    summarizer: Summarizer,
+    parts: Sequence[list[BaseMessage]],
+    *,
+    timeout: float | None = None,
+    prompt: str | None = None,
+    token_counter: TokenCounterLike = None,
+) -> tuple[str | None, int]:
+    """Async twin of :func:`summarize_parts` (sync functions run in a thread)."""
+    note: str | None = None
+    for calls, part in enumerate(parts, start=1):
+        request = summary_request(after_note(note, part), prompt=prompt)
+        if request is None:
+            return None, calls - 1
+        raw = await acall_guarded(
+            functools.partial(_call_async, summarizer, request), what="summarizer", timeout=timeout
+        )
+        note = _finish(raw, token_counter)
+        if note is None:
+            return None, calls
+    return note, len(parts)
+
+
 def summarize_transcript(
     summarizer: SummarizerLike,
     messages: Sequence[BaseMessage],
@@ -374,8 +431,9 @@ def summarize_transcript(
     ``None`` for nothing to summarize, an empty or non-text answer, an error or a
     timeout; each failure is logged. The note is capped at
     :data:`TRANSCRIPT_SUMMARY_MAX_TOKENS` of ``token_counter`` (default: the estimate).
-    With a ``timeout`` the call runs in its own worker thread and is abandoned (not
-    killed) when it outlives it.
+    With a ``timeout`` each call runs in its own worker thread and is abandoned (not
+    killed) when it outlives it. Over :data:`SUMMARY_INPUT_MAX_TOKENS`, ``messages`` are
+    summarized in parts, one call each.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -383,13 +441,11 @@ def summarize_transcript(
         'the note'
     """
     chosen = resolve_summarizer(summarizer)
-    request = summary_request(messages, prompt=prompt)
-    if request is None or chosen is None:
+    if chosen is None:
         return None
-    raw = call_guarded(
-        functools.partial(_call_sync, chosen, request), what="summarizer", timeout=timeout
-    )
-    return _finish(raw, token_counter)
+    counter = resolve_token_counter(token_counter)
+    parts = summary_parts(messages, counter)
+    return summarize_parts(chosen, parts, timeout=timeout, prompt=prompt, token_counter=counter)[0]
 
 
 async def asummarize_transcript(
@@ -411,10 +467,11 @@ async def asummarize_transcript(
         'note'
     """
     chosen = resolve_summarizer(summarizer)
-    request = summary_request(messages, prompt=prompt)
-    if request is None or chosen is None:
+    if chosen is None:
         return None
-    raw = await acall_guarded(
-        functools.partial(_call_async, chosen, request), what="summarizer", timeout=timeout
+    counter = resolve_token_counter(token_counter)
+    parts = summary_parts(messages, counter)
+    note, _ = await asummarize_parts(
+        chosen, parts, timeout=timeout, prompt=prompt, token_counter=counter
     )
-    return _finish(raw, token_counter)
+    return note

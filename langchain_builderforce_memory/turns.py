@@ -37,6 +37,7 @@ __all__ = [
     "opening_span",
     "opens_turn",
     "opens_turn_at",
+    "tail_restarts",
     "thinking_problems",
     "thinking_restart",
     "thinking_span",
@@ -250,6 +251,26 @@ def thinking_restart(messages: Sequence[BaseMessage]) -> int:
     if _opens_loop(messages[turn[0]]):
         return -1
     return next((i for i in turn if opens_with_thinking(messages[i])), -1)
+
+
+def tail_restarts(convo: Sequence[BaseMessage], tail_start: int) -> bool:
+    """Whether a note (a user turn) then ``convo[tail_start:]`` needs a turn restarted.
+
+    :func:`~langchain_builderforce_memory.validity.repair_request` then starts a new turn
+    at the loop's first thinking step (:func:`thinking_restart`), adding a placeholder
+    answer and user turn: two messages a view's message count must hold.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, ToolMessage
+        >>> think = {"type": "thinking", "thinking": "hm", "signature": "s"}
+        >>> call = {"name": "ls", "args": {}, "id": "t1"}
+        >>> convo = [AIMessage("", tool_calls=[call]), ToolMessage("a", tool_call_id="t1"),
+        ...          AIMessage([think], tool_calls=[{**call, "id": "t2"}]),
+        ...          ToolMessage("b", tool_call_id="t2")]
+        >>> tail_restarts(convo, 0), tail_restarts(convo, 2)
+        (True, False)
+    """
+    return thinking_restart([HumanMessage(""), *convo[tail_start:]]) >= 0
 
 
 def _opens_loop(message: BaseMessage) -> bool:

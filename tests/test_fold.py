@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_builderforce_memory.messages import (
     STAMP_KEY,
+    leading_system_count,
     message_id,
     role_of,
     stamp_of,
@@ -755,3 +756,41 @@ def test_a_300_turn_tool_loop_folds_rarely_keeps_its_prefix_and_stays_in_budget(
     # The view changes its prefix only at a fold (and once, when it first stops fitting).
     assert report.prefix_share >= 0.9
     assert report.turns - 1 - report.prefix_kept <= report.summarizer_calls + 1
+
+
+def _loop_joined_by_user_turns() -> list[BaseMessage]:
+    """A thinking loop that two user messages join after tool results, then plain steps."""
+    think = {"type": "thinking", "thinking": "hm", "signature": "s"}
+
+    def step(i: int, thinks: bool = False) -> list[BaseMessage]:
+        call = {"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"c{i}"}
+        opening = [think] if thinks else ""
+        return [
+            AIMessage(opening, tool_calls=[call], id=f"a{i}"),  # type: ignore[arg-type]
+            ToolMessage(f"out {i}", tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+
+    convo = [HumanMessage("task", id="u0"), *step(1, True), HumanMessage("also", id="u1")]
+    convo += [*step(2, True), *step(3), *step(4, True), HumanMessage("and finally", id="u2")]
+    return [SystemMessage("SYS"), *convo, *(AIMessage(f"step {k}", id=f"s{k}") for k in range(4))]
+
+
+@pytest.mark.parametrize("max_messages", range(5, 16))
+def test_a_held_view_whose_loop_must_restart_its_turn_stays_within_the_message_ceiling(
+    max_messages: int,
+) -> None:
+    # The held note's tail starts past the opening step of the earlier user turn it no
+    # longer restates, so repair_request restarts the loop at its next thinking step: two
+    # messages the plan did not count (12 messages under a ceiling of 10 and 11). Found
+    # by a long run of test_fold_properties; such a view now folds instead.
+    memo = CompactMemo(note="n", covered_end=6, last_covered_id="t2", directive_id="u1")
+    out = build_working_transcript(
+        _loop_joined_by_user_turns(),
+        memo=memo,
+        max_messages=max_messages,
+        summarizer=lambda _: "n2",
+        min_tail_messages=1,
+        max_tail_messages=1,
+    )
+    assert request_problems(out.messages) == []
+    assert len(out.messages) - leading_system_count(out.messages) <= max_messages

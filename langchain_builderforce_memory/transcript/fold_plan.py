@@ -3,9 +3,8 @@
 :func:`plan_working_transcript` decides verbatim / clear / reuse the held memo / fold
 ``[from, to)`` / window, and :class:`FoldPlan` carries that decision to
 :func:`~langchain_builderforce_memory.transcript.fold.finish_working_transcript`, which
-assembles the view. It is pure, and has more callers than the fold's twins (the agent
-adapters, the chat history, ``bfmem inspect``). Where the cut goes and how a compacted
-view is put together is :mod:`~langchain_builderforce_memory.transcript.plan`.
+assembles the view. It is pure, with more callers than the fold's twins (the adapters,
+the history, ``bfmem inspect``); :mod:`~.plan` puts a compacted view together.
 
 Why INCREMENTAL: re-summarizing every few turns costs a model call a turn and rewrites the
 view's prefix every turn, so no provider prefix cache hits. The note is kept in a small
@@ -57,6 +56,7 @@ from langchain_builderforce_memory.transcript.view import (
     restored_messages,
     summary_shown,
 )
+from langchain_builderforce_memory.turns import tail_restarts
 
 __all__ = ["FoldPlan", "plan_working_transcript"]
 
@@ -326,14 +326,14 @@ def _held_view(turn: _Turn, held: CompactMemo | None) -> _HeldView:
     if count > policy.message_cap and directive and opening != last_user:
         # An earlier instruction restated only keeps the front in place: when the
         # message window has no room for it, it goes (the front moves once) before
-        # anything is folded. Not for tokens: dropping it when the clear tier could
-        # not make room either cost more than the fold it saved (the 14 recorded runs
-        # at an 8k budget: 1.72M against 1.65M effective billed, 289 against 276
-        # front moves, for 71 instead of 73 summarizer calls).
+        # anything is folded. Not for tokens: that cost more than the fold it saved
+        # (benchmarks/defaults.md).
         restate = False
         dropped = None if opening_thinking == anchors.thinking else opening_thinking
         count -= 1 + (dropped[1] - dropped[0] if dropped else 0)
         tokens -= _restated_tokens(sums, opening, dropped, last_user, 0)
+        # Without its opening step the loop in view may need a turn restarted (2 messages).
+        count += 2 * (dropped is not None and tail_restarts(convo, tail_start))
     counts_fit = count <= policy.message_cap
     step = (
         _clear(plan, plan.results, tail_start, tokens - policy.max_tokens) if counts_fit else None

@@ -17,7 +17,7 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeGuard
 
@@ -368,6 +368,21 @@ async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> _An
     return _Answered(raw)
 
 
+def _part_notes(
+    parts: Sequence[list[BaseMessage]], prompt: str | None, counter: TokenCounterLike
+) -> Generator[list[BaseMessage], _Answered | None, tuple[str | None, int]]:
+    """The twins' shared steps: yields each request, is sent its answer, returns the note."""
+    note: str | None = None
+    for calls, part in enumerate(parts, start=1):
+        request = summary_request(after_note(note, part), prompt=prompt)
+        if request is None:
+            return None, calls - 1
+        note = _finish((yield request), counter)
+        if note is None:
+            return None, calls
+    return note, len(parts)
+
+
 def summarize_parts(
     summarizer: Summarizer,
     parts: Sequence[list[BaseMessage]],
@@ -380,19 +395,20 @@ def summarize_parts(
 
     Each part is summarized after the note so far; a failed call fails the whole note
     (``None``), as one failed call does.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> summarize_parts(lambda p: "note", [[HumanMessage("a")], [HumanMessage("b")]])
+        ('note', 2)
     """
-    note: str | None = None
-    for calls, part in enumerate(parts, start=1):
-        request = summary_request(after_note(note, part), prompt=prompt)
-        if request is None:
-            return None, calls - 1
-        raw = call_guarded(
-            functools.partial(_call_sync, summarizer, request), what="summarizer", timeout=timeout
-        )
-        note = _finish(raw, token_counter)
-        if note is None:
-            return None, calls
-    return note, len(parts)
+    steps = _part_notes(parts, prompt, token_counter)
+    try:
+        request = next(steps)
+        while True:
+            call = functools.partial(_call_sync, summarizer, request)
+            request = steps.send(call_guarded(call, what="summarizer", timeout=timeout))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 async def asummarize_parts(
@@ -404,18 +420,14 @@ async def asummarize_parts(
     token_counter: TokenCounterLike = None,
 ) -> tuple[str | None, int]:
     """Async twin of :func:`summarize_parts` (sync functions run in a thread)."""
-    note: str | None = None
-    for calls, part in enumerate(parts, start=1):
-        request = summary_request(after_note(note, part), prompt=prompt)
-        if request is None:
-            return None, calls - 1
-        raw = await acall_guarded(
-            functools.partial(_call_async, summarizer, request), what="summarizer", timeout=timeout
-        )
-        note = _finish(raw, token_counter)
-        if note is None:
-            return None, calls
-    return note, len(parts)
+    steps = _part_notes(parts, prompt, token_counter)
+    try:
+        request = next(steps)
+        while True:
+            call = functools.partial(_call_async, summarizer, request)
+            request = steps.send(await acall_guarded(call, what="summarizer", timeout=timeout))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 def summarize_transcript(

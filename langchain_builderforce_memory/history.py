@@ -12,12 +12,11 @@ does NOT cover, so the next load, in any process, starts from the note and readi
 calls the summarizer. The record helpers are in
 :mod:`~langchain_builderforce_memory.transcript.stored`.
 
-Concurrency: writers are serialised by one ``aiologic.Lock`` and every call into the
-backing store by another; unlike an ``asyncio.Lock`` they bind to no event loop, so one
-wrapper serves threads, loops in different threads and tasks, in any mix of the sync and
-async methods. Writers in several processes pass a ``fold_guard``. docs/guide.md ("Ids and
-markers", "Many writers") says what each guarantee covers, id-less stores included, and
-why langchain-core's deprecation of ``BaseChatMessageHistory`` leaves this wrapper useful.
+Concurrency: writers are serialised by one ``aiologic.Lock`` and every store call by
+another (neither binds to an event loop: threads, loops and tasks mix freely); writers in
+several processes pass a ``fold_guard``. docs/guide.md ("Ids and markers", "Many writers")
+says what each guarantee covers, and why the deprecation of ``BaseChatMessageHistory``
+leaves this wrapper useful.
 """
 
 from __future__ import annotations
@@ -41,7 +40,12 @@ from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
-from langchain_builderforce_memory.messages import as_messages, leading_system_count, message_id
+from langchain_builderforce_memory.messages import (
+    as_messages,
+    check_sound,
+    leading_system_count,
+    message_id,
+)
 from langchain_builderforce_memory.options import from_options, keyword_options
 from langchain_builderforce_memory.search import search_outside_view
 from langchain_builderforce_memory.search_index import RecordIndex, SearchResult
@@ -113,18 +117,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         max_messages: Conversation messages the view may hold (``"auto"``: see FoldPolicy).
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
             fold's share of the room left, so a small budget still folds rarely).
-        token_counter: How to count (default: the approximate estimate).
         timeout: Seconds a summarizer call may take before the fold gives up (the view
             stays windowed); ``None`` waits.
         fold_guard: Keeps writers in other processes from folding this session at the
             same time (e.g. :class:`~langchain_builderforce_memory.guards.PostgresFoldGuard`);
             ``None``: this wrapper's own lock only.
-        clear_at_least: When the clear tier moves its horizon, how far under the budget
-            the view lands (``None``: half of ``max_tokens``).
-        restore_tokens: Tokens of the working set's file outputs a fold re-attaches after
-            its note (``None``: an eighth of ``max_tokens``); the clear tier keeps twice
-            that verbatim.
-        clear_tool_results: Clear stale tool results in the view before folding.
         usage_calibration: Learn the provider's count from the ``usage_metadata`` of the
             answers appended, and keep the budgets in the provider's tokens (see
             :class:`~langchain_builderforce_memory.calibration.UsageCalibration`).
@@ -491,8 +488,11 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     # ------------------------------------------------------------------ planning (pure)
 
     def _incoming(self, messages: Sequence[BaseMessage], where: str) -> list[BaseMessage]:
-        """The twins' shared first step: read, id and calibrate the new messages."""
-        new = with_ids(as_messages(messages, where=where, every=True))
+        """The twins' first step: check (never store a malformed message), id, calibrate."""
+        checked = as_messages(messages, where=where, every=True)
+        for message in checked:
+            check_sound(message)
+        new = with_ids(checked)
         self._calibration = self._calibration.read_added(new, self.token_counter.count_message)
         return new
 

@@ -716,3 +716,14 @@ def test_a_bad_message_is_reported_every_turn_and_the_facts_then_serve_a_sound_r
         sum(ApproximateTokenCounter().count_message(m) for m in sound[: i + 1])
         for i in range(len(sound))
     ]
+
+
+@pytest.mark.parametrize("kind", sorted(_SHAPES))
+def test_the_history_refuses_a_malformed_message_before_storing_it(kind: str) -> None:
+    # Stored, it made every later read of the history raise; refused at add, the history
+    # keeps serving what it holds.
+    history = CompactingChatMessageHistory(max_tokens=4_000)
+    history.add_messages([HumanMessage("fix it"), AIMessage("on it")])
+    with pytest.raises(TypeError, match="constructors"):
+        history.add_messages([_unvalidated(kind)])
+    assert [m.text for m in history.messages] == ["fix it", "on it"]

@@ -419,3 +419,22 @@ def test_the_hand_off_and_the_history_summarize_past_the_ceiling_in_parts_too() 
     note = summarize_transcript(summarizer, _long_unfolded_record())
     assert len(summarizer.calls) > 1
     assert note == f"note {len(summarizer.calls)}"
+
+
+@pytest.mark.parametrize("window", [40_000, 1_000_000])
+def test_a_chat_model_summarizer_is_sent_parts_that_fit_its_own_window(window: int) -> None:
+    # Its profile's window sets the parts (three quarters of it); a model with room for
+    # the whole input reads it in one call, as before the ceiling existed.
+    from langchain_builderforce_memory.testing import ScriptedChatModel
+    from langchain_builderforce_memory.tokens import count_tokens
+
+    model = ScriptedChatModel(
+        script=[f"note {k}" for k in range(1, 40)], profile={"max_input_tokens": window}
+    )
+    out = build_working_transcript(
+        _long_unfolded_record(), summarizer=model, max_tokens=32_000, clear_tool_results=False
+    )
+    sizes = [count_tokens(r) for r in model.requests]
+    assert out.summarizer_calls == len(sizes)
+    assert all(size <= window for size in sizes)
+    assert (len(sizes) == 1) == (window > 400_000)

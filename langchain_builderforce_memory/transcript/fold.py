@@ -71,6 +71,7 @@ from langchain_builderforce_memory.transcript.summary import (
     focused_prompt,
     resolve_summarizer,
     summarize_parts,
+    summary_input_limit,
     summary_parts,
 )
 from langchain_builderforce_memory.transcript.view import (
@@ -351,7 +352,7 @@ def fold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTranscrip
         return finish_working_transcript(plan, None)
     summary, calls = summarize_parts(
         summarizer,
-        summary_parts(plan.fold_input, plan.counter),
+        summary_parts(plan.fold_input, plan.counter, summary_input_limit(summarizer)),
         timeout=plan.policy.timeout,
         prompt=focused_prompt(plan.focus),
         token_counter=plan.counter,
@@ -365,7 +366,7 @@ async def afold_turn(plan: FoldPlan, summarizer: Summarizer | None) -> WorkingTr
         return finish_working_transcript(plan, None)
     summary, calls = await asummarize_parts(
         summarizer,
-        summary_parts(plan.fold_input, plan.counter),
+        summary_parts(plan.fold_input, plan.counter, summary_input_limit(summarizer)),
         timeout=plan.policy.timeout,
         prompt=focused_prompt(plan.focus),
         token_counter=plan.counter,

@@ -182,13 +182,16 @@ def render_for_summary(messages: Sequence[BaseMessage]) -> str:
 
 
 SUMMARY_INPUT_MAX_TOKENS = 100_000
-"""The most one summarizer call reads, in the budget counter's tokens (the prompt aside).
+"""The most one summarizer call reads when its window is unknown (the budget's counter).
 
 A fold reads its held note and about a budget of new work, but the first fold of a long
 record (a thread the middleware is added to), or one after a span the summarizer missed
 while failing, reads all of it: one request past a summarizer's window, refused again at
-every later fold. Past this, the input is read in parts (:func:`summary_parts`), each
-after the note so far; it is below the summarizer models' windows (128k and up)."""
+every later fold. Past the limit the input is read in parts (:func:`summary_parts`), each
+after the note so far. A chat model's own window sets the limit when its profile gives
+one (:func:`~langchain_builderforce_memory.transcript.summary.summary_input_limit`); this
+one is for functions and models without a profile, below the windows of the models used
+as summarizers (128k and up)."""
 
 
 def summary_parts(

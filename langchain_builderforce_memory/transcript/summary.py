@@ -17,7 +17,7 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeGuard
 
@@ -27,7 +27,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
 )
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import clean_text
@@ -60,6 +60,7 @@ __all__ = [
     "resolve_summarizer",
     "summarize_parts",
     "summarize_transcript",
+    "summary_input_limit",
     "summary_parts",
     "summary_request",
 ]
@@ -368,6 +369,30 @@ async def _call_async(summarizer: Summarizer, request: list[BaseMessage]) -> _An
     return _Answered(raw)
 
 
+def summary_input_limit(summarizer: Summarizer) -> int:
+    """The most one call to ``summarizer`` reads (:func:`summary_parts`' ``limit``).
+
+    Three quarters of its window when its profile gives one (the prompt, the note it
+    writes and a tokenizer unlike our counter's fit in the rest), else
+    :data:`SUMMARY_INPUT_MAX_TOKENS`.
+
+    Example:
+        >>> from langchain_builderforce_memory.testing import ScriptedChatModel
+        >>> summary_input_limit(ScriptedChatModel(profile={"max_input_tokens": 200_000}))
+        150000
+        >>> summary_input_limit(lambda prompt: "note")
+        100000
+    """
+    inner: object = summarizer
+    while isinstance(inner, RunnableBinding):
+        inner = inner.bound
+    profile = getattr(inner, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return max(1, window * 3 // 4)
+    return SUMMARY_INPUT_MAX_TOKENS
+
+
 def _part_notes(
     parts: Sequence[list[BaseMessage]], prompt: str | None, counter: TokenCounterLike
 ) -> Generator[list[BaseMessage], _Answered | None, tuple[str | None, int]]:
@@ -456,7 +481,7 @@ def summarize_transcript(
     if chosen is None:
         return None
     counter = resolve_token_counter(token_counter)
-    parts = summary_parts(messages, counter)
+    parts = summary_parts(messages, counter, summary_input_limit(chosen))
     return summarize_parts(chosen, parts, timeout=timeout, prompt=prompt, token_counter=counter)[0]
 
 
@@ -482,7 +507,7 @@ async def asummarize_transcript(
     if chosen is None:
         return None
     counter = resolve_token_counter(token_counter)
-    parts = summary_parts(messages, counter)
+    parts = summary_parts(messages, counter, summary_input_limit(chosen))
     note, _ = await asummarize_parts(
         chosen, parts, timeout=timeout, prompt=prompt, token_counter=counter
     )

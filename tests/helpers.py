@@ -198,6 +198,18 @@ class ScriptedSummarizer:
         return self.answer
 
 
+class NumberedSummarizer:
+    """A sync summarizer whose k-th answer is ``note k``: which call wrote a note, and
+    whether a later call was shown it, can be read off the prompts it records."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[BaseMessage]] = []
+
+    def __call__(self, prompt: list[BaseMessage]) -> str:
+        self.calls.append(prompt)
+        return f"note {len(self.calls)}"
+
+
 class ScriptedRecall:
     """A sync ``recall(query, budget_chars)``: records each call, returns ``answer`` (or raises)."""
 

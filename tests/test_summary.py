@@ -30,7 +30,13 @@ from langchain_builderforce_memory.transcript.summary import (
 )
 from langchain_builderforce_memory.transcript.window import HISTORY_TOKEN_BUDGET
 
-from .helpers import AsyncScriptedSummarizer, ScriptedSummarizer, anthropic_native, read_loop
+from .helpers import (
+    AsyncScriptedSummarizer,
+    NumberedSummarizer,
+    ScriptedSummarizer,
+    anthropic_native,
+    read_loop,
+)
 
 # Set explicitly: another test (the CLI) may leave the package logger at ERROR.
 PACKAGE_LOGGER = "langchain_builderforce_memory"
@@ -375,17 +381,6 @@ def _long_unfolded_record() -> list[BaseMessage]:
     return record
 
 
-class _Numbered:
-    """A summarizer whose k-th answer is ``note k``; records each prompt."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[BaseMessage]] = []
-
-    def __call__(self, prompt: list[BaseMessage]) -> str:
-        self.calls.append(prompt)
-        return f"note {len(self.calls)}"
-
-
 @pytest.mark.parametrize("twin", ["sync", "async"])
 def test_a_fold_past_the_summarizers_input_ceiling_is_summarized_in_parts(twin: str) -> None:
     # Before, a first fold over a long record sent it all in one request (950k tokens for
@@ -394,7 +389,7 @@ def test_a_fold_past_the_summarizers_input_ceiling_is_summarized_in_parts(twin: 
     from langchain_builderforce_memory.transcript.fold import abuild_working_transcript
     from langchain_builderforce_memory.transcript.summary import SUMMARY_INPUT_MAX_TOKENS
 
-    record, summarizer = _long_unfolded_record(), _Numbered()
+    record, summarizer = _long_unfolded_record(), NumberedSummarizer()
     options: dict[str, Any] = {"max_tokens": 32_000, "clear_tool_results": False}
     if twin == "sync":
         out = build_working_transcript(record, summarizer=summarizer, **options)
@@ -415,7 +410,7 @@ def test_a_fold_past_the_summarizers_input_ceiling_is_summarized_in_parts(twin: 
 def test_the_hand_off_and_the_history_summarize_past_the_ceiling_in_parts_too() -> None:
     # Both go through summarize_transcript: the dropped middle of a long run is one part
     # per ceiling, each after the note so far, and the last note is the answer.
-    summarizer = _Numbered()
+    summarizer = NumberedSummarizer()
     note = summarize_transcript(summarizer, _long_unfolded_record())
     assert len(summarizer.calls) > 1
     assert note == f"note {len(summarizer.calls)}"

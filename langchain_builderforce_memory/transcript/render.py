@@ -214,7 +214,7 @@ def summary_parts(
         [2, 2, 1]
     """
     if sum(counter.count_message(m) for m in messages) <= limit:
-        return [list(messages)]  # the usual fold: its rendering is no larger than this
+        return [list(messages)]  # the usual fold: its rendering is about this size or less
     parts: list[list[BaseMessage]] = [[]]
     used = 0
     for unit in tool_call_units(messages):

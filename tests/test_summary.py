@@ -407,13 +407,27 @@ def test_a_fold_past_the_summarizers_input_ceiling_is_summarized_in_parts(twin: 
     assert all(f"UNIT-{i} " in sent for i in range(out.memo.covered_end // 2))
 
 
-def test_the_hand_off_and_the_history_summarize_past_the_ceiling_in_parts_too() -> None:
-    # Both go through summarize_transcript: the dropped middle of a long run is one part
-    # per ceiling, each after the note so far, and the last note is the answer.
+def test_summarize_transcript_reads_past_the_ceiling_in_parts() -> None:
+    # What the history's manual consolidation calls: one part per ceiling, each after
+    # the note so far, and the last note is the answer.
     summarizer = NumberedSummarizer()
     note = summarize_transcript(summarizer, _long_unfolded_record())
     assert len(summarizer.calls) > 1
     assert note == f"note {len(summarizer.calls)}"
+
+
+def test_a_hand_off_summarizes_a_long_dropped_middle_in_parts() -> None:
+    from langchain_builderforce_memory.handoff.pack import pack_handoff
+
+    summarizer = NumberedSummarizer()
+    pack = pack_handoff(
+        _long_unfolded_record(),
+        target_context_tokens=16_000,
+        reserve_output_tokens=1_000,
+        summarizer=summarizer,
+    )
+    assert len(summarizer.calls) > 1
+    assert any(f"note {len(summarizer.calls)}" in m.text for m in pack.messages)
 
 
 @pytest.mark.parametrize("window", [40_000, 1_000_000])

@@ -89,21 +89,40 @@ _WRITE_CALL = {"name": "write_file", "args": _WRITE, "id": "toolu_1", "type": "t
 _TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": _WRITE}
 
 
+def _test_run_loop(rounds: int) -> list[BaseMessage]:
+    """A loop of test runs whose output ends in its verdict, as pytest's does."""
+    record: list[BaseMessage] = [HumanMessage("Make the parser tests pass.", id="u0")]
+    for i in range(rounds):
+        call = {"name": "bash", "args": {"command": f"pytest tests/test_p{i}.py"}, "id": f"c{i}"}
+        out = f"collected {i} items\n" + "tests/test_p.py ." * 300 + f"\n{i} failed, 3 passed"
+        record += [
+            AIMessage(f"run {i}", tool_calls=[call], id=f"a{i}"),
+            ToolMessage(out, tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    return record
+
+
 @pytest.mark.parametrize("shape", ["tool-messages", "anthropic-native"])
-def test_a_cleared_result_reaches_the_summarizer_as_its_size_after_its_call(shape: str) -> None:
-    # The placeholder a view shows names its call again, with its arguments. Rendered
-    # after that call, it repeated them.
-    record = read_loop(120, 1_500, files=200)
+def test_a_cleared_result_reaches_the_summarizer_cut_to_its_head_and_end(shape: str) -> None:
+    # The model read each result whole before the clear tier took it out of the view, and
+    # after the fold the note is all that stays of it. Shown only its size, a summarizer
+    # could not say what a test run reported.
+    record = _test_run_loop(120)
     record = anthropic_native(record) if shape == "anthropic-native" else record
     summarizer = ScriptedSummarizer()
     build_working_transcript(record, summarizer=summarizer, max_tokens=20_000)
     body = str(summarizer.calls[0][1].content)
-    cleared = body.count("[not shown: cleared, ")
-    assert cleared > 0
+    assert "[not shown: cleared" not in body
     assert "make the same call again" not in body
-    assert body.count('read_file({"path":"f3.py"}) -> ') == 1
-    assert body.count("f3.py") == 1
-    # Only a cleared copy is shortened: a tool's own output that reads like one is shown.
+    assert 'bash({"command":"pytest tests/test_p3.py"}) -> collected 3 items' in body
+    assert "3 failed, 3 passed" in body
+    assert body.count("tests/test_p3.py") == 1
+    # Each is cut: the summarizer reads a small share of what the loop returned.
+    assert estimate_text_tokens(body) < estimate_text_tokens(render_for_summary(record)) / 10
+
+
+def test_only_a_cleared_copy_is_rendered_as_its_size() -> None:
+    # A tool's own output that reads like a placeholder is shown as it is.
     text = "[cleared from this view: ls returned 9 tokens; to see its output again, make "
     text += "the same call again]"
     call = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}])

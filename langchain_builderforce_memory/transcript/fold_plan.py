@@ -433,17 +433,13 @@ def _fold_input(
     policy, counter = plan.policy, plan.counter
     # The held note goes in as an assistant turn, as the seed's did: the summarizer reads
     # a rendering, not a request, so the strict-provider role rule does not apply to it.
-    # What the clear tier would clear is shown to it as cleared too (the model saw no
-    # more), and a single huge message is cut, so its request stays bounded.
+    # What the clear tier would clear is shown cut to its head and end (summary_shown),
+    # and a single huge message is cut, so its request stays bounded.
     held_note = (AIMessage(note_for_summary(held.note)),) if held is not None else ()
-    shown = (
-        summary_shown(
-            plan.convo,
-            furthest_clear(plan.results, start=start, end=to, keep_tokens=policy.keep_budget),
-        )
-        if policy.clear_tool_results
-        else plan.convo
-    )
+    shown: Sequence[BaseMessage] = plan.convo
+    if policy.clear_tool_results:
+        step = furthest_clear(plan.results, start=start, end=to, keep_tokens=policy.keep_budget)
+        shown = summary_shown(plan.convo, step, counter)
     cap = max(1, policy.max_tokens // 4)
     return (*held_note, *(elide_message(m, cap, counter) for m in shown[start:to]))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -46,7 +46,7 @@ from langchain_builderforce_memory.transcript.clear import (
     results_before,
     working_set,
 )
-from langchain_builderforce_memory.transcript.elide import Elision, fit_to_budget
+from langchain_builderforce_memory.transcript.elide import Elision, elide_message, fit_to_budget
 from langchain_builderforce_memory.transcript.horizon import (
     ClearHorizon,
     choose_horizon,
@@ -64,6 +64,7 @@ from langchain_builderforce_memory.transcript.window import (
 )
 
 __all__ = [
+    "CLEARED_EXCERPT_TOKENS",
     "PROTECTED_RESULTS",
     "RESTORED_KIND",
     "ClearStep",
@@ -89,6 +90,12 @@ PROTECTED_RESULTS: Final = 1
 answered yet. One, from the benchmark (``benchmarks/contenders.py``, standard workload):
 protecting the newest three results (what ``ContextEditingMiddleware`` keeps) left up to
 60k tokens of 20k-token results unclearable, so the fold ran 61 times instead of 11."""
+
+
+CLEARED_EXCERPT_TOKENS: Final = 80
+"""A cleared result as a fold's summarizer reads it: its head and end in this many tokens
+(:func:`summary_shown`), enough for a test run's verdict, a search's first matches or a
+file's opening lines, at a small share of the result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,15 +296,34 @@ def with_clear(
     return apply_clear(convo, step.cleared, copies)[0] if step.cleared else list(convo)
 
 
-def summary_shown(convo: Sequence[BaseMessage], step: ClearStep) -> list[BaseMessage]:
-    """``convo`` as a fold's summarizer is shown it: ``step``'s results as placeholders.
+def summary_shown(
+    convo: Sequence[BaseMessage], step: ClearStep, counter: TokenCounter
+) -> list[BaseMessage]:
+    r"""``convo`` as a fold's summarizer is shown it: ``step``'s results cut to head and end.
 
-    Their calls stay whole. The view cuts a cleared edit's long argument values to a
-    marker, and a shell command that wrote a file is one such value (``cat > a.py <<EOF``):
-    the summarizer's rendering cuts every value to its head, which names the file.
+    The model read each of them whole before the clear tier took it out of the view, and
+    the note is all that stays of it after the fold: shown only its size, a summarizer
+    could not say what a test run reported or what a search found. Each is cut to
+    :data:`CLEARED_EXCERPT_TOKENS` instead (:func:`~.elide.elide_message`: its head, the
+    tokens cut, its end), and its call stays whole (the rendering cuts each argument).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, ToolMessage
+        >>> from langchain_builderforce_memory.tokens import resolve_token_counter
+        >>> from langchain_builderforce_memory.transcript.results import tool_results
+        >>> call = AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": "c1"}])
+        >>> out = "collected 9 items\n" + "." * 4_000 + "\n1 failed, 8 passed"
+        >>> convo = [HumanMessage("run the tests"), call, ToolMessage(out, tool_call_id="c1")]
+        >>> counter = resolve_token_counter(None)
+        >>> step = ClearStep(cleared=tuple(tool_results(convo, counter)))
+        >>> shown = summary_shown(convo, step, counter)[2].text
+        >>> shown.startswith("collected 9 items"), shown.endswith("1 failed, 8 passed")
+        (True, True)
     """
-    whole = [replace(r, call_saving=0) for r in step.cleared]
-    return apply_clear(convo, whole)[0] if whole else list(convo)
+    out = list(convo)
+    for r in step.cleared:
+        out[r.index] = elide_message(out[r.index], CLEARED_EXCERPT_TOKENS, counter)
+    return out
 
 
 def restore_plan(

@@ -319,6 +319,53 @@ def test_the_working_memory_a_thread_wrote_is_reused_not_rebuilt(
     assert len(rebuilt) == 2
 
 
+def test_the_working_memory_a_thread_wrote_is_taken_over_not_copied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A copy costs the memory's size on every turn; the turn's reader only reads it.
+    copies: list[WorkingMemory] = []
+    copy = WorkingMemory.copy
+    monkeypatch.setattr(WorkingMemory, "copy", lambda self: copies.append(self) or copy(self))
+    held, mapper = WrittenMemory(), ToolObservationMapper()
+    record = _read_loop(0, 41)
+    first = read_run_memory(record, {}, mapper, held=held)
+    grown = [*record, *_read(0, 41)]
+    again = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper, held=held)
+    assert again.memory is first.memory
+    assert copies == []
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["a turn retried", "a turn that failed"])
+def test_a_turn_on_a_state_the_last_turn_did_not_write_rebuilds_the_memory(
+    fails: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The memory is changed in place by the turn that takes it: a turn run again on the
+    # state before (a retry, or a turn whose update was never committed), or one after a
+    # turn that raised half way, must not find it claiming to match that state.
+    held, mapper = WrittenMemory(), ToolObservationMapper()
+    record = _read_loop(0, 41)
+    first = read_run_memory(record, {}, mapper, held=held)
+    state = {WORKING_MEMORY_KEY: first.state}
+    grown = [*record, *_read(0, 41), *_read(0, 43)]
+    if fails:
+        observe = WorkingMemory.observe_all
+
+        def observe_then_raise(memory: WorkingMemory, observations: object) -> None:
+            observe(memory, observations)  # type: ignore[arg-type]
+            raise RuntimeError("a mapper bug, half way through a turn")
+
+        monkeypatch.setattr(WorkingMemory, "observe_all", observe_then_raise)
+        with pytest.raises(RuntimeError):
+            read_run_memory(grown, state, mapper, held=held)
+        monkeypatch.setattr(WorkingMemory, "observe_all", observe)
+    else:
+        read_run_memory(grown, state, mapper, held=held)
+    again = read_run_memory(grown, state, mapper, held=held)
+    fresh = read_run_memory(grown, state, mapper)
+    assert again.state == fresh.state
+    assert again.memory.brief() == fresh.memory.brief()
+
+
 def test_a_record_over_a_list_that_grows_is_synced_without_walking_its_front(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

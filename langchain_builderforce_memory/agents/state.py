@@ -232,7 +232,8 @@ class WrittenMemory:
     """The working memory a thread's last turn wrote, kept by the adapter for its next.
 
     The state holds only the snapshot; rebuilding the memory (and its brief) from it
-    each turn costs the size of the memory. Kept per thread (see
+    each turn costs the size of the memory. The next turn takes the memory over and
+    changes it in place; the turn's reader only reads it. Kept per thread (see
     :class:`~langchain_builderforce_memory.facts.PerThread`), never in a module cache.
     """
 
@@ -250,10 +251,14 @@ def _prior_memory(
     prior: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     snapshot = prior.get("snapshot")
     known = held.written if held is not None else None
-    # The snapshot this thread's last turn wrote, unchanged since (compared by value with
-    # the copy kept of it): reuse its memory and brief instead of re-reading.
-    if known is not None and known[0] is snapshot and known[1] == snapshot:
-        return prior, known[2].copy()
+    if held is not None and known is not None:
+        # Taken, not copied (a copy costs the memory's size every turn): this turn
+        # changes it in place, so until it writes back, nothing claims to match.
+        held.written = None
+        # The snapshot this thread's last turn wrote, unchanged since (compared by value
+        # with the copy kept of it): its memory and brief, instead of re-reading.
+        if known[0] is snapshot and known[1] == snapshot:
+            return prior, known[2]
     try:
         return prior, WorkingMemory.from_snapshot(snapshot if isinstance(snapshot, Mapping) else {})
     except ValueError:
@@ -302,7 +307,7 @@ def read_run_memory(
     snapshot = memory.snapshot
     memory.brief()  # worked out once per change; the copy kept carries it to the next turn
     if held is not None:
-        held.written = (snapshot, memory.snapshot, memory.copy())
+        held.written = (snapshot, memory.snapshot, memory)
     run = RunMemoryState(snapshot=snapshot, scanned=len(record), scanned_id=last_id)
     for key in ("code_maps", "code_maps_task"):
         value = prior.get(key)

@@ -13,12 +13,21 @@ import base64
 import binascii
 import io
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 import imagesize
 
-__all__ = ["IMAGE_MAX_TOKENS", "IMAGE_MIN_TOKENS", "media_label", "media_tokens", "pdf_pages"]
+__all__ = [
+    "IMAGE_MAX_TOKENS",
+    "IMAGE_MIN_TOKENS",
+    "media_dropped",
+    "media_kinds",
+    "media_label",
+    "media_phrase",
+    "media_tokens",
+    "pdf_pages",
+]
 
 _IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
 _FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
@@ -223,16 +232,71 @@ def media_label(block: Mapping[str, object]) -> str | None:
         >>> media_label({"type": "image_url", "image_url": {"url": "https://x/y.png"}})
         '[image https://x/y.png]'
     """
-    kind = block.get("type")
-    if kind in _IMAGE_TYPES:
-        label = "image"
-    elif kind in _FILE_TYPES:
-        label = "file"
-    elif kind in _AUDIO_TYPES:
-        label = "video" if kind == "video" else "audio"
-    else:
+    label = _kind(block)
+    if label is None:
         return None
     _data, url, mime = _data_of(block)
     if mime is not None and mime.startswith("text/plain:"):
         return f"[{label}]\n{mime.removeprefix('text/plain:')}"
     return "[" + " ".join([label, *(part for part in (mime, url) if part)]) + "]"
+
+
+def _kind(block: Mapping[str, object]) -> str | None:
+    """``"image"``, ``"file"``, ``"audio"`` or ``"video"``; ``None`` for any other block."""
+    kind = block.get("type")
+    if kind in _IMAGE_TYPES:
+        return "image"
+    if kind in _FILE_TYPES:
+        return "file"
+    if kind in _AUDIO_TYPES:
+        return "video" if kind == "video" else "audio"
+    return None
+
+
+def media_kinds(blocks: Iterable[object]) -> list[str]:
+    """The kind of each media block in ``blocks``, in order, those inside tool results too.
+
+    Example:
+        >>> media_kinds([{"type": "text", "text": "shot"}, {"type": "image_url"},
+        ...              {"type": "tool_result", "content": [{"type": "document"}]}])
+        ['image', 'file']
+    """
+    out: list[str] = []
+    stack: list[object] = list(blocks)[::-1]  # a stack, not recursion: results nest deep
+    while stack:
+        block = stack.pop()
+        if not isinstance(block, Mapping):
+            continue
+        kind = _kind(block)
+        if kind is not None:
+            out.append(kind)
+        elif isinstance(inner := block.get("content"), list):
+            stack.extend(reversed(inner))
+    return out
+
+
+def media_dropped(before: Iterable[object], after: Iterable[object]) -> list[str]:
+    """The kinds of the media blocks in ``before`` that ``after`` no longer holds.
+
+    Example:
+        >>> media_dropped([{"type": "image"}, {"type": "image"}, {"type": "file"}],
+        ...               [{"type": "image"}])
+        ['image', 'file']
+    """
+    dropped = media_kinds(before)
+    for kind in media_kinds(after):
+        if kind in dropped:
+            dropped.remove(kind)
+    return dropped
+
+
+def media_phrase(kinds: Sequence[str]) -> str:
+    """``kinds`` counted in words, for a reader told they are not shown: ``"2 images"``.
+
+    Example:
+        >>> media_phrase(["image", "file", "image"]), media_phrase([])
+        ('2 images and 1 file', '')
+    """
+    counted = {kind: kinds.count(kind) for kind in dict.fromkeys(kinds)}
+    parts = [f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in counted.items()]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 2 else parts)

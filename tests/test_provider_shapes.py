@@ -37,6 +37,7 @@ from .provider_shapes import (
     Shape,
     directive_message,
     image_results,
+    png_b64,
     system_prompt,
 )
 
@@ -320,3 +321,50 @@ def test_an_elided_message_keeps_its_thinking_calls_and_results(message: BaseMes
     assert [k for k in kinds if k != "text"] == [k for k in original if k != "text"]
     if isinstance(message, AIMessage):
         assert cut.content[0] == message.content[0]  # the signed thinking block, verbatim
+
+
+_PNG = png_b64(800, 600)
+_SHOT = {"type": "image", "source_type": "base64", "mime_type": "image/png", "data": _PNG}
+_NATIVE_SHOT = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/png", "data": _PNG},
+}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param(
+            ToolMessage(
+                [{"type": "text", "text": "Screenshot of the page."}, _SHOT, _SHOT],
+                tool_call_id="c1",
+            ),
+            id="a tool message",
+        ),
+        pytest.param(
+            HumanMessage(
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "c1",
+                        "content": [
+                            {"type": "text", "text": "Screenshot of the page."},
+                            _NATIVE_SHOT,
+                            _NATIVE_SHOT,
+                        ],
+                    }
+                ]
+            ),
+            id="an Anthropic-native result turn",
+        ),
+    ],
+)
+def test_a_cut_that_leaves_images_out_says_so(message: BaseMessage) -> None:
+    # A screenshot tool's answer cut to its caption read as if there had been no image:
+    # the marker gave a number of tokens only.
+    from langchain_builderforce_memory.transcript.elide import elide_message
+
+    cut = elide_message(message, 400, EXACT)
+    assert EXACT.count_message(cut) <= 400
+    assert "2 images among them" in str(cut.content)
+    assert "Screenshot of the page." in str(cut.content)

@@ -30,6 +30,7 @@ from typing import Final
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.blocks import (
+    block_dicts,
     call_ids,
     cuttable_text,
     has_structure,
@@ -37,7 +38,13 @@ from langchain_builderforce_memory.blocks import (
 )
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.errors import ContextBudgetError
-from langchain_builderforce_memory.media import media_label, media_tokens
+from langchain_builderforce_memory.media import (
+    media_dropped,
+    media_kinds,
+    media_label,
+    media_phrase,
+    media_tokens,
+)
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
@@ -88,9 +95,12 @@ class Elision:
     """Messages left out because even cut to their minimum they did not fit."""
 
 
-def _marker(cut: int) -> str:
-    # It names no "record": the model cannot read one, and was told it could.
-    return f"\n[... {cut} tokens cut here in this view ...]\n"
+def _marker(cut: int, dropped: Sequence[str] = ()) -> str:
+    # It names no "record": the model cannot read one, and was told it could. It names
+    # the images and files among what was cut: a screenshot tool's answer cut to its
+    # caption otherwise reads as if there had been no screenshot.
+    among = f", {media_phrase(dropped)} among them" if dropped else ""
+    return f"\n[... {cut} tokens cut here in this view{among} ...]\n"
 
 
 _MIN_MARKER: Final = "[cut in this view]"
@@ -191,7 +201,8 @@ def _with_first_media(
 ) -> BaseMessage | None:
     """``message``, its text whole, with the first media ``blocks`` that fit (else None)."""
     size = counter.count_message(message)
-    widest: dict[str, object] = {"type": "text", "text": _marker(size)}  # at most the whole
+    kinds = media_kinds(blocks)
+    widest: dict[str, object] = {"type": "text", "text": _marker(size, kinds)}  # the most
 
     def fits(k: int) -> bool:
         return (
@@ -212,7 +223,7 @@ def _with_first_media(
     if lo == 0:
         return None
     cut = max(0, size - counter.count_message(_with_text(message, text, 0, blocks[:lo])))
-    marker: dict[str, object] = {"type": "text", "text": _marker(cut)}  # after those kept
+    marker: dict[str, object] = {"type": "text", "text": _marker(cut, kinds[lo:])}  # after
     return _stamped(original, _with_text(message, text, cut, [*blocks[:lo], marker]), cut)
 
 
@@ -317,7 +328,9 @@ def _cut_text(
     bare = counter.count_message(_with_text(message, text, 0))
     media = max(0, size - bare)
     overhead = bare - counter.count_text(text)
-    keep = max(0, max_tokens - overhead - counter.count_text(_marker(total + media)))
+    left: Sequence[object] = with_cut_text(message, "") if has_structure(message) else ()
+    dropped = media_dropped(block_dicts(message), left)  # what a cut leaves of them
+    keep = max(0, max_tokens - overhead - counter.count_text(_marker(total + media, dropped)))
     for _ in range(8):
         head = int(keep * _HEAD_SHARE * per_token)
         end = int(keep * (1 - _HEAD_SHARE) * per_token)
@@ -325,7 +338,7 @@ def _cut_text(
             head, end = len(text), 0
         kept_text = text[:head] + (text[len(text) - end :] if end else "")
         cut = max(0, total - counter.count_text(kept_text)) + media
-        shown = text[:head] + _marker(cut) + text[len(text) - end :]
+        shown = text[:head] + _marker(cut, dropped) + text[len(text) - end :]
         candidate = _with_text(message, shown, cut)
         if counter.count_message(candidate) <= max_tokens:
             return _stamped(original, candidate, cut + cut_before)

@@ -7,12 +7,13 @@ earlier one, decided it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
 
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from langchain_builderforce_memory.transcript import fold_plan, tiers
+from langchain_builderforce_memory.transcript import fold, fold_plan, tiers
 from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.fold_plan import plan_working_transcript
 from langchain_builderforce_memory.transcript.fold_state import FoldState
@@ -111,3 +112,30 @@ def test_a_turn_the_first_tiers_decide_never_reads_the_tool_results(
     plan = plan_working_transcript(read_loop(3, 500), token_counter=COUNTER)
     assert plan.mode == "verbatim"
     assert plan.results == ()
+
+
+def test_the_assembler_takes_the_held_notes_files_from_the_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record, state = _held_state()
+    assert state.memo is not None
+    assert state.memo.restored  # files re-attached
+    calls: list[int] = []
+    found = tiers.restored_messages
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return found(*args, **kwargs)
+
+    monkeypatch.setattr(tiers, "restored_messages", counted)
+    monkeypatch.setattr(fold, "restored_messages", counted)
+    out = build_working_transcript(
+        record,
+        memo=state,
+        summarizer=ScriptedSummarizer("unused"),
+        max_tokens=12_000,
+        token_counter=COUNTER,
+    )
+    assert out.mode == "memo"
+    assert out.steps.restored  # shown after the note
+    assert len(calls) == 1  # by the plan; the assembler reuses them

@@ -175,7 +175,11 @@ def _compacted(
 ) -> tuple[list[BaseMessage], ViewSteps, ClearStep]:
     """The note's view (re-attached files after it), cleared and elided to the budget."""
     convo, counter, policy = plan.convo, plan.counter, plan.policy
-    restored, shown_restored = restored_messages(convo, memo, plan.results, copies=plan.copies)
+    restored, shown_restored = (
+        plan.held_restored  # measured by the plan: the same note, the same files
+        if plan.held_restored is not None and memo is plan.memo
+        else restored_messages(convo, memo, plan.results, copies=plan.copies)
+    )
     if clear is None:  # a new note: clear its tail only if it still does not fit
         base = assemble_compacted(
             plan.system,

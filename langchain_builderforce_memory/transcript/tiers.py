@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Final, Literal, Protocol
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import RecordFacts
@@ -105,6 +105,13 @@ class FoldPlan:
     """Whether a held note's view keeps restating the instruction its fold restated once
     a newer one has arrived (see :func:`~.plan.held_directive_index`); ``False`` when the
     message window has no room for it."""
+    held_restored: Restored | None = None
+    """The held note's re-attached results and their messages, as the plan measured them
+    (``None``: the assembler finds them)."""
+
+
+Restored = tuple[Sequence[ToolResult], Sequence[HumanMessage]]
+"""Re-attached file outputs: their results and the messages that show them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +221,7 @@ def _held_cleared(turn: Turn) -> FoldPlan | None:
         memo=turn.held,
         clear=measured.clear,
         restate_earlier=measured.restate,
+        held_restored=measured.restored,
     )
 
 
@@ -244,6 +252,8 @@ class _HeldView:
     """Whether it keeps restating an earlier instruction (see :attr:`FoldPlan.restate_earlier`)."""
     clear: ClearStep | None = None
     """The clear tier's step that brings it within budget, or ``None``."""
+    restored: Restored | None = None
+    """The held note's re-attached results and their messages (``None``: none held)."""
 
 
 def _held_view(turn: Turn) -> _HeldView:
@@ -296,7 +306,8 @@ def _held_view(turn: Turn) -> _HeldView:
     step = (
         _clear(plan, plan.results, tail_start, tokens - policy.max_tokens) if counts_fit else None
     )
-    return _HeldView(last_user, directive_tokens, note_tokens, counts_fit, restate, step)
+    shown = (restored, shown_restored)
+    return _HeldView(last_user, directive_tokens, note_tokens, counts_fit, restate, step, shown)
 
 
 def fold_or_fallback(turn: Turn) -> FoldPlan:
@@ -310,6 +321,7 @@ def fold_or_fallback(turn: Turn) -> FoldPlan:
         mode="memo" if held is not None else "window",
         memo=held,
         restate_earlier=measured.restate,
+        held_restored=measured.restored,
     )
     # When the minimum tail (with the system messages, a note the size of the held one and
     # the directive) is over the token budget, every turn overflows, and refolding the one

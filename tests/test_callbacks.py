@@ -166,6 +166,22 @@ def observed(handler: WorkingMemoryCallbackHandler, thread: str | None) -> dict[
         ("str_replace_editor", {"command": "insert", "path": "/w/m.c"}, [E("/w/m.c")]),
         ("str_replace_editor", {"command": "create", "path": "/w/n.c"}, [C("/w/n.c")]),
         ("str_replace_editor", {"command": "bogus", "path": "/w/n.c"}, []),
+        # Claude's text editor and memory tools (API names; langchain-anthropic middleware)
+        ("str_replace_based_edit_tool", {"command": "view", "path": "/r/a.py"}, [R("/r/a.py")]),
+        ("str_replace_based_edit_tool", {"command": "str_replace", "path": "/a.py"}, [E("/a.py")]),
+        ("str_replace_based_edit_tool", {"command": "insert", "path": "/a.py"}, [E("/a.py")]),
+        ("str_replace_based_edit_tool", {"command": "create", "path": "/b.py"}, [C("/b.py")]),
+        ("str_replace_based_edit_tool", {"command": "delete", "path": "/b.py"}, [D("/b.py")]),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "rename", "old_path": "/a.py", "new_path": "/b.py"},
+            [D("/a.py"), C("/b.py")],
+        ),
+        ("memory", {"command": "view", "path": "/memories/plan.md"}, [R("/memories/plan.md")]),
+        ("memory", {"command": "create", "path": "/memories/plan.md"}, [C("/memories/plan.md")]),
+        # LangChain's FilesystemFileSearchMiddleware
+        ("glob_search", {"pattern": "*.py", "path": "/src"}, [S('glob_search "*.py" in /src')]),
+        ("grep_search", {"pattern": "TODO", "path": "/src"}, [S('grep_search "TODO" in /src')]),
         # search-like names, unknown tools, odd inputs
         ("search_code", {"query": "canvas"}, [S('search_code "canvas"')]),
         (

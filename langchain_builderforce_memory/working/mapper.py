@@ -145,6 +145,9 @@ _EDITOR: Final = ByCommand(
         "str_replace": _path("edited", "path"),
         "insert": _path("edited", "path"),
         "undo_edit": _path("edited", "path"),
+        # Only langchain-anthropic's Claude text-editor and memory middleware have these.
+        "delete": _path("deleted", "path"),
+        "rename": (PathArg("deleted", ("old_path",)), PathArg("created", ("new_path",))),
     },
 )
 
@@ -179,8 +182,16 @@ DEFAULT_TOOL_RULES: Final[Mapping[str, ToolRule]] = MappingProxyType(
         "Grep": (QueryArg(("pattern",), scope_keys=("path",)),),
         "Glob": (QueryArg(("pattern",), scope_keys=("path",)),),
         "LS": (QueryArg(("path",)),),
-        # OpenHands / SWE-agent editor: one tool, the sub-command says what it did.
+        # One editor tool whose sub-command says what it did: OpenHands / SWE-agent and
+        # Claude's older text editor (`str_replace_editor`); Claude's current text editor
+        # (`str_replace_based_edit_tool`: the Messages API tool and langchain-anthropic's
+        # text-editor middleware); Claude's memory tool (files under `/memories`).
         "str_replace_editor": (_EDITOR,),
+        "str_replace_based_edit_tool": (_EDITOR,),
+        "memory": (_EDITOR,),
+        # LangChain's FilesystemFileSearchMiddleware (and langchain-anthropic's).
+        "glob_search": (QueryArg(("pattern",), scope_keys=("path",)),),
+        "grep_search": (QueryArg(("pattern",), scope_keys=("path",)),),
         # Shells: mini-swe-agent and SWE-agent (`bash`), Claude Code (`Bash`), Codex
         # (`exec_command`, `shell`), OpenHands (`execute_bash`, legacy `run`), LangChain's
         # ShellTool (`terminal`), deepagents' sandboxes (`execute`), Gemini CLI.

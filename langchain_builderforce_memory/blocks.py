@@ -104,7 +104,12 @@ _CALL_ID_KEYS: Final[Mapping[str, str]] = {
     "tool_use": "id",
     "tool_call": "id",
     "function_call": "call_id",  # a Responses item's ``id`` is the item's, not the call's
+    # OpenAI Responses calls the client answers with a ToolMessage of that call id.
+    "computer_call": "call_id",
+    "custom_tool_call": "call_id",
 }
+_UNNAMED: Final = {"computer_call": "computer"}
+"""The name a call block without one is known by (a computer-use action)."""
 _CALL_BLOCK_TYPES: Final = frozenset(_CALL_ID_KEYS)
 _RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
 
@@ -196,6 +201,8 @@ def _block_args(block: Mapping[str, object]) -> object:
         return block.get("input")
     if block.get("type") == "tool_call":
         return block.get("args")
+    if block.get("type") in ("computer_call", "custom_tool_call"):
+        return block.get("action") or block.get("input")
     return parsed_arguments(block.get("arguments"))
 
 
@@ -242,7 +249,8 @@ def _call_sources(message: BaseMessage) -> dict[str, tuple[str, Mapping[str, obj
         if id_key is not None:
             key = block.get(id_key)
             if isinstance(key, str) and key and key not in found:
-                found[key] = (str(block.get("name") or "tool"), block)
+                name = block.get("name") or _UNNAMED.get(str(block.get("type")), "tool")
+                found[key] = (str(name), block)
     for bad in message.invalid_tool_calls:
         if bad.get("id"):
             found.setdefault(str(bad["id"]), (str(bad.get("name") or "tool"), bad))
@@ -365,7 +373,12 @@ def result_parts(content: list[object]) -> list[object]:
     ]
 
 
-_STRUCTURAL_TYPES: Final = THINKING_TYPES | _CALL_BLOCK_TYPES | _RESULT_BLOCK_TYPES
+_OUTPUT_BLOCK_TYPES: Final = frozenset({"custom_tool_call_output"})
+"""Outputs a ``ToolMessage`` holds as a block (langchain-openai's ``custom_tool``): sent as
+that item, not a ``function_call_output``, only while the block stays; text in ``output``."""
+_STRUCTURAL_TYPES: Final = (
+    THINKING_TYPES | _CALL_BLOCK_TYPES | _RESULT_BLOCK_TYPES | _OUTPUT_BLOCK_TYPES
+)
 _CUT_RESULT: Final = "[output cut]"
 
 
@@ -405,6 +418,8 @@ def cuttable_text(message: BaseMessage) -> str:
         return content
     if is_tool_result_turn(message):
         return "\n".join(_result_text(b) for b in block_dicts(message))
+    if outputs := [b for b in block_dicts(message) if b.get("type") in _OUTPUT_BLOCK_TYPES]:
+        return "\n".join(str(b.get("output") or "") for b in outputs)
     parts = [
         b if isinstance(b, str) else str(b.get("text", ""))
         for b in content
@@ -435,9 +450,10 @@ def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, objec
     content = message.content if isinstance(message.content, list) else [message.content]
     for block in content:
         if isinstance(block, Mapping) and wire_type(block) in _STRUCTURAL_TYPES:
-            if result_turn:
+            output = block.get("type") in _OUTPUT_BLOCK_TYPES
+            if result_turn or output:
                 body = text if not placed else _CUT_RESULT
-                out.append({**block, "content": body})
+                out.append({**block, ("output" if output else "content"): body})
                 placed = True
             else:
                 out.append(dict(block))

@@ -46,6 +46,8 @@ __all__ = [
     "as_messages",
     "check_sound",
     "clean_text",
+    "computer_output_problem",
+    "is_computer_output",
     "is_generated",
     "is_stamped",
     "leading_system_count",
@@ -470,4 +472,62 @@ def answers_legacy_call(message: BaseMessage, previous: BaseMessage | None) -> b
         and answered_ids(message) == [None]
         and previous is not None
         and legacy_function_call(previous) is not None
+    )
+
+
+def is_computer_output(message: BaseMessage) -> bool:
+    """Whether langchain-openai sends ``message`` as a ``computer_call_output``.
+
+    A ``ToolMessage`` marked ``additional_kwargs["type"] == "computer_call_output"`` (or
+    holding that item as a ``non_standard`` block) answers a Responses ``computer_call``
+    with a screenshot. Only as an image is it valid: cleared or cut to text it would go
+    over as a ``function_call_output`` for a computer call, which OpenAI rejects, so the
+    clear tier and the elider leave it whole (a window or a fold may still drop it with
+    its call).
+
+    Example:
+        >>> shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBO"}]
+        >>> is_computer_output(ToolMessage(shot, tool_call_id="c1",
+        ...     additional_kwargs={"type": "computer_call_output"}))
+        True
+        >>> is_computer_output(ToolMessage("ok", tool_call_id="c1"))
+        False
+    """
+    if not isinstance(message, ToolMessage):
+        return False
+    if message.additional_kwargs.get("type") == "computer_call_output":
+        return True
+    return isinstance(message.content, list) and any(
+        isinstance(b, dict)
+        and b.get("type") == "non_standard"
+        and isinstance(b.get("value"), Mapping)
+        and b["value"].get("type") == "computer_call_output"
+        for b in message.content
+    )
+
+
+def computer_output_problem(message: BaseMessage) -> str | None:
+    """Why OpenAI would reject computer-call output ``message``, or ``None``.
+
+    langchain-openai sends the first ``input_image`` block of its content, or a string
+    content as the image URL; anything else goes over as a ``function_call_output``.
+
+    Example:
+        >>> out = ToolMessage("[cleared]", tool_call_id="c1",
+        ...                   additional_kwargs={"type": "computer_call_output"})
+        >>> computer_output_problem(out)[:44]
+        'a computer_call_output lost its screenshot: '
+    """
+    if not is_computer_output(message) or "type" not in message.additional_kwargs:
+        return None  # not one, or a non_standard item: sent as it is
+    content = message.content
+    if isinstance(content, str):
+        ok = content.startswith(("data:image/", "https://", "http://"))
+    else:
+        ok = any(isinstance(b, dict) and b.get("type") == "input_image" for b in content)
+    if ok:
+        return None
+    return (
+        "a computer_call_output lost its screenshot: OpenAI needs an image (an input_image "
+        "block or an image URL) as its output"
     )

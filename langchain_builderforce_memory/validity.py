@@ -25,6 +25,7 @@ from langchain_builderforce_memory.messages import (
     Role,
     answered_ids,
     answers_legacy_call,
+    computer_output_problem,
     leading_system_count,
     message_id,
     role_of,
@@ -97,6 +98,8 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
+            if (shot := computer_output_problem(m)) is not None:
+                problems.append(f"message {i}: {shot}")
             if not answers_legacy_call(m, messages[i - 1] if i else None):
                 _answer_problems(i, answered_ids(m) or [None], open_calls, problems)
             continue

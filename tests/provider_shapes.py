@@ -70,6 +70,8 @@ class Shape:
     """Whether the provider runs with thinking on (``request_problems(thinking=...)``)."""
     native_results: bool = False
     """Results are Anthropic user turns of ``tool_result`` blocks, not ``ToolMessage`` s."""
+    agent_tools: bool = True
+    """``create_agent``'s tool node can run the calls (they are in ``tool_calls``)."""
 
 
 # ------------------------------------------------------------------------ responses
@@ -184,6 +186,39 @@ def openai_reasoning_response(i: int) -> AIMessage:
     return AIMessage([reasoning, *items], tool_calls=calls, response_metadata=meta)
 
 
+def openai_computer_response(i: int) -> AIMessage:
+    """OpenAI computer use (Responses): a reasoning item and a ``computer_call`` item, and
+    no ``tool_calls`` (the client runs the action and answers with a screenshot)."""
+    _, k = _step(i)
+    meta = {"model_provider": "openai", "model_name": "computer-use-preview"}
+    if k == CALLS_PER_DIRECTIVE - 1:
+        text = {"type": "text", "text": f"Done with turn {i}.", "id": f"msg_{i:04d}"}
+        return AIMessage([text], response_metadata=meta)
+    reasoning = {"type": "reasoning", "id": f"rs_{i:04d}", "summary": []}
+    call = {
+        "type": "computer_call",
+        "id": f"cu_{i:04d}",
+        "call_id": f"call_{i:04d}",
+        "action": {"type": "click", "button": "left", "x": 10 * i, "y": 20},
+        "pending_safety_checks": [],
+        "status": "completed",
+    }
+    return AIMessage([reasoning, call], response_metadata=meta)
+
+
+def openai_custom_tool_response(i: int) -> AIMessage:
+    """OpenAI custom (freeform) tools, as langchain-openai records them: a
+    ``custom_tool_call`` item and its ``tool_calls`` entry (the input as ``__arg1``)."""
+    _, k = _step(i)
+    meta = {"model_provider": "openai", "model_name": "gpt-5"}
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage([{"type": "text", "text": f"Ran turn {i}."}], response_metadata=meta)
+    code, cid = f"print(open('src/m{i}.py').read())", f"call_{i:04d}"
+    item = {"type": "custom_tool_call", "call_id": cid, "name": "run_python", "input": code}
+    call = {"name": "run_python", "args": {"__arg1": code}, "id": cid, "type": "tool_call"}
+    return AIMessage([item], tool_calls=[call], response_metadata=meta)
+
+
 def image_response(i: int) -> AIMessage:
     """A plain tool-calling response; the images come in the tool results and directives."""
     _, k = _step(i)
@@ -254,6 +289,31 @@ def image_results(response: AIMessage) -> list[BaseMessage]:
             )
         )
     return out
+
+
+def computer_outputs(response: AIMessage) -> list[BaseMessage]:
+    """A screenshot per ``computer_call``, recorded the way langchain-openai reads it back."""
+    return [
+        ToolMessage(
+            [{"type": "input_image", "image_url": f"data:image/png;base64,{png_b64(1280, 800)}"}],
+            tool_call_id=block["call_id"],
+            additional_kwargs={"type": "computer_call_output"},
+        )
+        for block in response.content
+        if isinstance(block, dict) and block.get("type") == "computer_call"
+    ]
+
+
+def custom_outputs(response: AIMessage, size: int = 1_400) -> list[BaseMessage]:
+    """What langchain-openai's ``custom_tool`` answers: one ``custom_tool_call_output`` block."""
+    return [
+        ToolMessage(
+            [{"type": "custom_tool_call_output", "output": _result_text(c["id"] or "", size)}],
+            tool_call_id=c["id"] or "",
+            name=c["name"],
+        )
+        for c in response.tool_calls
+    ]
 
 
 def image_directive(d: int) -> HumanMessage:
@@ -370,9 +430,10 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
 def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     """Format with langchain-openai's Responses input builder, then check its rules.
 
-    A ``reasoning`` item must be followed by the output item it preceded (a
-    ``function_call`` or an assistant message); every ``function_call`` has one
-    ``function_call_output`` after it, and every output answers a call before it.
+    A ``reasoning`` item must be followed by the output item it preceded (a call or an
+    assistant message); every function, computer or custom call has one output of its
+    own kind after it, every output answers a call of its kind before it, and a computer
+    call's output is a screenshot.
     """
     try:
         items = _construct_responses_api_input(list(messages))
@@ -386,24 +447,44 @@ def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     ]
     if not convo or convo[0].get("role") != "user":
         problems.append("the first input item is not a user message")
-    calls: dict[str, int] = {}
+    calls: dict[str, tuple[int, str]] = {}
     for i, it in enumerate(items):
         kind = it.get("type")
         if kind == "reasoning":
             nxt = items[i + 1] if i + 1 < len(items) else None
             if nxt is None or not (
-                nxt.get("type") == "function_call"
+                nxt.get("type") in _RESPONSES_OUTPUTS
                 or (nxt.get("type") == "message" and nxt.get("role") == "assistant")
             ):
                 problems.append(f"item {i}: reasoning {it.get('id')} without its following item")
-        elif kind == "function_call":
-            calls[it["call_id"]] = i
-        elif kind == "function_call_output":
-            if it["call_id"] not in calls:
-                problems.append(f"item {i}: output for unknown call {it['call_id']}")
-            calls.pop(it["call_id"], None)
-    problems.extend(f"item {at}: call {cid} has no output" for cid, at in calls.items())
+        elif kind in _RESPONSES_OUTPUTS:
+            calls[it["call_id"]] = (i, kind)
+        elif kind in _RESPONSES_OUTPUTS.values():
+            problems.extend(_responses_output_problems(i, it, calls.pop(it["call_id"], None)))
+    problems.extend(f"item {at}: call {cid} has no output" for cid, (at, _) in calls.items())
     return problems
+
+
+_RESPONSES_OUTPUTS = {
+    "function_call": "function_call_output",
+    "computer_call": "computer_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+"""A Responses call item's type, and the type of the output item that answers it."""
+
+
+def _responses_output_problems(
+    i: int, item: dict[str, Any], call: tuple[int, str] | None
+) -> list[str]:
+    """Why OpenAI would reject output ``item`` answering ``call`` (``None``: no such call)."""
+    if call is None:
+        return [f"item {i}: output for unknown call {item['call_id']}"]
+    if _RESPONSES_OUTPUTS[call[1]] != item["type"]:
+        return [f"item {i}: a {item['type']} answers a {call[1]}"]
+    url = str((item.get("output") or {}).get("image_url", "")) if "computer" in call[1] else ""
+    if "computer" in call[1] and not url.startswith(("data:image/", "https://")):
+        return [f"item {i}: a computer call's output is not a screenshot: {url[:40]!r}"]
+    return []
 
 
 def openai_chat_wire(messages: Sequence[BaseMessage]) -> list[str]:
@@ -476,6 +557,16 @@ SHAPES: dict[str, Shape] = {
         standard_content(openai_reasoning_response),
         tool_messages,
         openai_responses_wire,
+    ),
+    "openai_computer": Shape(
+        "openai_computer",
+        openai_computer_response,
+        computer_outputs,
+        openai_responses_wire,
+        agent_tools=False,
+    ),
+    "openai_custom_tool": Shape(
+        "openai_custom_tool", openai_custom_tool_response, custom_outputs, openai_responses_wire
     ),
     "images": Shape("images", image_response, image_results, image_wire),
     "invalid_tool_calls": Shape(

@@ -51,7 +51,7 @@ def _tool_use(ids: list[str]) -> list[dict[str, object]]:
 
 
 _CLAUDE = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
-PROVIDER_SHAPES = ("native", "thinking", "thinking_v1", "reasoning", "invalid", "image")
+PROVIDER_SHAPES = ("native", "thinking", "thinking_v1", "reasoning", "invalid", "image", "computer")
 CLAUDE_SHAPES = ("native", "thinking", "thinking_v1")
 """The shapes a Claude run records (for checks by langchain-anthropic's own formatter)."""
 
@@ -67,7 +67,8 @@ def provider_round(
     v1 content (``output_version="v1"``: a ``reasoning`` block first, ``tool_call``
     blocks); OpenAI Responses (a reasoning item, ``function_call`` items); a call with
     unparsable arguments (in ``invalid_tool_calls``, answered with an error); a result
-    carrying an image.
+    carrying an image; OpenAI computer use (``computer_call`` items, each answered by a
+    screenshot that must stay one).
     """
     shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
@@ -92,6 +93,12 @@ def provider_round(
             for c in ids
         ]
         return [AIMessage([reasoning, *items], tool_calls=calls), *answers]
+    if shape == "computer":  # OpenAI computer use: call items, screenshots answer them
+        actions = [{"type": "computer_call", "call_id": c, "action": {"type": "wait"}} for c in ids]
+        shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]
+        kind = {"type": "computer_call_output"}
+        outputs = [ToolMessage(shot, tool_call_id=c, additional_kwargs=kind) for c in ids]
+        return [AIMessage([{"type": "text", "text": body}, *actions]), *outputs]
     if shape == "invalid":
         bad = {"name": "read_file", "args": "{oops", "id": f"{ids[0]}_bad", "error": "bad json"}
         error = ToolMessage("Error: bad JSON", tool_call_id=f"{ids[0]}_bad", status="error")
@@ -280,12 +287,15 @@ _ODD_BLOCKS = (
 @st.composite
 def _odd_call(draw: st.DrawFn, cid: str) -> AIMessage:
     """A call in one of the shapes LangChain and the providers record it, its id ``cid``."""
-    shape = draw(st.sampled_from(["tool_calls", "tool_use", "function_call", "v1", "invalid"]))
+    shapes = ["tool_calls", "tool_use", "function_call", "v1", "invalid", "computer"]
+    shape = draw(st.sampled_from(shapes))
     call = {"name": "run", "args": {"cmd": "cat a.py"}, "id": cid}
     if shape == "tool_calls":
         return AIMessage("", tool_calls=[call])
     if shape == "tool_use":
         return AIMessage([{"type": "tool_use", "id": cid, "name": "run", "input": {}}])
+    if shape == "computer":
+        return AIMessage([{"type": "computer_call", "call_id": cid, "action": {"type": "wait"}}])
     if shape == "invalid":
         bad = {"name": "run", "args": "{", "id": cid, "error": "bad json"}
         return AIMessage("", invalid_tool_calls=[bad])

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
+from langchain_openai import custom_tool
 
 from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.blocks import is_tool_result_turn
@@ -92,13 +93,19 @@ def _tools(shape: Shape) -> list[Any]:
         assert isinstance(result, list)
         return [b for b in result if isinstance(b, dict)]
 
+    @custom_tool
+    def run_python(code: str) -> str:
+        """Run Python code."""
+        return "\n".join(f"{k}: the output of {code}" for k in range(150))
+
     return [
         StructuredTool.from_function(read_file),
         StructuredTool.from_function(screenshot),
+        run_python,
     ]
 
 
-@pytest.mark.parametrize("name", sorted(SHAPES))
+@pytest.mark.parametrize("name", sorted(n for n, shape in SHAPES.items() if shape.agent_tools))
 def test_middleware_loop_sends_valid_fitting_requests(name: str) -> None:
     shape = SHAPES[name]
     script = [lambda _msgs, i=i: _agent_response(shape, i) for i in range(TURNS)]

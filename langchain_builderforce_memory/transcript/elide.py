@@ -46,6 +46,7 @@ from langchain_builderforce_memory.media import (
     media_tokens,
 )
 from langchain_builderforce_memory.messages import (
+    is_computer_output,
     is_stamped,
     message_id,
     role_of,
@@ -96,9 +97,8 @@ class Elision:
 
 
 def _marker(cut: int, dropped: Sequence[str] = ()) -> str:
-    # It names no "record": the model cannot read one, and was told it could. It names
-    # the images and files among what was cut: a screenshot tool's answer cut to its
-    # caption otherwise reads as if there had been no screenshot.
+    # No "record" is named (the model cannot read one). The images and files cut are:
+    # a screenshot tool's answer cut to its caption otherwise reads as if there were none.
     among = f", {media_phrase(dropped)} among them" if dropped else ""
     return f"\n[... {cut} tokens cut here in this view{among} ...]\n"
 
@@ -264,7 +264,7 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
         (True, 'aaa', 'zzz')
     """
     size = counter.count_message(message)
-    if size <= max_tokens:
+    if size <= max_tokens or is_computer_output(message):  # a screenshot is only valid whole
         return message
     if isinstance(message, AIMessage) and _calls_are_big(message, max_tokens, counter):
         # The calls are what is big: their values give first, the text after.
@@ -356,13 +356,13 @@ def cut_floor(message: BaseMessage, counter: TokenCounter) -> int:
         >>> cut_floor(HumanMessage("x" * 4_000), ApproximateTokenCounter())
         11
     """
+    whole = counter.count_message(message)
+    if is_computer_output(message):  # a screenshot is only valid whole
+        return whole
     smallest = message
     if isinstance(message, AIMessage) and longest_value(message) > SHORT:
         smallest = with_cut_args(message, 0)
-    return min(
-        counter.count_message(message),
-        counter.count_message(_with_text(smallest, _MIN_MARKER, 10**9)),
-    )
+    return min(whole, counter.count_message(_with_text(smallest, _MIN_MARKER, 10**9)))
 
 
 def _cap_for(sizes: Sequence[int], floors: Sequence[int], room: int) -> int | None:

@@ -19,15 +19,17 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
     block_dicts,
+    has_structure,
     is_tool_result_turn,
     result_messages,
     tool_result_ids,
     valid_calls,
+    with_cut_text,
 )
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.jsontext import json_text
-from langchain_builderforce_memory.messages import is_stamped, message_id, stamp
+from langchain_builderforce_memory.messages import is_computer_output, is_stamped, message_id, stamp
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.call_args import cut_saving, with_cut_args
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
@@ -239,7 +241,8 @@ class _ToolResultsFact:
         call = calls.get(m.tool_call_id)
         name, text, kind, target = _info(m, call)
         result = ToolResult(i, name, text, counter.count_message(m), kind, target, message_id(m))
-        placeholder = cleared_result(m, result)
+        # A screenshot answering a computer call is only valid whole: never worth clearing.
+        placeholder = m if is_computer_output(m) else cleared_result(m, result)
         edit = self.cut_inputs and kind == "edit" and call is not None
         saving = cut_saving(call[1], counter.count_text) if edit and call else 0
         return replace(
@@ -353,7 +356,9 @@ def cleared_result(message: ToolMessage, result: ToolResult) -> ToolMessage:
     if isinstance(held, ToolMessage) and held.tool_call_id == message.tool_call_id:
         return held
     text = _placeholder_text(result.name, result.size)
-    copy = message.model_copy(update={"content": text})
+    # A custom tool's output block keeps its shape, or it goes over as another item kind.
+    content = with_cut_text(message, text) if has_structure(message) else text
+    copy = message.model_copy(update={"content": content})
     of = result.message_id or message_id(message)
     return stamp(copy, CLEARED_KIND, of=of, tokens=result.size)
 

@@ -109,8 +109,9 @@ def _block_text(
     Text blocks count their text; thinking / reasoning blocks their thought (not their
     signature); media blocks their size class (:func:`~langchain_builderforce_memory.
     media.media_tokens`), never their base64; a ``tool_result`` block its content, the
-    same way; a ``tool_use`` (v1 ``tool_call``, OpenAI Responses ``function_call``) block
-    already in ``tool_calls`` nothing (the payload sends it once); anything else its JSON,
+    same way; a ``tool_use`` (v1 ``tool_call``, a Responses ``function_call`` or
+    ``custom_tool_call``) block already in ``tool_calls`` nothing (the payload sends it
+    once); anything else its JSON,
     roughly what goes over the wire.
     """
     if isinstance(block, str):
@@ -123,7 +124,7 @@ def _block_text(
             return reasoning_text(block), 0
         if kind in ("tool_use", "tool_call") and block.get("id") in skip_ids:
             return "", 0
-        if kind == "function_call" and block.get("call_id") in skip_ids:
+        if kind in ("function_call", "custom_tool_call") and block.get("call_id") in skip_ids:
             return "", 0
         if kind == "tool_result":
             content = block.get("content") or ""

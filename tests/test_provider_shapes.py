@@ -260,13 +260,21 @@ def test_v1_content_counts_each_call_once(i: int) -> None:
         assert EXACT.count_message(v1) == EXACT.count_message(native)
 
 
-def test_an_openai_responses_call_block_counts_once() -> None:
-    # responses/v1 content lists each call as a function_call item beside tool_calls;
-    # langchain-openai sends it once, so it is counted once.
-    message = SHAPES["openai_reasoning"].respond(1)
-    kinds = [b["type"] for b in message.content if isinstance(b, dict)]
-    assert kinds == ["reasoning", "function_call", "function_call"]
-    calls_once = message.model_copy(update={"content": message.content[:1]})
+@pytest.mark.parametrize(
+    ("shape", "kinds", "other"),
+    [
+        ("openai_reasoning", ["reasoning", "function_call", "function_call"], 1),
+        ("openai_custom_tool", ["custom_tool_call"], 0),
+    ],
+)
+def test_an_openai_responses_call_block_counts_once(
+    shape: str, kinds: list[str], other: int
+) -> None:
+    # responses/v1 content lists each call as an item beside tool_calls; langchain-openai
+    # sends it once, so it is counted once.
+    message = SHAPES[shape].respond(1)
+    assert [b["type"] for b in message.content if isinstance(b, dict)] == kinds
+    calls_once = message.model_copy(update={"content": message.content[:other]})
     assert EXACT.count_message(message) == EXACT.count_message(calls_once)
 
 

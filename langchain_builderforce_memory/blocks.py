@@ -49,10 +49,9 @@ __all__ = [
     "opens_with_thinking",
     "parsed_arguments",
     "reasoning_text",
+    "result_keys",
     "result_messages",
     "result_parts",
-    "thinking_first",
-    "thinking_out_of_place",
     "tool_calls_of",
     "tool_result_ids",
     "valid_calls",
@@ -107,11 +106,24 @@ _CALL_ID_KEYS: Final[Mapping[str, str]] = {
     # OpenAI Responses calls the client answers with a ToolMessage of that call id.
     "computer_call": "call_id",
     "custom_tool_call": "call_id",
+    "apply_patch_call": "call_id",  # answered by a user turn (see _RESULT_KEYS)
 }
-_UNNAMED: Final = {"computer_call": "computer"}
-"""The name a call block without one is known by (a computer-use action)."""
+_UNNAMED: Final = {"computer_call": "computer", "apply_patch_call": "apply_patch"}
+"""The name a call block without one is known by."""
+_OWN_ARGS: Final = {
+    "computer_call": "action",
+    "custom_tool_call": "input",
+    "apply_patch_call": "operation",
+}
+"""Where a call block that is not a function call keeps its arguments."""
 _CALL_BLOCK_TYPES: Final = frozenset(_CALL_ID_KEYS)
-_RESULT_BLOCK_TYPES: Final = frozenset({"tool_result"})
+_RESULT_KEYS: Final[Mapping[str, tuple[str, str]]] = {
+    "tool_result": ("tool_use_id", "content"),
+    # OpenAI's apply_patch: langchain-openai sends a user turn's block as that input item.
+    "apply_patch_call_output": ("call_id", "output"),
+}
+"""A user turn's result block type: the keys of the call id it answers and of its output."""
+_RESULT_BLOCK_TYPES: Final = frozenset(_RESULT_KEYS)
 
 
 def block_dicts(message: BaseMessage) -> list[Mapping[str, object]]:
@@ -201,8 +213,8 @@ def _block_args(block: Mapping[str, object]) -> object:
         return block.get("input")
     if block.get("type") == "tool_call":
         return block.get("args")
-    if block.get("type") in ("computer_call", "custom_tool_call"):
-        return block.get("action") or block.get("input")
+    if (own := _OWN_ARGS.get(str(block.get("type")))) is not None:
+        return block.get(own)
     return parsed_arguments(block.get("arguments"))
 
 
@@ -282,15 +294,21 @@ def valid_calls(message: BaseMessage) -> dict[str, tuple[str, object]]:
     }
 
 
+def result_keys(block: Mapping[str, object]) -> tuple[str, str] | None:
+    """A user turn's result block: the keys of its call id and its output; else ``None``.
+
+    Example:
+        >>> result_keys({"type": "apply_patch_call_output", "call_id": "c1", "output": "ok"})
+        ('call_id', 'output')
+    """
+    return _RESULT_KEYS.get(str(block.get("type")))
+
+
 def tool_result_ids(message: BaseMessage) -> list[str]:
-    """The call ids a human message's ``tool_result`` blocks answer (Anthropic native)."""
+    """The call ids a human message's result blocks answer (Anthropic ``tool_result``)."""
     if not isinstance(message, HumanMessage):
         return []
-    return [
-        str(b.get("tool_use_id"))
-        for b in block_dicts(message)
-        if b.get("type") in _RESULT_BLOCK_TYPES
-    ]
+    return [str(b.get(keys[0])) for b in block_dicts(message) if (keys := result_keys(b))]
 
 
 def is_tool_result_turn(message: BaseMessage) -> bool:
@@ -336,12 +354,12 @@ def result_messages(message: BaseMessage) -> list[ToolMessage]:
         return []
     return [
         ToolMessage(
-            _result_content(b.get("content")),
-            tool_call_id=str(b.get("tool_use_id")),
-            status="error" if b.get("is_error") else "success",
+            _result_content(b.get(keys[1])),
+            tool_call_id=str(b.get(keys[0])),
+            status="error" if b.get("is_error") or b.get("status") == "failed" else "success",
         )
         for b in block_dicts(message)
-        if b.get("type") in _RESULT_BLOCK_TYPES
+        if (keys := result_keys(b))
     ]
 
 
@@ -391,7 +409,7 @@ def has_structure(message: BaseMessage) -> bool:
 
 
 def _result_text(block: Mapping[str, object]) -> str:
-    inner = block.get("content")
+    inner = block.get((result_keys(block) or ("", "content"))[1])
     if isinstance(inner, str):
         return inner
     if isinstance(inner, list):
@@ -453,7 +471,8 @@ def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, objec
             output = block.get("type") in _OUTPUT_BLOCK_TYPES
             if result_turn or output:
                 body = text if not placed else _CUT_RESULT
-                out.append({**block, ("output" if output else "content"): body})
+                key = "output" if output else (result_keys(block) or ("", "content"))[1]
+                out.append({**block, key: body})
                 placed = True
             else:
                 out.append(dict(block))
@@ -489,23 +508,6 @@ def has_thinking(message: BaseMessage) -> bool:
     )
 
 
-def thinking_out_of_place(message: BaseMessage) -> bool:
-    """True when a thinking block follows a non-thinking block (reordered or separated).
-
-    A plain string in a content list is a text block to the providers' formatters.
-    """
-    if not isinstance(message.content, list):
-        return False
-    seen_other = False
-    for block in message.content:
-        if isinstance(block, Mapping) and wire_type(block) in THINKING_TYPES:
-            if seen_other:
-                return True
-        else:
-            seen_other = True
-    return False
-
-
 def reasoning_text(block: Mapping[str, object]) -> str:
     """The countable text of a thinking / reasoning block (signatures are not text).
 
@@ -530,16 +532,3 @@ def reasoning_text(block: Mapping[str, object]) -> str:
     if isinstance(encrypted, str):
         parts.append(encrypted)
     return "\n".join(parts)
-
-
-def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:
-    """``message`` with its thinking blocks moved in front (a copy), and whether it moved."""
-    if not thinking_out_of_place(message) or not isinstance(message.content, list):
-        return message, False
-    blocks = message.content
-
-    def thought(b: object) -> bool:
-        return isinstance(b, Mapping) and wire_type(b) in THINKING_TYPES
-
-    ordered = [b for b in blocks if thought(b)] + [b for b in blocks if not thought(b)]
-    return message.model_copy(update={"content": ordered}), True

@@ -31,7 +31,12 @@ from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import result_parts, tool_result_ids, valid_calls
+from langchain_builderforce_memory.blocks import (
+    result_keys,
+    result_parts,
+    tool_result_ids,
+    valid_calls,
+)
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label
 from langchain_builderforce_memory.messages import Role, clean_text, message_id, role_of
@@ -74,8 +79,8 @@ def _block_text(block: object) -> str:
     if isinstance(block, dict):
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             return str(block["text"])
-        if block.get("type") == "tool_result":  # an Anthropic-native answer: its output
-            content = block.get("content")
+        if (keys := result_keys(block)) is not None:  # a user turn's answer: its output
+            content = block.get(keys[1])
             parts = result_parts(content) if isinstance(content, list) else [content or ""]
             return "\n".join(map(_block_text, parts))
         label = media_label(block)  # a base64 payload is not text anyone searches for

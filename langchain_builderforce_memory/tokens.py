@@ -36,6 +36,7 @@ from langchain_builderforce_memory.blocks import (
     THINKING_TYPES,
     legacy_function_call,
     reasoning_text,
+    result_keys,
     result_parts,
 )
 
@@ -126,11 +127,11 @@ def _block_text(
             return "", 0
         if kind in ("function_call", "custom_tool_call") and block.get("call_id") in skip_ids:
             return "", 0
-        if kind == "tool_result":
-            content = block.get("content") or ""
+        if (keys := result_keys(block)) is not None:
+            content = block.get(keys[1]) or ""
             parts = result_parts(content) if isinstance(content, list) else content
             text, fixed = content_text_for_count(parts, count_text)
-            return f"{block.get('tool_use_id')}\n{text}", fixed
+            return f"{block.get(keys[0])}\n{text}", fixed
         media = media_tokens(block, count_text)
         if media is not None:
             return "", media

@@ -11,7 +11,7 @@ How each content block is read is :mod:`langchain_builderforce_memory.blocks`' c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import (
     AIMessage,
@@ -23,12 +23,12 @@ from langchain_core.messages import (
 )
 
 from langchain_builderforce_memory.blocks import (
+    THINKING_TYPES,
     block_dicts,
     call_ids,
     has_thinking,
     is_tool_result_turn,
     opens_with_thinking,
-    thinking_out_of_place,
     wire_type,
 )
 
@@ -38,6 +38,8 @@ __all__ = [
     "opens_turn",
     "opens_turn_at",
     "tail_restarts",
+    "thinking_first",
+    "thinking_out_of_place",
     "thinking_problems",
     "thinking_restart",
     "thinking_span",
@@ -281,3 +283,33 @@ def _opens_loop(message: BaseMessage) -> bool:
     """
     blocks = block_dicts(message)
     return opens_with_thinking(message) or (bool(blocks) and wire_type(blocks[0]) == "compaction")
+
+
+def thinking_out_of_place(message: BaseMessage) -> bool:
+    """True when a thinking block follows a non-thinking block (reordered or separated).
+
+    A plain string in a content list is a text block to the providers' formatters.
+    """
+    if not isinstance(message.content, list):
+        return False
+    seen_other = False
+    for block in message.content:
+        if isinstance(block, Mapping) and wire_type(block) in THINKING_TYPES:
+            if seen_other:
+                return True
+        else:
+            seen_other = True
+    return False
+
+
+def thinking_first(message: AIMessage) -> tuple[AIMessage, bool]:
+    """``message`` with its thinking blocks moved in front (a copy), and whether it moved."""
+    if not thinking_out_of_place(message) or not isinstance(message.content, list):
+        return message, False
+    blocks = message.content
+
+    def thought(b: object) -> bool:
+        return isinstance(b, Mapping) and wire_type(b) in THINKING_TYPES
+
+    ordered = [b for b in blocks if thought(b)] + [b for b in blocks if not thought(b)]
+    return message.model_copy(update={"content": ordered}), True

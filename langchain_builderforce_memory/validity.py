@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_builderforce_memory.blocks import (
     call_id_key,
     call_ids,
-    thinking_first,
+    result_keys,
     tool_result_ids,
 )
 from langchain_builderforce_memory.messages import (
@@ -31,7 +31,7 @@ from langchain_builderforce_memory.messages import (
     role_of,
     stamp,
 )
-from langchain_builderforce_memory.turns import thinking_problems, thinking_restart
+from langchain_builderforce_memory.turns import thinking_first, thinking_problems, thinking_restart
 
 __all__ = ["repair_request", "request_problems", "system_as_user"]
 
@@ -232,13 +232,13 @@ def _renamed_call_block(
 def _renamed_result(
     block: str | dict[str, object], renames: dict[str, str]
 ) -> str | dict[str, object]:
-    """``block`` answering the new id, if it is a ``tool_result`` answering a renamed call."""
-    if not isinstance(block, dict) or block.get("type") != "tool_result":
+    """``block`` answering the new id, if it is a result block answering a renamed call."""
+    if not isinstance(block, dict) or (keys := result_keys(block)) is None:
         return block
-    answered = block.get("tool_use_id")
+    answered = block.get(keys[0])
     if not isinstance(answered, str) or answered not in renames:
         return block
-    return {**block, "tool_use_id": renames[answered]}
+    return {**block, keys[0]: renames[answered]}
 
 
 def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessage:
@@ -385,8 +385,8 @@ def _keep_answers(
         return None
     kept: list[str | dict[str, object]] = []
     for block in m.content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            call_id = str(block.get("tool_use_id"))
+        if isinstance(block, dict) and (keys := result_keys(block)) is not None:
+            call_id = str(block.get(keys[0]))
             if call_id not in pending:
                 repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
                 continue

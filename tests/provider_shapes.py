@@ -219,6 +219,21 @@ def openai_custom_tool_response(i: int) -> AIMessage:
     return AIMessage([item], tool_calls=[call], response_metadata=meta)
 
 
+def openai_apply_patch_response(i: int) -> AIMessage:
+    """OpenAI's built-in ``apply_patch`` tool: an ``apply_patch_call`` item naming one file
+    operation, no ``tool_calls`` (the client applies it and answers in a user turn)."""
+    _, k = _step(i)
+    meta = {"model_provider": "openai", "model_name": "gpt-5.1"}
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage([{"type": "text", "text": f"Patched turn {i}."}], response_metadata=meta)
+    reasoning = {"type": "reasoning", "id": f"rs_{i:04d}", "summary": []}
+    diff = "".join(f"@@\n-value = {n}\n+value = {n + 1}\n" for n in range(120))
+    operation = {"type": "update_file", "path": f"src/m{i}.py", "diff": diff}
+    call = {"type": "apply_patch_call", "id": f"apc_{i:04d}", "call_id": f"call_{i:04d}"}
+    call |= {"status": "completed", "operation": operation}
+    return AIMessage([reasoning, call], response_metadata=meta)
+
+
 def image_response(i: int) -> AIMessage:
     """A plain tool-calling response; the images come in the tool results and directives."""
     _, k = _step(i)
@@ -314,6 +329,15 @@ def custom_outputs(response: AIMessage, size: int = 1_400) -> list[BaseMessage]:
         )
         for c in response.tool_calls
     ]
+
+
+def patch_outputs(response: AIMessage) -> list[BaseMessage]:
+    """A user turn of ``apply_patch_call_output`` items: how langchain-openai sends them."""
+    ids = [b["call_id"] for b in response.content if isinstance(b, dict) and "operation" in b]
+    if not ids:
+        return []
+    done = [{"type": "apply_patch_call_output", "call_id": c, "status": "completed"} for c in ids]
+    return [HumanMessage([{**d, "output": f"Applied {d['call_id']}"} for d in done])]
 
 
 def image_directive(d: int) -> HumanMessage:
@@ -431,8 +455,8 @@ def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     """Format with langchain-openai's Responses input builder, then check its rules.
 
     A ``reasoning`` item must be followed by the output item it preceded (a call or an
-    assistant message); every function, computer or custom call has one output of its
-    own kind after it, every output answers a call of its kind before it, and a computer
+    assistant message); every function, computer, custom or patch call has one output of
+    its own kind after it, every output answers a call of its kind before it, and a computer
     call's output is a screenshot.
     """
     try:
@@ -469,6 +493,7 @@ _RESPONSES_OUTPUTS = {
     "function_call": "function_call_output",
     "computer_call": "computer_call_output",
     "custom_tool_call": "custom_tool_call_output",
+    "apply_patch_call": "apply_patch_call_output",
 }
 """A Responses call item's type, and the type of the output item that answers it."""
 
@@ -567,6 +592,14 @@ SHAPES: dict[str, Shape] = {
     ),
     "openai_custom_tool": Shape(
         "openai_custom_tool", openai_custom_tool_response, custom_outputs, openai_responses_wire
+    ),
+    "openai_apply_patch": Shape(
+        "openai_apply_patch",
+        openai_apply_patch_response,
+        patch_outputs,
+        openai_responses_wire,
+        native_results=True,
+        agent_tools=False,
     ),
     "images": Shape("images", image_response, image_results, image_wire),
     "invalid_tool_calls": Shape(

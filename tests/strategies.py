@@ -51,7 +51,16 @@ def _tool_use(ids: list[str]) -> list[dict[str, object]]:
 
 
 _CLAUDE = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
-PROVIDER_SHAPES = ("native", "thinking", "thinking_v1", "reasoning", "invalid", "image", "computer")
+PROVIDER_SHAPES = (
+    "native",
+    "thinking",
+    "thinking_v1",
+    "reasoning",
+    "invalid",
+    "image",
+    "computer",
+    "patch",
+)
 CLAUDE_SHAPES = ("native", "thinking", "thinking_v1")
 """The shapes a Claude run records (for checks by langchain-anthropic's own formatter)."""
 
@@ -68,7 +77,7 @@ def provider_round(
     blocks); OpenAI Responses (a reasoning item, ``function_call`` items); a call with
     unparsable arguments (in ``invalid_tool_calls``, answered with an error); a result
     carrying an image; OpenAI computer use (``computer_call`` items, each answered by a
-    screenshot that must stay one).
+    screenshot that must stay one); OpenAI's ``apply_patch`` (answered in a user turn).
     """
     shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
@@ -93,6 +102,11 @@ def provider_round(
             for c in ids
         ]
         return [AIMessage([reasoning, *items], tool_calls=calls), *answers]
+    if shape == "patch":  # OpenAI's apply_patch: call items, a user turn answers them
+        op = {"type": "update_file", "path": f"src/{ids[0]}.py", "diff": body[:200]}
+        patches = [{"type": "apply_patch_call", "call_id": c, "operation": op} for c in ids]
+        done = [{"type": "apply_patch_call_output", "call_id": c, "output": body} for c in ids]
+        return [AIMessage([{"type": "text", "text": body}, *patches]), HumanMessage(done)]
     if shape == "computer":  # OpenAI computer use: call items, screenshots answer them
         actions = [{"type": "computer_call", "call_id": c, "action": {"type": "wait"}} for c in ids]
         shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]

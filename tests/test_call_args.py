@@ -147,6 +147,19 @@ def test_every_representation_of_the_call_is_cut_alike_and_stays_json(shape: str
     assert args["file_path"] == PATH
 
 
+def test_a_custom_tool_call_is_cut_where_it_is_sent() -> None:
+    # langchain-openai sends the custom_tool_call block, not its tool_calls entry, and the
+    # count skips the block as a copy of that entry: both must be cut alike.
+    block = {"type": "custom_tool_call", "call_id": "c1", "name": "run_python", "input": BODY}
+    call = AIMessage(
+        [block], tool_calls=[{"name": "run_python", "args": {"__arg1": BODY}, "id": "c1"}]
+    )
+    cut = with_cut_args(call, 300)
+    assert isinstance(cut.content[0], dict)
+    assert cut.content[0]["input"] == cut.tool_calls[0]["args"]["__arg1"]
+    assert len(cut.content[0]["input"]) < 500
+
+
 @pytest.mark.parametrize(
     "wire", [anthropic_wire, openai_chat_wire, openai_responses_wire], ids=lambda w: w.__name__
 )

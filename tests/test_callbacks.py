@@ -192,6 +192,10 @@ def observed(handler: WorkingMemoryCallbackHandler, thread: str | None) -> dict[
         ("bash", {"command": "rm -rf build/"}, [Observation.deleted("build")]),
         ("bash", {"command": "cat a.py"}, [R("a.py")]),
         ("apply_patch", {"input": "*** Update File: a.py"}, [E("a.py")]),
+        # OpenAI's built-in apply_patch: the call block's operation
+        ("apply_patch", {"type": "update_file", "path": "a.py", "diff": "@@"}, [E("a.py")]),
+        ("apply_patch", {"type": "create_file", "path": "b.py", "diff": "+x"}, [C("b.py")]),
+        ("apply_patch", {"type": "delete_file", "path": "b.py"}, [D("b.py")]),
         ("read_file", {"file_path": ["a.py", "b.py", 3]}, [R("a.py"), R("b.py")]),
         ("read_file", {"file_path": "  "}, []),
         ("read_file", "a.py", [R("a.py")]),

@@ -98,6 +98,8 @@ def _cut_block(block: object, keep: int, only: Collection[str] | None) -> object
         return {**block, "args": _cut(block.get("args"), keep)}
     if kind == "function_call":
         return {**block, "arguments": _cut_json(block.get("arguments"), keep)}
+    if kind == "custom_tool_call":  # what goes over the wire: its tool_calls entry is not
+        return {**block, "input": _cut(block.get("input"), keep)}
     return block
 
 

@@ -17,6 +17,7 @@ from langchain_builderforce_memory.blocks import (
     is_tool_result_turn,
     legacy_function_call,
     parsed_arguments,
+    result_keys,
     tool_calls_of,
     wire_type,
 )
@@ -105,9 +106,9 @@ def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
     if not is_tool_result_turn(message) or not isinstance(message.content, list):
         return []
     return [
-        (str(b.get("tool_use_id")), _content_text(b.get("content") or ""))
+        (str(b.get(keys[0])), _content_text(b.get(keys[1]) or ""))
         for b in message.content
-        if isinstance(b, dict)
+        if isinstance(b, dict) and (keys := result_keys(b))
     ]
 
 

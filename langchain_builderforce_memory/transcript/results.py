@@ -21,6 +21,7 @@ from langchain_builderforce_memory.blocks import (
     block_dicts,
     has_structure,
     is_tool_result_turn,
+    result_keys,
     result_messages,
     tool_result_ids,
     valid_calls,
@@ -282,7 +283,7 @@ def _turn_result(
         kind = kinds.pop() if len(kinds) == 1 and kinds <= _SHARED_KINDS else "other"
         target = None
     blocks = [
-        {**block, "content": _placeholder_text(info[0], size)}
+        {**block, (result_keys(block) or ("", "content"))[1]: _placeholder_text(info[0], size)}
         for block, info, size in zip(block_dicts(turn), infos, sizes, strict=True)
     ]
     call = calls.get(answers[0].tool_call_id) if len(answers) == 1 else None

@@ -135,7 +135,11 @@ def _fenced(text: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PatchArg:
-    """Rule part: the call applied a patch (Codex's ``apply_patch``, a unified diff)."""
+    """Rule part: the call applied a patch.
+
+    Codex's ``apply_patch`` envelope, a unified diff, or OpenAI's built-in ``apply_patch``
+    (one ``operation``: its type and the file it names).
+    """
 
     keys: tuple[str, ...] = ("input", "patch", "diff")
     """Argument names the patch text is looked up under."""
@@ -150,7 +154,18 @@ class PatchArg:
         """The files the patch touches, unless the call failed."""
         if errored or _PATCH_FAILED.search(output[:400]):
             return []
+        if isinstance(args, Mapping) and (kind := _OPERATIONS.get(str(args.get("type")))):
+            path = args.get("path")
+            return [Observation(kind, path)] if isinstance(path, str) and path else []
         return patch_observations(_text_arg(args, self.keys))
+
+
+_OPERATIONS: Final[Mapping[str, FileKind]] = {
+    "create_file": "created",
+    "update_file": "edited",
+    "delete_file": "deleted",
+}
+"""OpenAI ``apply_patch`` operation types, and what each did to its ``path``."""
 
 
 _PATCH_FAILED: Final = re.compile(

@@ -112,8 +112,7 @@ def _block_text(
     media.media_tokens`), never their base64; a ``tool_result`` block its content, the
     same way; a ``tool_use`` (v1 ``tool_call``, a Responses ``function_call`` or
     ``custom_tool_call``) block already in ``tool_calls`` nothing (the payload sends it
-    once); anything else its JSON,
-    roughly what goes over the wire.
+    once); anything else its JSON, roughly what goes over the wire.
     """
     if isinstance(block, str):
         return block, 0

@@ -97,8 +97,8 @@ class Elision:
 
 
 def _marker(cut: int, dropped: Sequence[str] = ()) -> str:
-    # No "record" is named (the model cannot read one). The images and files cut are:
-    # a screenshot tool's answer cut to its caption otherwise reads as if there were none.
+    # It names no "record" (the model cannot read one), but it names the images and files
+    # cut: a screenshot tool's answer cut to its caption otherwise reads as if there were none.
     among = f", {media_phrase(dropped)} among them" if dropped else ""
     return f"\n[... {cut} tokens cut here in this view{among} ...]\n"
 

@@ -53,6 +53,7 @@ __all__ = [
     "leading_system_count",
     "message_id",
     "role_of",
+    "shaped_answer",
     "stamp",
     "stamp_of",
     "tool_call_units",
@@ -478,20 +479,15 @@ def answers_legacy_call(message: BaseMessage, previous: BaseMessage | None) -> b
 def is_computer_output(message: BaseMessage) -> bool:
     """Whether langchain-openai sends ``message`` as a ``computer_call_output``.
 
-    A ``ToolMessage`` marked ``additional_kwargs["type"] == "computer_call_output"`` (or
-    holding that item as a ``non_standard`` block) answers a Responses ``computer_call``
-    with a screenshot. Only as an image is it valid: cleared or cut to text it would go
-    over as a ``function_call_output`` for a computer call, which OpenAI rejects, so the
-    clear tier and the elider leave it whole (a window or a fold may still drop it with
-    its call).
+    A ``ToolMessage`` marked ``additional_kwargs["type"] == "computer_call_output"``, or
+    holding that item as a ``non_standard`` block. Only its screenshot is a valid output, so
+    the clear tier and the elider leave it whole (a window or a fold drops it with its call).
 
     Example:
         >>> shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBO"}]
         >>> is_computer_output(ToolMessage(shot, tool_call_id="c1",
         ...     additional_kwargs={"type": "computer_call_output"}))
         True
-        >>> is_computer_output(ToolMessage("ok", tool_call_id="c1"))
-        False
     """
     if not isinstance(message, ToolMessage):
         return False
@@ -507,27 +503,45 @@ def is_computer_output(message: BaseMessage) -> bool:
 
 
 def computer_output_problem(message: BaseMessage) -> str | None:
-    """Why OpenAI would reject computer-call output ``message``, or ``None``.
-
-    langchain-openai sends the first ``input_image`` block of its content, or a string
-    content as the image URL; anything else goes over as a ``function_call_output``.
+    """Why OpenAI would reject computer-call output ``message`` (no screenshot), or ``None``.
 
     Example:
-        >>> out = ToolMessage("[cleared]", tool_call_id="c1",
-        ...                   additional_kwargs={"type": "computer_call_output"})
-        >>> computer_output_problem(out)[:44]
-        'a computer_call_output lost its screenshot: '
+        >>> computer_output_problem(ToolMessage("[cleared]", tool_call_id="c1",
+        ...     additional_kwargs={"type": "computer_call_output"}))[:32]
+        'a computer_call_output lost its '
     """
     if not is_computer_output(message) or "type" not in message.additional_kwargs:
         return None  # not one, or a non_standard item: sent as it is
-    content = message.content
+    content = message.content  # langchain-openai sends a string as the image's URL
     if isinstance(content, str):
         ok = content.startswith(("data:image/", "https://", "http://"))
     else:
         ok = any(isinstance(b, dict) and b.get("type") == "input_image" for b in content)
-    if ok:
-        return None
-    return (
-        "a computer_call_output lost its screenshot: OpenAI needs an image (an input_image "
-        "block or an image URL) as its output"
-    )
+    return None if ok else "a computer_call_output lost its screenshot: OpenAI needs an image"
+
+
+_BLANK_PNG: Final = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGP4DwABAQEA"
+    "sTj2FAAAAABJRU5ErkJggg=="
+)
+"""A 1x1 white PNG: all a computer call's made-up answer can show (a text is invalid)."""
+
+
+def shaped_answer(kind: str | None, answer: ToolMessage) -> BaseMessage:
+    """``answer`` in the shape a Responses call block of ``kind`` must be answered in.
+
+    Example:
+        >>> shaped_answer("custom_tool_call", ToolMessage("none", tool_call_id="c1")).content
+        [{'type': 'custom_tool_call_output', 'output': 'none'}]
+    """
+    text, call_id, extra = answer.text, answer.tool_call_id, answer.additional_kwargs
+    if kind == "custom_tool_call":
+        return answer.model_copy(update={"content": [{"type": f"{kind}_output", "output": text}]})
+    if kind == "apply_patch_call":  # sent only from a user turn
+        done = {"type": f"{kind}_output", "call_id": call_id, "status": "failed", "output": text}
+        return HumanMessage([done], additional_kwargs=extra)
+    if kind == "computer_call":
+        shot = [{"type": "input_image", "image_url": _BLANK_PNG}]
+        meta = {**extra, "type": "computer_call_output"}
+        return answer.model_copy(update={"content": shot, "additional_kwargs": meta})
+    return answer

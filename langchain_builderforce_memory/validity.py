@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
+    block_dicts,
     call_id_key,
     call_ids,
     result_keys,
@@ -29,11 +30,15 @@ from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
     role_of,
+    shaped_answer,
     stamp,
 )
 from langchain_builderforce_memory.turns import thinking_first, thinking_problems, thinking_restart
 
 __all__ = ["repair_request", "request_problems", "system_as_user"]
+
+Pending = tuple[str, str | None, str]
+"""An open call: its name, its parse error (an invalid call), its call block's type."""
 
 # The repairs were logged under this name before they moved out of messages.py: logging
 # configured for it keeps working.
@@ -258,7 +263,7 @@ def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessag
     return message.model_copy(update={"content": content})
 
 
-def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessage:
+def _placeholder_answer(call_id: str, name: str, error: str | None, kind: str) -> BaseMessage:
     if error is not None:
         reason = "invalid_tool_call"
         text = (
@@ -268,18 +273,18 @@ def _placeholder_answer(call_id: str, name: str, error: str | None) -> ToolMessa
     else:
         reason, text = "unanswered_call", f"[no result was recorded for the {name} call {call_id}]"
     answer = ToolMessage(content=text, tool_call_id=call_id, name=name, status="error")
-    return stamp(answer, "repair", reason=reason)
+    return shaped_answer(kind, stamp(answer, "repair", reason=reason))
 
 
 def _close_unit(
     out: list[BaseMessage],
-    pending: dict[str, tuple[str, str | None]],
+    pending: dict[str, Pending],
     deferred: list[BaseMessage],
     repairs: list[str],
 ) -> None:
     """End the open tool unit: answer its unanswered calls, then release what waited."""
-    for call_id, (name, error) in pending.items():
-        out.append(_placeholder_answer(call_id, name, error))
+    for call_id, (name, error, kind) in pending.items():
+        out.append(_placeholder_answer(call_id, name, error, kind))
         what = "an error result (invalid arguments)" if error is not None else "a placeholder"
         repairs.append(f"answered tool call {call_id!r} ({name}) with {what}")
     pending.clear()
@@ -354,22 +359,27 @@ def system_as_user(message: BaseMessage) -> HumanMessage:
     return stamp(HumanMessage(f"[system] {text}", id=message.id), "repair", reason="system")
 
 
-def _pending_calls(message: AIMessage) -> dict[str, tuple[str, str | None]]:
-    """The calls ``message`` opens: id -> (name, parse error for an invalid call)."""
+def _pending_calls(message: AIMessage) -> dict[str, Pending]:
+    """The calls ``message`` opens: id -> (name, parse error, call block type)."""
     errors = {
         str(bad.get("id")): str(bad.get("error") or "invalid JSON arguments")
         for bad in message.invalid_tool_calls
         if bad.get("id")
     }
     valid = {str(c.get("id")) for c in message.tool_calls}
+    kinds = {str(b.get(k)): str(b["type"]) for b in block_dicts(message) if (k := call_id_key(b))}
     return {
-        call_id: (name, errors.get(call_id) if call_id not in valid else None)
+        call_id: (
+            name,
+            errors.get(call_id) if call_id not in valid else None,
+            kinds.get(call_id, ""),
+        )
         for call_id, name in call_ids(message)
     }
 
 
 def _keep_answers(
-    m: BaseMessage, pending: dict[str, tuple[str, str | None]], repairs: list[str]
+    m: BaseMessage, pending: dict[str, Pending], repairs: list[str]
 ) -> BaseMessage | None:
     """``m`` with only the tool results that answer an open call (``None``: none left).
 
@@ -485,7 +495,7 @@ class _Walk:
         self.out = out
         self.repairs = repairs
         self.deferred: list[BaseMessage] = []  # system messages met inside a tool unit
-        self.pending: dict[str, tuple[str, str | None]] = {}  # open call -> (name, error)
+        self.pending: dict[str, Pending] = {}  # open call -> (name, error, block type)
         self.used: set[str] = set()  # every call id made so far
         self.renames: dict[str, str] = {}  # the open unit's reused call ids -> new ids
 

@@ -38,6 +38,7 @@ from .provider_shapes import (
     Shape,
     directive_message,
     image_results,
+    openai_responses_wire,
     png_b64,
     system_prompt,
 )
@@ -276,6 +277,28 @@ def test_an_openai_responses_call_block_counts_once(
     assert [b["type"] for b in message.content if isinstance(b, dict)] == kinds
     calls_once = message.model_copy(update={"content": message.content[:other]})
     assert EXACT.count_message(message) == EXACT.count_message(calls_once)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "computer_call", "call_id": "c1", "action": {"type": "click", "x": 1, "y": 2}},
+        {"type": "custom_tool_call", "call_id": "c1", "name": "run_python", "input": "1 + 1"},
+        {"type": "apply_patch_call", "call_id": "c1", "operation": {"type": "delete_file"}},
+    ],
+    ids=lambda b: b["type"],
+)
+def test_an_unanswered_responses_call_is_answered_in_its_own_output_kind(
+    block: dict[str, Any],
+) -> None:
+    # A run stopped before the call was answered: the repair's placeholder must go over as
+    # the output item that kind of call needs, not as a function_call_output.
+    calls = [{"name": "run_python", "args": {"__arg1": "1 + 1"}, "id": "c1"}]
+    call = AIMessage([block], tool_calls=calls if block["type"] == "custom_tool_call" else [])
+    fixed, repairs = repair_request([HumanMessage("Open it."), call, HumanMessage("Stop.")])
+    assert repairs
+    assert request_problems(fixed) == []
+    assert openai_responses_wire(fixed) == []
 
 
 # ----------------------------------------------------------------------- cuts keep blocks

@@ -107,6 +107,7 @@ _CALL_ID_KEYS: Final[Mapping[str, str]] = {
     "computer_call": "call_id",
     "custom_tool_call": "call_id",
     "apply_patch_call": "call_id",  # answered by a user turn (see _RESULT_KEYS)
+    "mcp_approval_request": "id",  # a remote MCP call awaiting the user's approval
 }
 _UNNAMED: Final = {"computer_call": "computer", "apply_patch_call": "apply_patch"}
 """The name a call block without one is known by."""
@@ -121,6 +122,8 @@ _RESULT_KEYS: Final[Mapping[str, tuple[str, str]]] = {
     "tool_result": ("tool_use_id", "content"),
     # OpenAI's apply_patch: langchain-openai sends a user turn's block as that input item.
     "apply_patch_call_output": ("call_id", "output"),
+    # The user's decision on an MCP approval request; OpenAI needs the request before it.
+    "mcp_approval_response": ("approval_request_id", "reason"),
 }
 """A user turn's result block type: the keys of the call id it answers and of its output."""
 _RESULT_BLOCK_TYPES: Final = frozenset(_RESULT_KEYS)

@@ -540,6 +540,9 @@ def shaped_answer(kind: str | None, answer: ToolMessage) -> BaseMessage:
     if kind == "apply_patch_call":  # sent only from a user turn
         done = {"type": f"{kind}_output", "call_id": call_id, "status": "failed", "output": text}
         return HumanMessage([done], additional_kwargs=extra)
+    if kind == "mcp_approval_request":  # no decision came: the call was not approved
+        no = {"type": "mcp_approval_response", "approval_request_id": call_id, "approve": False}
+        return HumanMessage([{**no, "reason": text}], additional_kwargs=extra)
     if kind == "computer_call":
         shot = [{"type": "input_image", "image_url": _BLANK_PNG}]
         meta = {**extra, "type": "computer_call_output"}

@@ -2,10 +2,10 @@
 
 Each :class:`Shape` plays a model's responses as the provider's LangChain integration
 records them (Anthropic extended thinking with tool use; Anthropic-native ``tool_use`` /
-``tool_result`` blocks; OpenAI Responses ``reasoning`` items; images; invalid tool calls)
-and writes the tool results the way that integration's records hold them. The wire
-checks convert a request with langchain-anthropic's / langchain-openai's OWN formatting
-functions and then check what the provider's API enforces.
+``tool_result`` blocks; OpenAI Responses ``reasoning`` items and built-in tools; images;
+invalid tool calls) and writes the tool results the way that integration's records hold
+them. The wire checks convert a request with langchain-anthropic's / langchain-openai's
+OWN formatting functions and then check what the provider's API enforces.
 """
 
 from __future__ import annotations
@@ -234,6 +234,26 @@ def openai_apply_patch_response(i: int) -> AIMessage:
     return AIMessage([reasoning, call], response_metadata=meta)
 
 
+def openai_mcp_response(i: int) -> AIMessage:
+    """OpenAI's remote MCP tool with approval required: the call approved last round runs
+    on OpenAI's side (an ``mcp_call`` item holding its output), and the next one waits in
+    an ``mcp_approval_request`` item, with no ``tool_calls``."""
+    _, k = _step(i)
+    meta = {"model_provider": "openai", "model_name": "gpt-5"}
+    items: list[dict[str, Any]] = []
+    if k > 0:
+        ran = {"type": "mcp_call", "id": f"mcp_{i:04d}", "approval_request_id": f"mcpr_{i - 1:04d}"}
+        ran |= {"name": "read_file", "arguments": f'{{"path": "src/m{i - 1}.py"}}'}
+        items.append(ran | {"server_label": "repo", "output": _result_text(f"mcp_{i}", 1_400)})
+    if k == CALLS_PER_DIRECTIVE - 1:
+        return AIMessage(
+            [*items, {"type": "text", "text": f"Read for turn {i}."}], response_metadata=meta
+        )
+    ask = {"type": "mcp_approval_request", "id": f"mcpr_{i:04d}", "name": "read_file"}
+    ask |= {"arguments": f'{{"path": "src/m{i}.py"}}', "server_label": "repo"}
+    return AIMessage([*items, ask], response_metadata=meta)
+
+
 def image_response(i: int) -> AIMessage:
     """A plain tool-calling response; the images come in the tool results and directives."""
     _, k = _step(i)
@@ -338,6 +358,20 @@ def patch_outputs(response: AIMessage) -> list[BaseMessage]:
         return []
     done = [{"type": "apply_patch_call_output", "call_id": c, "status": "completed"} for c in ids]
     return [HumanMessage([{**d, "output": f"Applied {d['call_id']}"} for d in done])]
+
+
+def approvals(response: AIMessage) -> list[BaseMessage]:
+    """The user's approval of each MCP approval request: a user turn of
+    ``mcp_approval_response`` items, as langchain-openai's docs send them."""
+    ids = [
+        b["id"]
+        for b in response.content
+        if isinstance(b, dict) and b["type"] == "mcp_approval_request"
+    ]
+    yes = [
+        {"type": "mcp_approval_response", "approval_request_id": r, "approve": True} for r in ids
+    ]
+    return [HumanMessage(yes)] if yes else []
 
 
 def image_directive(d: int) -> HumanMessage:
@@ -455,9 +489,9 @@ def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     """Format with langchain-openai's Responses input builder, then check its rules.
 
     A ``reasoning`` item must be followed by the output item it preceded (a call or an
-    assistant message); every function, computer, custom or patch call has one output of
-    its own kind after it, every output answers a call of its kind before it, and a computer
-    call's output is a screenshot.
+    assistant message); every function, computer, custom or patch call, and every MCP
+    approval request, has one output (decision) of its own kind after it, every output
+    answers a call of its kind before it, and a computer call's output is a screenshot.
     """
     try:
         items = _construct_responses_api_input(list(messages))
@@ -482,9 +516,10 @@ def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
             ):
                 problems.append(f"item {i}: reasoning {it.get('id')} without its following item")
         elif kind in _RESPONSES_OUTPUTS:
-            calls[it["call_id"]] = (i, kind)
+            calls[it["id" if kind == "mcp_approval_request" else "call_id"]] = (i, kind)
         elif kind in _RESPONSES_OUTPUTS.values():
-            problems.extend(_responses_output_problems(i, it, calls.pop(it["call_id"], None)))
+            cid = it["approval_request_id" if kind == "mcp_approval_response" else "call_id"]
+            problems.extend(_responses_output_problems(i, it, cid, calls.pop(cid, None)))
     problems.extend(f"item {at}: call {cid} has no output" for cid, (at, _) in calls.items())
     return problems
 
@@ -494,16 +529,17 @@ _RESPONSES_OUTPUTS = {
     "computer_call": "computer_call_output",
     "custom_tool_call": "custom_tool_call_output",
     "apply_patch_call": "apply_patch_call_output",
+    "mcp_approval_request": "mcp_approval_response",
 }
 """A Responses call item's type, and the type of the output item that answers it."""
 
 
 def _responses_output_problems(
-    i: int, item: dict[str, Any], call: tuple[int, str] | None
+    i: int, item: dict[str, Any], call_id: str, call: tuple[int, str] | None
 ) -> list[str]:
     """Why OpenAI would reject output ``item`` answering ``call`` (``None``: no such call)."""
     if call is None:
-        return [f"item {i}: output for unknown call {item['call_id']}"]
+        return [f"item {i}: output for unknown call {call_id}"]
     if _RESPONSES_OUTPUTS[call[1]] != item["type"]:
         return [f"item {i}: a {item['type']} answers a {call[1]}"]
     url = str((item.get("output") or {}).get("image_url", "")) if "computer" in call[1] else ""
@@ -597,6 +633,14 @@ SHAPES: dict[str, Shape] = {
         "openai_apply_patch",
         openai_apply_patch_response,
         patch_outputs,
+        openai_responses_wire,
+        native_results=True,
+        agent_tools=False,
+    ),
+    "openai_mcp": Shape(
+        "openai_mcp",
+        openai_mcp_response,
+        approvals,
         openai_responses_wire,
         native_results=True,
         agent_tools=False,

@@ -60,6 +60,7 @@ PROVIDER_SHAPES = (
     "image",
     "computer",
     "patch",
+    "mcp",
 )
 CLAUDE_SHAPES = ("native", "thinking", "thinking_v1")
 """The shapes a Claude run records (for checks by langchain-anthropic's own formatter)."""
@@ -77,7 +78,9 @@ def provider_round(
     blocks); OpenAI Responses (a reasoning item, ``function_call`` items); a call with
     unparsable arguments (in ``invalid_tool_calls``, answered with an error); a result
     carrying an image; OpenAI computer use (``computer_call`` items, each answered by a
-    screenshot that must stay one); OpenAI's ``apply_patch`` (answered in a user turn).
+    screenshot that must stay one); OpenAI's ``apply_patch`` (answered in a user turn);
+    OpenAI's remote MCP approval requests (decided in a user turn, after an ``mcp_call``
+    that holds its own output).
     """
     shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
@@ -107,6 +110,14 @@ def provider_round(
         patches = [{"type": "apply_patch_call", "call_id": c, "operation": op} for c in ids]
         done = [{"type": "apply_patch_call_output", "call_id": c, "output": body} for c in ids]
         return [AIMessage([{"type": "text", "text": body}, *patches]), HumanMessage(done)]
+    if shape == "mcp":  # OpenAI's remote MCP: approval requests, a user turn decides them
+        ran = {"type": "mcp_call", "id": f"mcp_{ids[0]}", "name": "read_file", "output": body}
+        asks = [{"type": "mcp_approval_request", "id": c, "name": "read_file"} for c in ids]
+        yes = [
+            {"type": "mcp_approval_response", "approval_request_id": c, "approve": True}
+            for c in ids
+        ]
+        return [AIMessage([ran, *asks]), HumanMessage(yes)]
     if shape == "computer":  # OpenAI computer use: call items, screenshots answer them
         actions = [{"type": "computer_call", "call_id": c, "action": {"type": "wait"}} for c in ids]
         shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]

@@ -197,8 +197,9 @@ def test_history_loop_sends_valid_fitting_requests(name: str) -> None:
 # ----------------------------------------------------------------------- the shapes, unit
 
 
-def test_a_tool_result_turn_is_a_tool_result_not_a_directive() -> None:
-    shape = SHAPES["anthropic_native"]
+@pytest.mark.parametrize("name", ["anthropic_native", "openai_apply_patch", "openai_mcp"])
+def test_a_tool_result_turn_is_a_tool_result_not_a_directive(name: str) -> None:
+    shape = SHAPES[name]
     call = shape.respond(0)
     (results,) = shape.results(call)
     assert request_problems([HumanMessage("go"), call, results]) == []
@@ -285,6 +286,7 @@ def test_an_openai_responses_call_block_counts_once(
         {"type": "computer_call", "call_id": "c1", "action": {"type": "click", "x": 1, "y": 2}},
         {"type": "custom_tool_call", "call_id": "c1", "name": "run_python", "input": "1 + 1"},
         {"type": "apply_patch_call", "call_id": "c1", "operation": {"type": "delete_file"}},
+        {"type": "mcp_approval_request", "id": "c1", "name": "ls", "arguments": "{}"},
     ],
     ids=lambda b: b["type"],
 )

@@ -204,6 +204,20 @@ def test_a_call_block_reaches_the_summarizer_as_its_call_with_its_result(
     assert last.endswith('…"}) -> wrote 200 lines')
 
 
+@pytest.mark.parametrize(
+    ("decision", "rendered"),
+    [({"approve": True}, "approved"), ({"approve": False, "reason": "no"}, "not approved: no")],
+)
+def test_an_mcp_approval_reaches_the_summarizer_as_its_decision(
+    decision: dict[str, object], rendered: str
+) -> None:
+    # An approval response has no output: rendered by it, the call read as if it had none.
+    ask = {"type": "mcp_approval_request", "id": "mcpr_1", "name": "ls", "arguments": "{}"}
+    answer = {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", **decision}
+    text = render_for_summary([HumanMessage("list it"), AIMessage([ask]), HumanMessage([answer])])
+    assert text.split("\n\n")[-1] == f"tool ls({{}}) -> {rendered}"
+
+
 def test_a_web_search_reaches_the_summarizer_as_its_urls_and_titles() -> None:
     # Anthropic's server-side web search answers in the assistant message itself; each
     # result carries its page as encrypted_content, base64 only Anthropic reads: one

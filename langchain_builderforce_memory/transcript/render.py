@@ -106,10 +106,20 @@ def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
     if not is_tool_result_turn(message) or not isinstance(message.content, list):
         return []
     return [
-        (str(b.get(keys[0])), _content_text(b.get(keys[1]) or ""))
+        (str(b.get(keys[0])), _decision(b) or _content_text(b.get(keys[1]) or ""))
         for b in message.content
         if isinstance(b, dict) and (keys := result_keys(b))
     ]
+
+
+def _decision(block: dict[str, object]) -> str:
+    """An MCP approval response as the decision it is (it has no output); else ``""``."""
+    if block.get("type") != "mcp_approval_response":
+        return ""
+    reason = block.get("reason")
+    return ("approved" if block.get("approve") else "not approved") + (
+        f": {reason}" if reason else ""
+    )
 
 
 def _result_line(message: BaseMessage, call: str | None, text: str) -> str:

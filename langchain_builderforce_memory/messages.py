@@ -46,14 +46,11 @@ __all__ = [
     "as_messages",
     "check_sound",
     "clean_text",
-    "computer_output_problem",
-    "is_computer_output",
     "is_generated",
     "is_stamped",
     "leading_system_count",
     "message_id",
     "role_of",
-    "shaped_answer",
     "stamp",
     "stamp_of",
     "tool_call_units",
@@ -474,77 +471,3 @@ def answers_legacy_call(message: BaseMessage, previous: BaseMessage | None) -> b
         and previous is not None
         and legacy_function_call(previous) is not None
     )
-
-
-def is_computer_output(message: BaseMessage) -> bool:
-    """Whether langchain-openai sends ``message`` as a ``computer_call_output``.
-
-    A ``ToolMessage`` marked ``additional_kwargs["type"] == "computer_call_output"``, or
-    holding that item as a ``non_standard`` block. Only its screenshot is a valid output, so
-    the clear tier and the elider leave it whole (a window or a fold drops it with its call).
-
-    Example:
-        >>> shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBO"}]
-        >>> is_computer_output(ToolMessage(shot, tool_call_id="c1",
-        ...     additional_kwargs={"type": "computer_call_output"}))
-        True
-    """
-    if not isinstance(message, ToolMessage):
-        return False
-    if message.additional_kwargs.get("type") == "computer_call_output":
-        return True
-    return isinstance(message.content, list) and any(
-        isinstance(b, dict)
-        and b.get("type") == "non_standard"
-        and isinstance(b.get("value"), Mapping)
-        and b["value"].get("type") == "computer_call_output"
-        for b in message.content
-    )
-
-
-def computer_output_problem(message: BaseMessage) -> str | None:
-    """Why OpenAI would reject computer-call output ``message`` (no screenshot), or ``None``.
-
-    Example:
-        >>> computer_output_problem(ToolMessage("[cleared]", tool_call_id="c1",
-        ...     additional_kwargs={"type": "computer_call_output"}))[:32]
-        'a computer_call_output lost its '
-    """
-    if not is_computer_output(message) or "type" not in message.additional_kwargs:
-        return None  # not one, or a non_standard item: sent as it is
-    content = message.content  # langchain-openai sends a string as the image's URL
-    if isinstance(content, str):
-        ok = content.startswith(("data:image/", "https://", "http://"))
-    else:
-        ok = any(isinstance(b, dict) and b.get("type") == "input_image" for b in content)
-    return None if ok else "a computer_call_output lost its screenshot: OpenAI needs an image"
-
-
-_BLANK_PNG: Final = (
-    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGP4DwABAQEA"
-    "sTj2FAAAAABJRU5ErkJggg=="
-)
-"""A 1x1 white PNG: all a computer call's made-up answer can show (a text is invalid)."""
-
-
-def shaped_answer(kind: str | None, answer: ToolMessage) -> BaseMessage:
-    """``answer`` in the shape a Responses call block of ``kind`` must be answered in.
-
-    Example:
-        >>> shaped_answer("custom_tool_call", ToolMessage("none", tool_call_id="c1")).content
-        [{'type': 'custom_tool_call_output', 'output': 'none'}]
-    """
-    text, call_id, extra = answer.text, answer.tool_call_id, answer.additional_kwargs
-    if kind == "custom_tool_call":
-        return answer.model_copy(update={"content": [{"type": f"{kind}_output", "output": text}]})
-    if kind == "apply_patch_call":  # sent only from a user turn
-        done = {"type": f"{kind}_output", "call_id": call_id, "status": "failed", "output": text}
-        return HumanMessage([done], additional_kwargs=extra)
-    if kind == "mcp_approval_request":  # no decision came: the call was not approved
-        no = {"type": "mcp_approval_response", "approval_request_id": call_id, "approve": False}
-        return HumanMessage([{**no, "reason": text}], additional_kwargs=extra)
-    if kind == "computer_call":
-        shot = [{"type": "input_image", "image_url": _BLANK_PNG}]
-        meta = {**extra, "type": "computer_call_output"}
-        return answer.model_copy(update={"content": shot, "additional_kwargs": meta})
-    return answer

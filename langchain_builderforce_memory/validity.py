@@ -16,22 +16,26 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
-    block_dicts,
-    call_id_key,
     call_ids,
     result_keys,
     tool_result_ids,
 )
+from langchain_builderforce_memory.call_identity import idless_calls, renamed_answer, unique_calls
 from langchain_builderforce_memory.messages import (
     Role,
     answered_ids,
     answers_legacy_call,
-    computer_output_problem,
     leading_system_count,
     message_id,
     role_of,
-    shaped_answer,
     stamp,
+)
+from langchain_builderforce_memory.outputs import (
+    answer_kind_problem,
+    call_kinds,
+    computer_output_problem,
+    reshaped_answer,
+    shaped_answer,
 )
 from langchain_builderforce_memory.turns import thinking_first, thinking_problems, thinking_restart
 
@@ -94,6 +98,7 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     if first == len(roles):
         problems.append("no user message: strict providers need at least one user turn")
     open_calls: dict[str, int] = {}
+    kinds: dict[str, str] = {}  # the open calls' block types
     used: dict[str, int] = {}  # call id -> the message that first made a call with it
     for i in range(first, len(messages)):
         role = roles[i]
@@ -103,19 +108,15 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
-            if (shot := computer_output_problem(m)) is not None:
-                problems.append(f"message {i}: {shot}")
-            if not answers_legacy_call(m, messages[i - 1] if i else None):
-                _answer_problems(i, answered_ids(m) or [None], open_calls, problems)
+            _tool_result_problems(i, messages, open_calls, kinds, problems)
             continue
         if role == "user":  # an Anthropic user turn may answer calls beside its text
             _answer_problems(i, tool_result_ids(m), open_calls, problems)
         # Anything but a tool result closes the open unit: its unanswered calls stay so.
         for call_id, at in open_calls.items():
             problems.append(f"message {at}: tool call {call_id!r} is never answered")
-        open_calls = {}
-        for call_id, _name in calls:
-            open_calls[call_id] = i
+        open_calls = {call_id: i for call_id, _name in calls}
+        kinds = call_kinds(m)
     for call_id, at in open_calls.items():
         problems.append(f"message {at}: tool call {call_id!r} is never answered")
     if roles and None not in roles:
@@ -123,16 +124,28 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     return problems
 
 
-def _idless_calls(message: AIMessage) -> list[str]:
-    """The names of ``message``'s calls that carry no id (nothing can answer them)."""
-    names = [str(c.get("name") or "tool") for c in message.tool_calls if not c.get("id")]
-    if isinstance(message.content, list):
-        names += [
-            str(b.get("name") or "tool")
-            for b in message.content
-            if isinstance(b, dict) and b.get("type") == "tool_use" and not b.get("id")
-        ]
-    return names
+def _tool_result_problems(
+    i: int,
+    messages: Sequence[BaseMessage],
+    open_calls: dict[str, int],
+    kinds: dict[str, str],
+    problems: list[str],
+) -> None:
+    """What is wrong with tool result ``messages[i]``: its call, its output's kind."""
+    m = messages[i]
+    if (shot := computer_output_problem(m)) is not None:
+        problems.append(f"message {i}: {shot}")
+    if answers_legacy_call(m, messages[i - 1] if i else None):
+        return
+    ids = answered_ids(m) or [None]
+    kind = kinds.get(ids[0] or "", "")
+    if (
+        isinstance(m, ToolMessage)
+        and ids[0] in open_calls
+        and (wrong := answer_kind_problem(kind, m))
+    ):
+        problems.append(f"message {i}: {wrong}")
+    _answer_problems(i, ids, open_calls, problems)
 
 
 def _is_empty_turn(message: BaseMessage) -> bool:
@@ -165,7 +178,7 @@ def _identity_problems(
         problems.append(f"message {i}: an empty user turn; strict providers reject it")
     if role != "assistant" or not isinstance(m, AIMessage):
         return
-    for name in _idless_calls(m):
+    for name in idless_calls(m):
         problems.append(f"message {i}: a {name} tool call has no id; nothing can answer it")
     for call_id, _name in calls:
         if call_id in used:
@@ -175,92 +188,6 @@ def _identity_problems(
             )
         else:
             used[call_id] = i
-
-
-def _unique_calls(
-    message: AIMessage, used: set[str], repairs: list[str]
-) -> tuple[AIMessage, dict[str, str]]:
-    """``message`` with id-less calls dropped and reused call ids renamed (a copy).
-
-    Returns the copy and the renames (old id -> new id) its results must follow. A call
-    without an id cannot be answered, so the view leaves it out (the record keeps it); a
-    reused id (an app whose id counter restarted) gets a fresh one, ``<id>_<n>``, within
-    Anthropic's id alphabet.
-    """
-    dropped = _idless_calls(message)
-    renames: dict[str, str] = {}
-    for call_id, _name in call_ids(message):
-        if call_id in used:
-            n = 2
-            while f"{call_id}_{n}" in used:
-                n += 1
-            renames[call_id] = f"{call_id}_{n}"
-        used.add(renames.get(call_id, call_id))
-    if not dropped and not renames:
-        return message, renames
-    for name in dropped:
-        repairs.append(f"left out a {name} tool call that has no id")
-    for old, new in renames.items():
-        repairs.append(f"renamed the reused tool call id {old!r} to {new!r}")
-
-    calls = [{**c, "id": _renamed(c.get("id"), renames)} for c in message.tool_calls if c.get("id")]
-    invalid = [{**c, "id": _renamed(c.get("id"), renames)} for c in message.invalid_tool_calls]
-    content = message.content
-    if isinstance(content, list):
-        content = [
-            _renamed_call_block(b, renames)
-            for b in content
-            if not (isinstance(b, dict) and b.get("type") == "tool_use" and not b.get("id"))
-        ]
-    update = {"content": content, "tool_calls": calls, "invalid_tool_calls": invalid}
-    return message.model_copy(update=update), renames
-
-
-def _renamed(call_id: object, renames: dict[str, str]) -> object:
-    return renames.get(call_id, call_id) if isinstance(call_id, str) else call_id
-
-
-def _renamed_call_block(
-    block: str | dict[str, object], renames: dict[str, str]
-) -> str | dict[str, object]:
-    """A call block with its id renamed, in every shape :func:`call_ids` reads.
-
-    ``tool_use``, v1 ``tool_call``, a Responses ``function_call``'s ``call_id``: the block
-    and ``tool_calls`` must still name one call.
-    """
-    if not renames or not isinstance(block, dict):
-        return block
-    key = call_id_key(block)
-    return {**block, key: _renamed(block.get(key), renames)} if key else block
-
-
-def _renamed_result(
-    block: str | dict[str, object], renames: dict[str, str]
-) -> str | dict[str, object]:
-    """``block`` answering the new id, if it is a result block answering a renamed call."""
-    if not isinstance(block, dict) or (keys := result_keys(block)) is None:
-        return block
-    answered = block.get(keys[0])
-    if not isinstance(answered, str) or answered not in renames:
-        return block
-    return {**block, keys[0]: renames[answered]}
-
-
-def _renamed_answer(message: BaseMessage, renames: dict[str, str]) -> BaseMessage:
-    """A tool result answering a renamed call, as a copy answering the new id.
-
-    A ``ToolMessage``, or an Anthropic-native user turn's ``tool_result`` blocks.
-    """
-    if not renames:
-        return message
-    if isinstance(message, ToolMessage):
-        if message.tool_call_id in renames:
-            return message.model_copy(update={"tool_call_id": renames[message.tool_call_id]})
-        return message
-    if not isinstance(message.content, list):
-        return message
-    content = [_renamed_result(b, renames) for b in message.content]
-    return message.model_copy(update={"content": content})
 
 
 def _placeholder_answer(call_id: str, name: str, error: str | None, kind: str) -> BaseMessage:
@@ -367,7 +294,7 @@ def _pending_calls(message: AIMessage) -> dict[str, Pending]:
         if bad.get("id")
     }
     valid = {str(c.get("id")) for c in message.tool_calls}
-    kinds = {str(b.get(k)): str(b["type"]) for b in block_dicts(message) if (k := call_id_key(b))}
+    kinds = call_kinds(message)
     return {
         call_id: (
             name,
@@ -389,7 +316,10 @@ def _keep_answers(
     if not isinstance(m, HumanMessage) or not isinstance(m.content, list):
         call_id = answered_ids(m)[0]
         if call_id is not None and call_id in pending:
-            del pending[call_id]
+            kind = pending.pop(call_id)[2]
+            if isinstance(m, ToolMessage) and (wrong := answer_kind_problem(kind, m)):
+                repairs.append(f"sent the answer to {call_id!r} as a {kind} output: {wrong}")
+                return reshaped_answer(kind, m)
             return m
         repairs.append(f"dropped tool result {call_id!r}: its call is not in front of it")
         return None
@@ -418,6 +348,9 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
       * a call never answered gets a stamped placeholder result (``status="error"``), so
         the model sees that the call happened and returned nothing; an invalid tool call
         (unparsable arguments) gets a stamped error result saying so;
+      * an answer in the wrong output kind for its OpenAI Responses call (a middleware's
+        plain-text error for a custom-tool, computer or ``apply_patch`` call) is sent in
+        the call's own kind, its text kept (:func:`~.outputs.reshaped_answer`);
       * a reused call id gets a fresh one (``<id>_<n>``) in every place the call names it
         (``tool_calls``, its ``tool_use`` / ``function_call`` / v1 ``tool_call`` block,
         ``invalid_tool_calls``) and in the result answering it; a call without an id,
@@ -510,7 +443,7 @@ class _Walk:
             if answers_legacy_call(m, self.out[-1] if self.out else None):
                 self.out.append(m)  # a legacy function result: its call has no id
                 return
-            kept = _keep_answers(_renamed_answer(m, self.renames), self.pending, self.repairs)
+            kept = _keep_answers(renamed_answer(m, self.renames), self.pending, self.repairs)
             if kept is not None:
                 self.out.append(kept)
             return
@@ -535,7 +468,7 @@ class _Walk:
             m, moved = thinking_first(m)
             if moved:
                 self.repairs.append(f"moved the thinking blocks of message {m.id!r} first")
-            m, self.renames = _unique_calls(m, self.used, self.repairs)
+            m, self.renames = unique_calls(m, self.used, self.repairs)
             self.pending.update(_pending_calls(m))
         self.out.append(m)
 

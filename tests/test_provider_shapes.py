@@ -129,6 +129,29 @@ def test_middleware_loop_sends_valid_fitting_requests(name: str) -> None:
         check_view(list(request), shape, _directive_of(i), BUDGET)
 
 
+@pytest.mark.parametrize("ours", [True, False], ids=["with-ours", "without"])
+def test_a_blocked_custom_tool_call_is_answered_in_its_own_kind_under_create_agent(
+    ours: bool,
+) -> None:
+    # ToolCallLimitMiddleware answers a blocked call with a plain ToolMessage; for a custom
+    # tool langchain-openai sends it as a function_call_output, which OpenAI rejects.
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import ToolCallLimitMiddleware
+
+    from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
+
+    shape = SHAPES["openai_custom_tool"]
+    model = ScriptedChatModel(script=[lambda _m, i=i: shape.respond(i) for i in range(10)])
+    limit = ToolCallLimitMiddleware(tool_name="run_python", run_limit=3)
+    memory = BuilderforceMemoryMiddleware(max_tokens=BUDGET, token_counter=EXACT)
+    middleware = [limit, memory] if ours else [limit]
+    agent = create_agent(model, _tools(shape), middleware=middleware)
+    agent.invoke({"messages": [directive_message(shape, 0)]}, {"recursion_limit": 100})
+    wire = [openai_responses_wire(list(r)) for r in model.requests]
+    assert len(model.requests) == 10
+    assert (wire == [[]] * 10) is ours
+
+
 # ----------------------------------------------------------------------- graph-free loops
 
 
@@ -280,27 +303,63 @@ def test_an_openai_responses_call_block_counts_once(
     assert EXACT.count_message(message) == EXACT.count_message(calls_once)
 
 
-@pytest.mark.parametrize(
-    "block",
-    [
-        {"type": "computer_call", "call_id": "c1", "action": {"type": "click", "x": 1, "y": 2}},
-        {"type": "custom_tool_call", "call_id": "c1", "name": "run_python", "input": "1 + 1"},
-        {"type": "apply_patch_call", "call_id": "c1", "operation": {"type": "delete_file"}},
-        {"type": "mcp_approval_request", "id": "c1", "name": "ls", "arguments": "{}"},
-    ],
-    ids=lambda b: b["type"],
-)
+_OWN_KIND_CALLS = [
+    {"type": "computer_call", "call_id": "c1", "action": {"type": "click", "x": 1, "y": 2}},
+    {"type": "custom_tool_call", "call_id": "c1", "name": "run_python", "input": "1 + 1"},
+    {"type": "apply_patch_call", "call_id": "c1", "operation": {"type": "delete_file"}},
+    {"type": "mcp_approval_request", "id": "c1", "name": "ls", "arguments": "{}"},
+]
+"""OpenAI Responses calls a ``function_call_output`` cannot answer."""
+
+
+def _own_kind_call(block: dict[str, Any]) -> AIMessage:
+    """An assistant turn making ``block``'s call, as langchain-openai records it."""
+    calls = [{"name": "run_python", "args": {"__arg1": "1 + 1"}, "id": "c1"}]
+    return AIMessage([block], tool_calls=calls if block["type"] == "custom_tool_call" else [])
+
+
+@pytest.mark.parametrize("block", _OWN_KIND_CALLS, ids=lambda b: b["type"])
 def test_an_unanswered_responses_call_is_answered_in_its_own_output_kind(
     block: dict[str, Any],
 ) -> None:
     # A run stopped before the call was answered: the repair's placeholder must go over as
     # the output item that kind of call needs, not as a function_call_output.
-    calls = [{"name": "run_python", "args": {"__arg1": "1 + 1"}, "id": "c1"}]
-    call = AIMessage([block], tool_calls=calls if block["type"] == "custom_tool_call" else [])
+    call = _own_kind_call(block)
     fixed, repairs = repair_request([HumanMessage("Open it."), call, HumanMessage("Stop.")])
     assert repairs
     assert request_problems(fixed) == []
     assert openai_responses_wire(fixed) == []
+
+
+@pytest.mark.parametrize("block", _OWN_KIND_CALLS[:3], ids=lambda b: b["type"])
+def test_a_plain_text_answer_to_a_responses_call_is_flagged_and_sent_in_its_own_kind(
+    block: dict[str, Any],
+) -> None:
+    # A middleware's error (ToolCallLimitMiddleware blocking the call, HumanInTheLoop
+    # rejecting it) is a plain ToolMessage, which langchain-openai sends as a
+    # function_call_output: OpenAI rejects that for these calls.
+    error = ToolMessage("Tool call limit exceeded.", tool_call_id="c1", status="error")
+    record = [HumanMessage("Open it."), _own_kind_call(block), error]
+    assert openai_responses_wire(record) != []
+    assert any(p.endswith("OpenAI rejects it") for p in request_problems(record))
+    fixed, repairs = repair_request(record)
+    assert [r.split(":")[0] for r in repairs] == [
+        f"sent the answer to 'c1' as a {block['type']} output"
+    ]
+    assert request_problems(fixed) == []
+    assert openai_responses_wire(fixed) == []
+    if block["type"] != "computer_call":  # a computer call can take only a screenshot
+        assert "Tool call limit exceeded." in str(fixed[-1].content)
+
+
+def test_a_custom_output_answering_a_function_call_is_sent_as_its_text() -> None:
+    call = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}])
+    output = ToolMessage([{"type": "custom_tool_call_output", "output": "a.py"}], tool_call_id="c1")
+    record = [HumanMessage("List it."), call, output]
+    assert openai_responses_wire(record) != []
+    fixed, _repairs = repair_request(record)
+    assert openai_responses_wire(fixed) == request_problems(fixed) == []
+    assert fixed[-1].content == "a.py"
 
 
 # ----------------------------------------------------------------------- cuts keep blocks

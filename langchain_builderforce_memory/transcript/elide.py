@@ -46,7 +46,6 @@ from langchain_builderforce_memory.media import (
     media_tokens,
 )
 from langchain_builderforce_memory.messages import (
-    is_computer_output,
     is_stamped,
     message_id,
     role_of,
@@ -55,6 +54,7 @@ from langchain_builderforce_memory.messages import (
     tool_call_units,
 )
 from langchain_builderforce_memory.native import fixed_prefix_count
+from langchain_builderforce_memory.outputs import is_computer_output
 from langchain_builderforce_memory.tokens import TokenCounter, content_text_for_count
 from langchain_builderforce_memory.transcript.call_args import SHORT, longest_value, with_cut_args
 from langchain_builderforce_memory.turns import thinking_span

@@ -30,7 +30,8 @@ from langchain_builderforce_memory.blocks import (
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.jsontext import json_text
-from langchain_builderforce_memory.messages import is_computer_output, is_stamped, message_id, stamp
+from langchain_builderforce_memory.messages import is_stamped, message_id, stamp
+from langchain_builderforce_memory.outputs import is_computer_output
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.call_args import cut_saving, with_cut_args
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper

@@ -29,7 +29,9 @@ __all__ = [
     "pdf_pages",
 ]
 
-_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image"})
+_IMAGE_TYPES: Final = frozenset({"image", "image_url", "input_image", "image_generation_call"})
+_GENERATED: Final = "image_generation_call"
+"""OpenAI's built-in image tool: an assistant item holding the image in ``result``."""
 _FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
 _AUDIO_TYPES: Final = frozenset({"audio", "input_audio", "video"})
 
@@ -63,6 +65,8 @@ def _data_of(block: Mapping[str, object]) -> tuple[str | None, str | None, str |
     """(base64 data, url, mime type) of a media block in any LangChain / provider shape."""
     mime = block.get("mime_type") or block.get("media_type")
     data = block.get("base64") or block.get("data")
+    if block.get("type") == _GENERATED:
+        data = block.get("result")
     url = block.get("url")
     source = block.get("source")
     if isinstance(source, Mapping):  # Anthropic: {"source": {"type": "base64", ...}}
@@ -132,7 +136,7 @@ def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
     # to either provider, so it costs the larger of the two.
     if isinstance(block.get("source"), Mapping):
         tokens = _anthropic_image(width, height)
-    elif block.get("type") in ("image_url", "input_image"):
+    elif block.get("type") in ("image_url", "input_image", _GENERATED):
         tokens = _openai_image(width, height)
     else:
         tokens = max(_anthropic_image(width, height), _openai_image(width, height))
@@ -207,6 +211,8 @@ def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) 
         True
     """
     kind = block.get("type")
+    if kind == _GENERATED and not block.get("result"):
+        return None  # a reference to a stored item (its id) or one still running
     if kind in _IMAGE_TYPES:
         data, _url, _mime = _data_of(block)
         return _image_tokens(block, data)
@@ -235,6 +241,9 @@ def media_label(block: Mapping[str, object]) -> str | None:
     label = _kind(block)
     if label is None:
         return None
+    if block.get("type") == _GENERATED:  # what it shows is the prompt it was drawn from
+        prompt = block.get("revised_prompt")
+        return f"[generated image: {prompt}]" if prompt else "[generated image]"
     _data, url, mime = _data_of(block)
     if mime is not None and mime.startswith("text/plain:"):
         return f"[{label}]\n{mime.removeprefix('text/plain:')}"

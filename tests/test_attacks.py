@@ -419,7 +419,7 @@ def test_without_pypdf_an_object_stream_pdf_is_bounded_by_its_size(
 
 @pytest.mark.parametrize(
     ("shape", "expected"),
-    [("openai", 765), ("anthropic", 210), ("standard", 765)],
+    [("openai", 765), ("anthropic", 210), ("standard", 765), ("generated", 765)],
 )
 def test_a_tall_image_costs_its_providers_rule_or_the_larger_of_both(
     shape: str, expected: int
@@ -432,6 +432,8 @@ def test_a_tall_image_costs_its_providers_rule_or_the_larger_of_both(
             "source": {"type": "base64", "media_type": "image/png", "data": data},
         },
         "standard": {"type": "image", "base64": data, "mime_type": "image/png"},
+        # OpenAI's image generation tool: the image in the assistant's item
+        "generated": {"type": "image_generation_call", "id": "ig_1", "result": data},
     }[shape]
     assert media_tokens(block, len) == expected
 

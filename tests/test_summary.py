@@ -292,6 +292,15 @@ def test_an_image_or_file_reaches_the_summarizer_as_its_label(
     assert text.endswith(f"tool screenshot({{}}) -> the login page {label}")
 
 
+def test_a_generated_image_reaches_the_summarizer_as_its_prompt() -> None:
+    # OpenAI's image tool keeps the image in the assistant's item: its base64 was rendered,
+    # 800 KB of the prompt for one 600 KB PNG.
+    made = {"type": "image_generation_call", "id": "ig_1", "result": _SHOT * 2_000}
+    reply = AIMessage([made | {"revised_prompt": "a red login page"}, " Here it is."])
+    text = render_for_summary([HumanMessage("draw the page"), reply])
+    assert text.endswith("assistant: [generated image: a red login page] Here it is.")
+
+
 # --- summarize_transcript ----------------------------------------------------------------
 
 

@@ -64,7 +64,9 @@ def is_computer_output(message: BaseMessage) -> bool:
         return False
     if message.additional_kwargs.get("type") == "computer_call_output":
         return True
-    return any(wire_type(b) == "computer_call_output" for b in block_dicts(message))
+    return isinstance(message.content, list) and any(
+        wire_type(b) == "computer_call_output" for b in block_dicts(message)
+    )
 
 
 def computer_output_problem(message: BaseMessage) -> str | None:
@@ -136,6 +138,9 @@ def answer_kind_problem(call_kind: str, message: BaseMessage) -> str | None:
         'a function_call_output answers a custom_tool_call; OpenAI rejects it'
     """
     want = call_kind if call_kind in _OWN_KINDS else "function_call"
+    plain = isinstance(message.content, str) and "type" not in message.additional_kwargs
+    if want == "function_call" and plain:  # the common case
+        return None
     got = _answer_kind(message)
     return None if got == want else f"a {got}_output answers a {want}; OpenAI rejects it"
 

@@ -11,7 +11,8 @@ answered (OpenAI, Anthropic). :func:`request_problems` checks exactly those rule
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -41,6 +42,7 @@ from langchain_builderforce_memory.turns import thinking_first, thinking_problem
 
 __all__ = ["repair_request", "request_problems", "system_as_user"]
 
+_NO_KINDS: Mapping[str, str] = MappingProxyType({})
 Pending = tuple[str, str | None, str]
 """An open call: its name, its parse error (an invalid call), its call block's type."""
 
@@ -98,7 +100,7 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     if first == len(roles):
         problems.append("no user message: strict providers need at least one user turn")
     open_calls: dict[str, int] = {}
-    kinds: dict[str, str] = {}  # the open calls' block types
+    kinds: Mapping[str, str] = _NO_KINDS  # the open calls' block types
     used: dict[str, int] = {}  # call id -> the message that first made a call with it
     for i in range(first, len(messages)):
         role = roles[i]
@@ -108,15 +110,27 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         if role == "system":
             problems.append(f"message {i}: a system message after the conversation began")
         if role == "tool":
-            _tool_result_problems(i, messages, open_calls, kinds, problems)
+            if (shot := computer_output_problem(m)) is not None:
+                problems.append(f"message {i}: {shot}")
+            if not answers_legacy_call(m, messages[i - 1] if i else None):
+                ids = answered_ids(m) or [None]
+                if (
+                    ids[0] in open_calls
+                    and (kinds or not _plain(m))
+                    and (wrong := _kind_problem(kinds, ids[0], m))
+                ):
+                    problems.append(f"message {i}: {wrong}")
+                _answer_problems(i, ids, open_calls, problems)
             continue
         if role == "user":  # an Anthropic user turn may answer calls beside its text
             _answer_problems(i, tool_result_ids(m), open_calls, problems)
         # Anything but a tool result closes the open unit: its unanswered calls stay so.
         for call_id, at in open_calls.items():
             problems.append(f"message {at}: tool call {call_id!r} is never answered")
-        open_calls = {call_id: i for call_id, _name in calls}
-        kinds = call_kinds(m)
+        open_calls = {}
+        for call_id, _name in calls:
+            open_calls[call_id] = i
+        kinds = call_kinds(m) if calls and isinstance(m.content, list) else _NO_KINDS
     for call_id, at in open_calls.items():
         problems.append(f"message {at}: tool call {call_id!r} is never answered")
     if roles and None not in roles:
@@ -124,28 +138,16 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
     return problems
 
 
-def _tool_result_problems(
-    i: int,
-    messages: Sequence[BaseMessage],
-    open_calls: dict[str, int],
-    kinds: dict[str, str],
-    problems: list[str],
-) -> None:
-    """What is wrong with tool result ``messages[i]``: its call, its output's kind."""
-    m = messages[i]
-    if (shot := computer_output_problem(m)) is not None:
-        problems.append(f"message {i}: {shot}")
-    if answers_legacy_call(m, messages[i - 1] if i else None):
-        return
-    ids = answered_ids(m) or [None]
-    kind = kinds.get(ids[0] or "", "")
-    if (
-        isinstance(m, ToolMessage)
-        and ids[0] in open_calls
-        and (wrong := answer_kind_problem(kind, m))
-    ):
-        problems.append(f"message {i}: {wrong}")
-    _answer_problems(i, ids, open_calls, problems)
+def _kind_problem(kinds: Mapping[str, str], call_id: str | None, m: BaseMessage) -> str | None:
+    """Why the output kind of tool result ``m`` cannot answer open call ``call_id``."""
+    if not isinstance(m, ToolMessage) or call_id is None:
+        return None
+    return answer_kind_problem(kinds.get(call_id, ""), m)
+
+
+def _plain(m: BaseMessage) -> bool:
+    """A text answer to a call with no call block: a function call's output, as it must be."""
+    return isinstance(m.content, str) and not m.additional_kwargs
 
 
 def _is_empty_turn(message: BaseMessage) -> bool:

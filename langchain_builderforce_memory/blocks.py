@@ -37,6 +37,7 @@ from langchain_core.messages import (
 from langchain_builderforce_memory.jsontext import json_text
 
 __all__ = [
+    "DECISION_TYPES",
     "THINKING_TYPES",
     "block_dicts",
     "call_id_key",
@@ -127,6 +128,9 @@ _RESULT_KEYS: Final[Mapping[str, tuple[str, str]]] = {
 }
 """A user turn's result block type: the keys of the call id it answers and of its output."""
 _RESULT_BLOCK_TYPES: Final = frozenset(_RESULT_KEYS)
+DECISION_TYPES: Final = frozenset({"mcp_approval_response"})
+"""Result blocks that hold the user's decision, not the call's output: OpenAI runs an
+approved MCP call itself and puts its output in the assistant's next ``mcp_call`` item."""
 
 
 def block_dicts(message: BaseMessage) -> list[Mapping[str, object]]:

@@ -28,6 +28,8 @@ from langchain_builderforce_memory.messages import (
 )
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import ScriptedSummarizer, build_agent
@@ -192,6 +194,29 @@ def test_node_loop_sends_valid_fitting_requests(name: str) -> None:
     assert _loop(shape, view_of, add, BUDGET) == TURNS
     if shape.native_results:
         assert any(is_tool_result_turn(m) for m in state["messages"])
+
+
+def test_an_mcp_approval_is_never_re_attached_as_a_files_output() -> None:
+    # The approved call's output is in the next mcp_call item and the decision has none:
+    # re-attached after a fold, each file read showed an empty "latest output".
+    shape = SHAPES["openai_mcp"]
+    node = WorkingTranscriptNode(ScriptedSummarizer(), max_tokens=BUDGET, token_counter=EXACT)
+    state: dict[str, Any] = {"messages": []}
+    views: list[list[BaseMessage]] = []
+
+    def view_of() -> list[BaseMessage]:
+        out = node.invoke(state)
+        state.update({k: v for k, v in out.items() if k != "llm_input_messages"})
+        views.append(out["llm_input_messages"])
+        return [system_prompt(), *views[-1]]
+
+    def add(msgs: list[BaseMessage]) -> None:
+        state["messages"] = [*state["messages"], *msgs]
+
+    _loop(shape, view_of, add, BUDGET)
+    assert any(is_stamped(m, MEMORY_NOTE_KIND) for m in views[-1])
+    restored = [m for view in views for m in view if is_stamped(m, RESTORED_KIND)]
+    assert [m.text for m in restored if not m.text.split("\n", 1)[1].strip()] == []
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))

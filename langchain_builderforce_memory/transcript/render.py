@@ -14,6 +14,7 @@ from typing import Final
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
+    DECISION_TYPES,
     is_tool_result_turn,
     legacy_function_call,
     parsed_arguments,
@@ -114,7 +115,7 @@ def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
 
 def _decision(block: dict[str, object]) -> str:
     """An MCP approval response as the decision it is (it has no output); else ``""``."""
-    if block.get("type") != "mcp_approval_response":
+    if block.get("type") not in DECISION_TYPES:
         return ""
     reason = block.get("reason")
     return ("approved" if block.get("approve") else "not approved") + (

@@ -18,6 +18,7 @@ from typing import Final, Literal
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
+    DECISION_TYPES,
     block_dicts,
     has_structure,
     is_tool_result_turn,
@@ -287,6 +288,8 @@ def _turn_result(
         {**block, (result_keys(block) or ("", "content"))[1]: _placeholder_text(info[0], size)}
         for block, info, size in zip(block_dicts(turn), infos, sizes, strict=True)
     ]
+    if any(b.get("type") in DECISION_TYPES for b in block_dicts(turn)):
+        kind, target = "other", None  # no output of the call's: never re-attached as one
     call = calls.get(answers[0].tool_call_id) if len(answers) == 1 else None
     edit = cut_inputs and kind == "edit" and call is not None
     saving = cut_saving(call[1], counter.count_text) if edit and call else 0

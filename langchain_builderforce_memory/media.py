@@ -26,6 +26,7 @@ __all__ = [
     "media_label",
     "media_phrase",
     "media_tokens",
+    "nested_media",
     "pdf_pages",
 ]
 
@@ -59,6 +60,7 @@ _AUDIO_TOKENS: Final = 1_600
 _FILE_CLASSES: Final = ((16_384, 512), (131_072, 2_048), (1_048_576, 8_192))
 """(decoded bytes at most, tokens) for a binary file whose kind cannot be counted."""
 _FILE_CEILING: Final = 32_768
+_NESTED_DEPTH: Final = 64
 
 
 def _data_of(block: Mapping[str, object]) -> tuple[str | None, str | None, str | None]:
@@ -309,3 +311,36 @@ def media_phrase(kinds: Sequence[str]) -> str:
     counted = {kind: kinds.count(kind) for kind in dict.fromkeys(kinds)}
     parts = [f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in counted.items()]
     return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 2 else parts)
+
+
+def nested_media(value: object) -> tuple[object, list[Mapping[str, object]]]:
+    """``value`` with each base64 media block inside it as its label, and those blocks.
+
+    A server tool's result can carry a document or an image in base64 within the
+    assistant's own content (Anthropic's ``web_fetch`` of a PDF: a ``document`` block deep
+    in a ``web_fetch_tool_result``). Counted or shown as the block's JSON, that base64
+    would be taken for text. Only blocks holding data are replaced: a tool's arguments may
+    well say ``"type": "file"``.
+
+    Example:
+        >>> pdf = {"type": "document", "source": {"type": "base64", "data": "JVBERi0x",
+        ...                                      "media_type": "application/pdf"}}
+        >>> shown, found = nested_media({"type": "web_fetch_result", "content": pdf})
+        >>> shown, len(found)
+        ({'type': 'web_fetch_result', 'content': '[file application/pdf]'}, 1)
+    """
+    found: list[Mapping[str, object]] = []
+    return _without_media(value, found, 0), found
+
+
+def _without_media(value: object, found: list[Mapping[str, object]], depth: int) -> object:
+    if depth > _NESTED_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        if _kind(value) is not None and _data_of(value)[0] is not None:
+            found.append(value)
+            return media_label(value)
+        return {k: _without_media(v, found, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_media(v, found, depth + 1) for v in value]
+    return value

@@ -38,7 +38,7 @@ from langchain_builderforce_memory.blocks import (
     valid_calls,
 )
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
-from langchain_builderforce_memory.media import media_label
+from langchain_builderforce_memory.media import media_label, nested_media
 from langchain_builderforce_memory.messages import Role, clean_text, message_id, role_of
 
 __all__ = [
@@ -86,7 +86,7 @@ def _block_text(block: object) -> str:
         label = media_label(block)  # a base64 payload is not text anyone searches for
         if label is not None:
             return label
-        return json_text(without_opaque(block))
+        return json_text(nested_media(without_opaque(block))[0])
     return json_text(block)
 
 

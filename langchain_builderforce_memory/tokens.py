@@ -45,7 +45,7 @@ from langchain_builderforce_memory.blocks import (
 # stays importable, re-exported in __all__ (tests and users import it from here).
 from langchain_builderforce_memory.estimate import estimate_text_tokens
 from langchain_builderforce_memory.jsontext import json_text
-from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens
+from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens, nested_media
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseLanguageModel
@@ -134,7 +134,9 @@ def _block_text(
         media = media_tokens(block, count_text)
         if media is not None:
             return "", media
-    return json_text(block, sort_keys=True), 0
+    shown, found = nested_media(block)  # a document a server tool fetched, say
+    fixed = sum(media_tokens(b, count_text) or 0 for b in found)
+    return json_text(shown, sort_keys=True), fixed
 
 
 def content_text_for_count(

@@ -38,6 +38,7 @@ from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
 from langchain_builderforce_memory.media import media_tokens
 from langchain_builderforce_memory.messages import is_stamped
+from langchain_builderforce_memory.search_index import message_search_text
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import (
     ApproximateTokenCounter,
@@ -407,6 +408,23 @@ def test_a_pdf_whose_pages_sit_in_object_streams_counts_every_page() -> None:
         "mime_type": "application/pdf",
     }
     assert media_tokens(block, len) == 36 * 2_000
+
+
+def _fetched_pdf(pages: int) -> AIMessage:
+    """Claude's web_fetch of a PDF: the document, in base64, inside the assistant's turn."""
+    data = base64.b64encode(pdf_with_object_streams(pages)).decode()
+    doc = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf"}}
+    doc["source"] |= {"data": data}
+    fetched = {"type": "web_fetch_result", "url": "https://x.org/a.pdf", "content": doc}
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_fetch", "input": {}}
+    result = {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": fetched}
+    return AIMessage([use, result, {"type": "text", "text": "It says X."}])
+
+
+def test_a_document_a_server_tool_fetched_costs_its_pages_not_its_base64() -> None:
+    turn = _fetched_pdf(36)
+    assert 36 * 2_000 < count_tokens([turn], ApproximateTokenCounter()) < 36 * 2_000 + 300
+    assert "JVBER" not in message_search_text(turn)  # the index holds its label
 
 
 def test_without_pypdf_an_object_stream_pdf_is_bounded_by_its_size(

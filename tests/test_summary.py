@@ -292,6 +292,17 @@ def test_an_image_or_file_reaches_the_summarizer_as_its_label(
     assert text.endswith(f"tool screenshot({{}}) -> the login page {label}")
 
 
+def test_a_document_in_a_server_tools_result_reaches_the_summarizer_as_its_label() -> None:
+    # Claude's web_fetch of a PDF holds the document in base64 inside the assistant's turn.
+    source = {"type": "base64", "media_type": "application/pdf", "data": _SHOT}
+    fetched = {"type": "web_fetch_result", "content": {"type": "document", "source": source}}
+    turn = AIMessage([{"type": "web_fetch_tool_result", "tool_use_id": "s1", "content": fetched}])
+    text = render_for_summary([HumanMessage("read the paper"), turn])
+    assert text.endswith(
+        '"content":{"type":"web_fetch_result","content":"[file application/pdf]"}}'
+    )
+
+
 def test_a_generated_image_reaches_the_summarizer_as_its_prompt() -> None:
     # OpenAI's image tool keeps the image in the assistant's item: its base64 was rendered,
     # 800 KB of the prompt for one 600 KB PNG.

@@ -23,7 +23,7 @@ from langchain_builderforce_memory.blocks import (
     wire_type,
 )
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
-from langchain_builderforce_memory.media import media_label
+from langchain_builderforce_memory.media import media_label, nested_media
 from langchain_builderforce_memory.messages import answers_legacy_call, role_of, tool_call_units
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.results import cleared_tokens
@@ -67,7 +67,7 @@ def _content_text(content: object) -> str:
             elif isinstance(block, dict) and (label := media_label(block)) is not None:
                 parts.append(f" {label}" if parts else label)
             elif not (isinstance(block, dict) and wire_type(block) in _UNSHOWN_BLOCKS):
-                parts.append(_compact_json(without_opaque(block)))
+                parts.append(_compact_json(nested_media(without_opaque(block))[0]))
         return "".join(parts)
     return _compact_json(content)
 

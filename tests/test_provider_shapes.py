@@ -132,23 +132,35 @@ def test_middleware_loop_sends_valid_fitting_requests(name: str) -> None:
 
 
 @pytest.mark.parametrize("ours", [True, False], ids=["with-ours", "without"])
+@pytest.mark.parametrize("blocker", ["tool-call-limit", "human-rejects"])
 def test_a_blocked_custom_tool_call_is_answered_in_its_own_kind_under_create_agent(
-    ours: bool,
+    blocker: str, ours: bool
 ) -> None:
-    # ToolCallLimitMiddleware answers a blocked call with a plain ToolMessage; for a custom
-    # tool langchain-openai sends it as a function_call_output, which OpenAI rejects.
+    # ToolCallLimitMiddleware, or HumanInTheLoopMiddleware when the human rejects the call,
+    # answers it with a plain ToolMessage; for a custom tool langchain-openai sends that as
+    # a function_call_output, which OpenAI rejects.
     from langchain.agents import create_agent
-    from langchain.agents.middleware import ToolCallLimitMiddleware
+    from langchain.agents.middleware import HumanInTheLoopMiddleware, ToolCallLimitMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
 
     from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
 
     shape = SHAPES["openai_custom_tool"]
     model = ScriptedChatModel(script=[lambda _m, i=i: shape.respond(i) for i in range(10)])
-    limit = ToolCallLimitMiddleware(tool_name="run_python", run_limit=3)
+    block: Any = (
+        ToolCallLimitMiddleware(tool_name="run_python", run_limit=3)
+        if blocker == "tool-call-limit"
+        else HumanInTheLoopMiddleware(interrupt_on={"run_python": True})
+    )
     memory = BuilderforceMemoryMiddleware(max_tokens=BUDGET, token_counter=EXACT)
-    middleware = [limit, memory] if ours else [limit]
-    agent = create_agent(model, _tools(shape), middleware=middleware)
-    agent.invoke({"messages": [directive_message(shape, 0)]}, {"recursion_limit": 100})
+    middleware = [block, memory] if ours else [block]
+    agent = create_agent(model, _tools(shape), middleware=middleware, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": blocker}, "recursion_limit": 100}
+    out = agent.invoke({"messages": [directive_message(shape, 0)]}, config)
+    reject = Command(resume={"decisions": [{"type": "reject", "message": "Not allowed."}]})
+    while "__interrupt__" in out:
+        out = agent.invoke(reject, config)
     wire = [openai_responses_wire(list(r)) for r in model.requests]
     assert len(model.requests) == 10
     assert (wire == [[]] * 10) is ours

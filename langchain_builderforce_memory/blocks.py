@@ -34,7 +34,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_builderforce_memory.jsontext import json_text
+from langchain_builderforce_memory.jsontext import json_text, without_opaque
+from langchain_builderforce_memory.media import media_label, nested_media
 
 __all__ = [
     "DECISION_TYPES",
@@ -429,8 +430,8 @@ def _result_text(block: Mapping[str, object]) -> str:
 def cuttable_text(message: BaseMessage) -> str:
     """The text of ``message`` a cut may shorten.
 
-    A tool-result turn's results, else its plain text (strings and ``text`` blocks);
-    never thinking, calls or their arguments.
+    A tool-result turn's results, else its text and the blocks a cut drops (a server tool's
+    as its JSON: :func:`_part_text`); never thinking, calls or their arguments.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -445,12 +446,20 @@ def cuttable_text(message: BaseMessage) -> str:
         return "\n".join(_result_text(b) for b in block_dicts(message))
     if outputs := [b for b in block_dicts(message) if b.get("type") in _OUTPUT_BLOCK_TYPES]:
         return "\n".join(str(b.get("output") or "") for b in outputs)
-    parts = [
-        b if isinstance(b, str) else str(b.get("text", ""))
-        for b in content
-        if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
-    ]
-    return "\n".join(parts)
+    return "\n".join(_part_text(b) for b in content if isinstance(b, str | Mapping))
+
+
+def _part_text(block: str | Mapping[str, object]) -> str:
+    """What a cut keeps of a part it drops: its text; a server tool's block as its JSON.
+
+    A page Claude's ``web_fetch`` read sits in such a block: dropped untold, the cut would
+    take the whole page from the view however much room the budget left.
+    """
+    if isinstance(block, str) or block.get("type") == "text":
+        return block if isinstance(block, str) else str(block.get("text", ""))
+    if wire_type(block) in _STRUCTURAL_TYPES or media_label(block) is not None:
+        return ""  # kept whole; or media, which the cut's marker counts
+    return json_text(nested_media(without_opaque(block))[0])
 
 
 def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, object]]:

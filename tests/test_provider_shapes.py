@@ -28,6 +28,7 @@ from langchain_builderforce_memory.messages import (
 )
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
+from langchain_builderforce_memory.transcript.fold import build_working_transcript
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.validity import repair_request, request_problems
@@ -38,6 +39,7 @@ from .provider_shapes import (
     DIRECTIVES,
     SHAPES,
     Shape,
+    anthropic_wire,
     directive_message,
     image_results,
     openai_responses_wire,
@@ -400,6 +402,30 @@ def test_a_custom_output_answering_a_function_call_is_sent_as_its_text() -> None
 
 
 # ----------------------------------------------------------------------- cuts keep blocks
+
+
+def test_a_cut_keeps_as_text_what_a_server_tool_fetched() -> None:
+    # Claude's web_fetch puts the page in the assistant's turn, beside a client call. A cut
+    # keeps the call and drops the server blocks; it dropped their page too, all of it,
+    # however much room the budget left (69 tokens of a 16k view).
+    page = "\n".join(f"Section {i}: windows of size {i}." for i in range(6_000))
+    source = {"type": "text", "media_type": "text/plain", "data": page}
+    fetched = {"type": "web_fetch_result", "content": {"type": "document", "source": source}}
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_fetch", "input": {}}
+    result = {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": fetched}
+    call = {"name": "read_file", "args": {"path": "a.py"}, "id": "toolu_1"}
+    native = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": call["args"]}
+    turn = AIMessage([use, result, {"type": "text", "text": "Now the code."}, native])
+    record = [HumanMessage("Implement the spec."), turn.model_copy(update={"tool_calls": [call]})]
+    view = build_working_transcript(
+        [*record, ToolMessage("def f(): pass", tool_call_id="toolu_1")],
+        max_tokens=16_000,
+        token_counter=EXACT,
+    ).messages
+    assert request_problems(view) == []
+    assert anthropic_wire(view) == []
+    assert 12_000 < count_tokens(view, EXACT) <= 16_000
+    assert "Section 0: windows of size 0." in view[1].text
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,13 @@
 """The output kinds OpenAI Responses calls are answered in, and how to answer each.
 
 A ``function_call`` is answered by a ``function_call_output``: what langchain-openai sends
-for a plain ``ToolMessage``. Three calls need an output of their own kind, and OpenAI
+for a plain ``ToolMessage``. Other calls need an output of their own kind, and OpenAI
 rejects any other: a ``computer_call`` (a ``ToolMessage`` marked ``computer_call_output``
 holding a screenshot), a ``custom_tool_call`` (a ``ToolMessage`` holding a
-``custom_tool_call_output`` block, what ``langchain_openai.custom_tool`` returns) and an
-``apply_patch_call`` (a user turn's ``apply_patch_call_output`` item; a ``ToolMessage``
-cannot answer it). An error text written by the tool node or by a middleware
+``custom_tool_call_output`` block, what ``langchain_openai.custom_tool`` returns), an
+``apply_patch_call`` and an ``mcp_approval_request`` (a user turn's
+``apply_patch_call_output`` / ``mcp_approval_response`` item; a ``ToolMessage`` cannot
+answer them). An error text written by the tool node or by a middleware
 (``HumanInTheLoopMiddleware`` rejecting a call, ``ToolCallLimitMiddleware`` blocking one)
 is a plain ``ToolMessage``, so the repair reshapes it (:func:`reshaped_answer`).
 """
@@ -28,7 +29,9 @@ __all__ = [
     "shaped_answer",
 ]
 
-_OWN_KINDS: Final = frozenset({"computer_call", "custom_tool_call", "apply_patch_call"})
+_OWN_KINDS: Final = frozenset(
+    {"computer_call", "custom_tool_call", "apply_patch_call", "mcp_approval_request"}
+)
 """Call block types a ``function_call_output`` cannot answer."""
 
 

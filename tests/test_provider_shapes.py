@@ -370,7 +370,7 @@ def test_an_unanswered_responses_call_is_answered_in_its_own_output_kind(
     assert openai_responses_wire(fixed) == []
 
 
-@pytest.mark.parametrize("block", _OWN_KIND_CALLS[:3], ids=lambda b: b["type"])
+@pytest.mark.parametrize("block", _OWN_KIND_CALLS, ids=lambda b: b["type"])
 def test_a_plain_text_answer_to_a_responses_call_is_flagged_and_sent_in_its_own_kind(
     block: dict[str, Any],
 ) -> None:

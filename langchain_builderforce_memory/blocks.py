@@ -27,12 +27,7 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_builderforce_memory.jsontext import json_text, without_opaque
 from langchain_builderforce_memory.media import media_label, nested_media
@@ -105,13 +100,17 @@ _CALL_ID_KEYS: Final[Mapping[str, str]] = {
     "tool_use": "id",
     "tool_call": "id",
     "function_call": "call_id",  # a Responses item's ``id`` is the item's, not the call's
-    # OpenAI Responses calls the client answers with a ToolMessage of that call id.
-    "computer_call": "call_id",
+    "computer_call": "call_id",  # Responses calls a ToolMessage (or a user turn) answers
     "custom_tool_call": "call_id",
     "apply_patch_call": "call_id",  # answered by a user turn (see _RESULT_KEYS)
     "mcp_approval_request": "id",  # a remote MCP call awaiting the user's approval
+    "tool_search_call": "call_id",  # when the client runs it (see call_id_key)
 }
-_UNNAMED: Final = {"computer_call": "computer", "apply_patch_call": "apply_patch"}
+_UNNAMED: Final = {
+    "computer_call": "computer",
+    "apply_patch_call": "apply_patch",
+    "tool_search_call": "tool_search",
+}
 """The name a call block without one is known by."""
 _OWN_ARGS: Final = {
     "computer_call": "action",
@@ -122,10 +121,9 @@ _OWN_ARGS: Final = {
 _CALL_BLOCK_TYPES: Final = frozenset(_CALL_ID_KEYS)
 _RESULT_KEYS: Final[Mapping[str, tuple[str, str]]] = {
     "tool_result": ("tool_use_id", "content"),
-    # OpenAI's apply_patch: langchain-openai sends a user turn's block as that input item.
-    "apply_patch_call_output": ("call_id", "output"),
-    # The user's decision on an MCP approval request; OpenAI needs the request before it.
-    "mcp_approval_response": ("approval_request_id", "reason"),
+    "apply_patch_call_output": ("call_id", "output"),  # sent as that Responses input item
+    "mcp_approval_response": ("approval_request_id", "reason"),  # the user's decision
+    "tool_search_output": ("call_id", "tools"),  # the tools a client-run search loaded
 }
 """A user turn's result block type: the keys of the call id it answers and of its output."""
 _RESULT_BLOCK_TYPES: Final = frozenset(_RESULT_KEYS)
@@ -158,6 +156,8 @@ def call_id_key(block: Mapping[str, object]) -> str | None:
         ('id', None)
     """
     kind = block.get("type")
+    if kind == "tool_search_call" and block.get("execution") != "client":
+        return None  # OpenAI ran the search: its output is in the same response
     return _CALL_ID_KEYS.get(kind) if isinstance(kind, str) else None
 
 

@@ -7,9 +7,11 @@ holding a screenshot), a ``custom_tool_call`` (a ``ToolMessage`` holding a
 ``custom_tool_call_output`` block, what ``langchain_openai.custom_tool`` returns), an
 ``apply_patch_call`` and an ``mcp_approval_request`` (a user turn's
 ``apply_patch_call_output`` / ``mcp_approval_response`` item; a ``ToolMessage`` cannot
-answer them). An error text written by the tool node or by a middleware
-(``HumanInTheLoopMiddleware`` rejecting a call, ``ToolCallLimitMiddleware`` blocking one)
-is a plain ``ToolMessage``, so the repair reshapes it (:func:`reshaped_answer`).
+answer them), and a ``tool_search_call`` the client runs (a user turn's
+``tool_search_output`` item, holding the tools it found). An error text written by the
+tool node or by a middleware (``HumanInTheLoopMiddleware`` rejecting a call,
+``ToolCallLimitMiddleware`` blocking one) is a plain ``ToolMessage``, so the repair
+reshapes it (:func:`reshaped_answer`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ __all__ = [
 ]
 
 _OWN_KINDS: Final = frozenset(
-    {"computer_call", "custom_tool_call", "apply_patch_call", "mcp_approval_request"}
+    {
+        "computer_call",
+        "custom_tool_call",
+        "apply_patch_call",
+        "mcp_approval_request",
+        "tool_search_call",
+    }
 )
 """Call block types a ``function_call_output`` cannot answer."""
 
@@ -113,6 +121,9 @@ def shaped_answer(kind: str | None, answer: ToolMessage) -> BaseMessage:
     if kind == "mcp_approval_request":  # no decision came: the call was not approved
         no = {"type": "mcp_approval_response", "approval_request_id": call_id, "approve": False}
         return HumanMessage([{**no, "reason": text}], additional_kwargs=extra)
+    if kind == "tool_search_call":  # found nothing: a text has no place in its output
+        none = {"type": "tool_search_output", "call_id": call_id, "execution": "client"}
+        return HumanMessage([{**none, "status": "completed", "tools": []}], additional_kwargs=extra)
     if kind == "computer_call":
         shot = [{"type": "input_image", "image_url": _BLANK_PNG}]
         meta = {**extra, "type": "computer_call_output"}

@@ -254,6 +254,43 @@ def openai_mcp_response(i: int) -> AIMessage:
     return AIMessage([*items, ask], response_metadata=meta)
 
 
+def openai_tool_search_response(i: int) -> AIMessage:
+    """OpenAI's tool search: the model looks up tools it has not loaded yet. Run by the
+    client (``execution="client"``), the ``tool_search_call`` item waits for a user turn's
+    ``tool_search_output`` item; run by OpenAI, both items come in the assistant's output,
+    here before a ``function_call`` of a tool the search found."""
+    _, k = _step(i)
+    meta = {"model_provider": "openai", "model_name": "gpt-5"}
+    reasoning = {"type": "reasoning", "id": f"rs_{i:04d}", "summary": []}
+    if k == CALLS_PER_DIRECTIVE - 1:
+        text = {"type": "text", "text": f"Done with turn {i}.", "id": f"msg_{i:04d}"}
+        return AIMessage([reasoning, text], response_metadata=meta)
+    search = {"type": "tool_search_call", "id": f"tsc_{i:04d}", "status": "completed"}
+    search |= {"arguments": {"query": f"tools to port module m{i}"}}
+    if k % 2 == 0:
+        asked = search | {"execution": "client", "call_id": f"call_ts_{i:04d}"}
+        return AIMessage([reasoning, asked], response_metadata=meta)
+    found = {"type": "tool_search_output", "id": f"tso_{i:04d}", "execution": "server"}
+    found |= {"status": "completed", "tools": _found_tools(i)}
+    calls = _calls(i)
+    items = [
+        {"type": "function_call", "call_id": c["id"], "name": c["name"], "id": f"fc_{c['id']}"}
+        | {"arguments": f'{{"path": "{c["args"]["path"]}"}}'}
+        for c in calls
+    ]
+    served = search | {"execution": "server"}
+    return AIMessage([reasoning, served, found, *items], tool_calls=calls, response_metadata=meta)
+
+
+def _found_tools(i: int) -> list[dict[str, Any]]:
+    """The tool definitions a search loads: a few hundred tokens each."""
+    return [
+        {"type": "function", "name": f"m{i}_tool_{t}", "description": "Edit the module. " * 40}
+        | {"parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}
+        for t in range(3)
+    ]
+
+
 def image_response(i: int) -> AIMessage:
     """A plain tool-calling response; the images come in the tool results and directives."""
     _, k = _step(i)
@@ -372,6 +409,20 @@ def approvals(response: AIMessage) -> list[BaseMessage]:
         {"type": "mcp_approval_response", "approval_request_id": r, "approve": True} for r in ids
     ]
     return [HumanMessage(yes)] if yes else []
+
+
+def tool_search_outputs(response: AIMessage) -> list[BaseMessage]:
+    """The client's answer to a client-run tool search: a user turn of ``tool_search_output``
+    items (langchain-openai sends them as those items); other calls' results as usual."""
+    asked = [
+        b["call_id"]
+        for b in response.content
+        if isinstance(b, dict) and b["type"] == "tool_search_call" and b["execution"] == "client"
+    ]
+    if not asked:
+        return tool_messages(response)
+    found = {"type": "tool_search_output", "execution": "client", "status": "completed"}
+    return [HumanMessage([found | {"call_id": c, "tools": _found_tools(len(c))} for c in asked])]
 
 
 def image_directive(d: int) -> HumanMessage:
@@ -515,6 +566,8 @@ def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
                 or (nxt.get("type") == "message" and nxt.get("role") == "assistant")
             ):
                 problems.append(f"item {i}: reasoning {it.get('id')} without its following item")
+        elif it.get("execution") == "server":
+            continue  # a tool search OpenAI ran: its output is in the same response
         elif kind in _RESPONSES_OUTPUTS:
             calls[it["id" if kind == "mcp_approval_request" else "call_id"]] = (i, kind)
         elif kind in _RESPONSES_OUTPUTS.values():
@@ -530,6 +583,7 @@ _RESPONSES_OUTPUTS = {
     "custom_tool_call": "custom_tool_call_output",
     "apply_patch_call": "apply_patch_call_output",
     "mcp_approval_request": "mcp_approval_response",
+    "tool_search_call": "tool_search_output",  # run by the client
 }
 """A Responses call item's type, and the type of the output item that answers it."""
 
@@ -641,6 +695,14 @@ SHAPES: dict[str, Shape] = {
         "openai_mcp",
         openai_mcp_response,
         approvals,
+        openai_responses_wire,
+        native_results=True,
+        agent_tools=False,
+    ),
+    "openai_tool_search": Shape(
+        "openai_tool_search",
+        openai_tool_search_response,
+        tool_search_outputs,
         openai_responses_wire,
         native_results=True,
         agent_tools=False,

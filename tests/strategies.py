@@ -61,6 +61,7 @@ PROVIDER_SHAPES = (
     "computer",
     "patch",
     "mcp",
+    "search",
 )
 CLAUDE_SHAPES = ("native", "thinking", "thinking_v1")
 """The shapes a Claude run records (for checks by langchain-anthropic's own formatter)."""
@@ -80,7 +81,8 @@ def provider_round(
     carrying an image; OpenAI computer use (``computer_call`` items, each answered by a
     screenshot that must stay one); OpenAI's ``apply_patch`` (answered in a user turn);
     OpenAI's remote MCP approval requests (decided in a user turn, after an ``mcp_call``
-    that holds its own output).
+    that holds its own output); OpenAI's tool search (one OpenAI ran, its output beside
+    it; the client's, answered in a user turn).
     """
     shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
@@ -118,6 +120,13 @@ def provider_round(
             for c in ids
         ]
         return [AIMessage([ran, *asks]), HumanMessage(yes)]
+    if shape == "search":  # OpenAI's tool search: run by OpenAI, then by the client
+        ran = {"type": "tool_search_call", "id": f"ts_{ids[0]}", "execution": "server"}
+        got = {"type": "tool_search_output", "execution": "server", "tools": []}
+        asks = [{"type": "tool_search_call", "call_id": c, "execution": "client"} for c in ids]
+        tools = [{"type": "function", "name": "read_file", "description": body}]
+        found = [{"type": "tool_search_output", "call_id": c, "tools": tools} for c in ids]
+        return [AIMessage([ran | {"arguments": {}}, got, *asks]), HumanMessage(found)]
     if shape == "computer":  # OpenAI computer use: call items, screenshots answer them
         actions = [{"type": "computer_call", "call_id": c, "action": {"type": "wait"}} for c in ids]
         shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]

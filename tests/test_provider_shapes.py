@@ -259,7 +259,9 @@ def test_history_loop_sends_valid_fitting_requests(name: str) -> None:
 # ----------------------------------------------------------------------- the shapes, unit
 
 
-@pytest.mark.parametrize("name", ["anthropic_native", "openai_apply_patch", "openai_mcp"])
+@pytest.mark.parametrize(
+    "name", ["anthropic_native", "openai_apply_patch", "openai_mcp", "openai_tool_search"]
+)
 def test_a_tool_result_turn_is_a_tool_result_not_a_directive(name: str) -> None:
     shape = SHAPES[name]
     call = shape.respond(0)
@@ -347,6 +349,7 @@ _OWN_KIND_CALLS = [
     {"type": "custom_tool_call", "call_id": "c1", "name": "run_python", "input": "1 + 1"},
     {"type": "apply_patch_call", "call_id": "c1", "operation": {"type": "delete_file"}},
     {"type": "mcp_approval_request", "id": "c1", "name": "ls", "arguments": "{}"},
+    {"type": "tool_search_call", "call_id": "c1", "execution": "client", "arguments": {}},
 ]
 """OpenAI Responses calls a ``function_call_output`` cannot answer."""
 
@@ -387,7 +390,7 @@ def test_a_plain_text_answer_to_a_responses_call_is_flagged_and_sent_in_its_own_
     ]
     assert request_problems(fixed) == []
     assert openai_responses_wire(fixed) == []
-    if block["type"] != "computer_call":  # a computer call can take only a screenshot
+    if block["type"] not in ("computer_call", "tool_search_call"):  # no place for a text
         assert "Tool call limit exceeded." in str(fixed[-1].content)
 
 

@@ -218,6 +218,24 @@ def test_an_mcp_approval_reaches_the_summarizer_as_its_decision(
     assert text.split("\n\n")[-1] == f"tool ls({{}}) -> {rendered}"
 
 
+def test_a_tool_search_reaches_the_summarizer_as_the_tools_it_found() -> None:
+    # The tools a search loads are schemas, a few hundred tokens each: the summarizer
+    # needs their names, once, not their JSON (nor the call block's JSON beside its call).
+    tools = [{"type": "function", "name": f"edit_{n}", "description": "Edit. " * 80} for n in "ab"]
+    ask = {"type": "tool_search_call", "id": "ts_1", "call_id": "c1", "execution": "client"}
+    ask |= {"arguments": {"query": "edit tools"}}
+    found = {"type": "tool_search_output", "call_id": "c1", "execution": "client", "tools": tools}
+    served = {**ask, "execution": "server", "call_id": None}
+    record = [HumanMessage("edit it"), AIMessage([ask]), HumanMessage([found])]
+    record.append(AIMessage([served, {**found, "execution": "server", "call_id": None}]))
+    text = render_for_summary(record)
+    assert "Edit. Edit." not in text
+    blocks = text.split("\n\n")
+    assert blocks[1] == "assistant [called: tool_search]:"
+    assert blocks[2] == 'tool tool_search({"query":"edit tools"}) -> [tools found: edit_a, edit_b]'
+    assert blocks[3].endswith("[tools found: edit_a, edit_b]")
+
+
 def test_a_web_search_reaches_the_summarizer_as_its_urls_and_titles() -> None:
     # Anthropic's server-side web search answers in the assistant message itself; each
     # result carries its page as encrypted_content, base64 only Anthropic reads: one

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
     DECISION_TYPES,
+    call_id_key,
     is_tool_result_turn,
     legacy_function_call,
     parsed_arguments,
@@ -48,7 +49,8 @@ _UNSHOWN_BLOCKS: Final = frozenset(
     ("thinking", "redacted_thinking", "reasoning", "tool_use", "tool_call", "function_call")
 )
 """Content blocks the summarizer is not shown as JSON: the model's reasoning is not the
-work, and a call block is rendered as its call (its argument values cut), not in full."""
+work, and a call block (any block :func:`call_id_key` reads) is rendered as its call (its
+argument values cut), not in full."""
 ARG_VALUE_CHARS: Final = 200
 """Each argument value of a call is cut to this many characters in the summarizer's text,
 so one huge argument (a file's new content) cannot crowd out the rest (its path)."""
@@ -66,7 +68,9 @@ def _content_text(content: object) -> str:
                 parts.append(str(block.get("text", "")))
             elif isinstance(block, dict) and (label := media_label(block)) is not None:
                 parts.append(f" {label}" if parts else label)
-            elif not (isinstance(block, dict) and wire_type(block) in _UNSHOWN_BLOCKS):
+            elif isinstance(block, dict) and (said := _said(block)):
+                parts.append(said)
+            elif not (isinstance(block, dict) and _unshown(block)):
                 parts.append(_compact_json(nested_media(without_opaque(block))[0]))
         return "".join(parts)
     return _compact_json(content)
@@ -107,14 +111,26 @@ def _native_results(message: BaseMessage) -> list[tuple[str, str]]:
     if not is_tool_result_turn(message) or not isinstance(message.content, list):
         return []
     return [
-        (str(b.get(keys[0])), _decision(b) or _content_text(b.get(keys[1]) or ""))
+        (str(b.get(keys[0])), _said(b) or _content_text(b.get(keys[1]) or ""))
         for b in message.content
         if isinstance(b, dict) and (keys := result_keys(b))
     ]
 
 
-def _decision(block: dict[str, object]) -> str:
-    """An MCP approval response as the decision it is (it has no output); else ``""``."""
+def _unshown(block: dict[str, object]) -> bool:
+    return wire_type(block) in _UNSHOWN_BLOCKS or call_id_key(block) is not None
+
+
+def _said(block: dict[str, object]) -> str:
+    """A block that holds no output text, as what it says; else ``""``.
+
+    An MCP approval response's decision; the tools a tool search found, by name (their
+    schemas are a few hundred tokens each).
+    """
+    tools = block.get("tools")
+    if block.get("type") == "tool_search_output" and isinstance(tools, list):
+        names = [str(t.get("name") or t.get("type")) for t in tools if isinstance(t, dict)]
+        return f"[tools found: {', '.join(names) or 'none'}]"
     if block.get("type") not in DECISION_TYPES:
         return ""
     reason = block.get("reason")

@@ -27,6 +27,7 @@ __all__ = [
     "call_kinds",
     "computer_output_problem",
     "is_computer_output",
+    "is_whole_output",
     "reshaped_answer",
     "shaped_answer",
 ]
@@ -78,6 +79,24 @@ def is_computer_output(message: BaseMessage) -> bool:
     return isinstance(message.content, list) and any(
         wire_type(b) == "computer_call_output" for b in block_dicts(message)
     )
+
+
+def is_whole_output(message: BaseMessage) -> bool:
+    """Whether ``message`` answers a call validly only whole: never cleared or cut.
+
+    A screenshot answering a computer call (:func:`is_computer_output`); a user turn of
+    ``tool_search_output`` items: the tools a client-run search loaded, a list OpenAI
+    rejects text in place of (and gone, they are unloaded). A window or a fold drops
+    either with its call.
+
+    Example:
+        >>> found = {"type": "tool_search_output", "call_id": "c1", "tools": []}
+        >>> is_whole_output(HumanMessage([found])), is_whole_output(HumanMessage("hi"))
+        (True, False)
+    """
+    if isinstance(message, HumanMessage):
+        return any(wire_type(b) == "tool_search_output" for b in block_dicts(message))
+    return is_computer_output(message)
 
 
 def computer_output_problem(message: BaseMessage) -> str | None:

@@ -542,7 +542,8 @@ def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     A ``reasoning`` item must be followed by the output item it preceded (a call or an
     assistant message); every function, computer, custom or patch call, and every MCP
     approval request, has one output (decision) of its own kind after it, every output
-    answers a call of its kind before it, and a computer call's output is a screenshot.
+    answers a call of its kind before it, a computer call's output is a screenshot, and a
+    tool search's output a list of tools.
     """
     try:
         items = _construct_responses_api_input(list(messages))
@@ -596,6 +597,8 @@ def _responses_output_problems(
         return [f"item {i}: output for unknown call {call_id}"]
     if _RESPONSES_OUTPUTS[call[1]] != item["type"]:
         return [f"item {i}: a {item['type']} answers a {call[1]}"]
+    if item["type"] == "tool_search_output" and not isinstance(item.get("tools"), list):
+        return [f"item {i}: a tool search output's tools are not a list of tools"]
     url = str((item.get("output") or {}).get("image_url", "")) if "computer" in call[1] else ""
     if "computer" in call[1] and not url.startswith(("data:image/", "https://")):
         return [f"item {i}: a computer call's output is not a screenshot: {url[:40]!r}"]

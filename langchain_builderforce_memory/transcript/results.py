@@ -32,7 +32,7 @@ from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import Prefix, RecordFacts, counter_of
 from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.messages import is_stamped, message_id, stamp
-from langchain_builderforce_memory.outputs import is_computer_output
+from langchain_builderforce_memory.outputs import is_whole_output
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.call_args import cut_saving, with_cut_args
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
@@ -245,7 +245,7 @@ class _ToolResultsFact:
         name, text, kind, target = _info(m, call)
         result = ToolResult(i, name, text, counter.count_message(m), kind, target, message_id(m))
         # A screenshot answering a computer call is only valid whole: never worth clearing.
-        placeholder = m if is_computer_output(m) else cleared_result(m, result)
+        placeholder = m if is_whole_output(m) else cleared_result(m, result)
         edit = self.cut_inputs and kind == "edit" and call is not None
         saving = cut_saving(call[1], counter.count_text) if edit and call else 0
         return replace(
@@ -288,14 +288,18 @@ def _turn_result(
         {**block, (result_keys(block) or ("", "content"))[1]: _placeholder_text(info[0], size)}
         for block, info, size in zip(block_dicts(turn), infos, sizes, strict=True)
     ]
-    if any(b.get("type") in DECISION_TYPES for b in block_dicts(turn)):
-        kind, target = "other", None  # no output of the call's: never re-attached as one
+    if any(b.get("type") in DECISION_TYPES for b in block_dicts(turn)) or is_whole_output(turn):
+        kind, target = "other", None  # no file's output: never re-attached as one
     call = calls.get(answers[0].tool_call_id) if len(answers) == 1 else None
     edit = cut_inputs and kind == "edit" and call is not None
     saving = cut_saving(call[1], counter.count_text) if edit and call else 0
     size = counter.count_message(turn)
     copy = turn.model_copy(update={"content": blocks})
-    placeholder = stamp(copy, CLEARED_KIND, of=message_id(turn), tokens=size)
+    placeholder = (
+        turn
+        if is_whole_output(turn)
+        else stamp(copy, CLEARED_KIND, of=message_id(turn), tokens=size)
+    )
     return ToolResult(
         i,
         name,

@@ -1,8 +1,9 @@
 """What a media block costs: images by their pixels, files by their text or size, never base64.
 
-Image and file blocks cost what their size says, never their base64 length: an image is
-counted from its pixel size (read from its header with ``imagesize``), a text file from
-its text, a PDF by its pages, anything else by size class. The counters of
+Media blocks cost what their size says, never their base64 length: an image is counted
+from its pixel size (read from its header with ``imagesize``), a text file from its text,
+a PDF by its pages, audio and video by their length (read from the header with
+``tinytag``), anything else by size class. The counters of
 :mod:`langchain_builderforce_memory.tokens` call :func:`media_tokens` for every block that
 is not text, thinking or a tool call.
 """
@@ -13,6 +14,8 @@ import base64
 import binascii
 import io
 import math
+import struct
+import wave
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
@@ -21,6 +24,7 @@ import imagesize
 __all__ = [
     "IMAGE_MAX_TOKENS",
     "IMAGE_MIN_TOKENS",
+    "clip_seconds",
     "media_dropped",
     "media_kinds",
     "media_label",
@@ -35,6 +39,9 @@ _GENERATED: Final = "image_generation_call"
 """OpenAI's built-in image tool: an assistant item holding the image in ``result``."""
 _FILE_TYPES: Final = frozenset({"file", "document", "input_file"})
 _AUDIO_TYPES: Final = frozenset({"audio", "input_audio", "video"})
+_GENAI_MEDIA: Final = "media"
+"""langchain-google-genai's block for audio, video, images and files: ``data`` (base64 or
+bytes) or a ``file_uri``, and a ``mime_type`` that says which."""
 
 IMAGE_MIN_TOKENS: Final = 85
 """An image's floor: OpenAI's low-detail price, and what ``detail="low"`` costs."""
@@ -56,20 +63,28 @@ _PDF_PAGE_TOKENS: Final = 2_000
 _PDF_BYTES_PER_PAGE: Final = 4_096
 """The fewest bytes a page takes in a PDF whose pages cannot be counted (a text-only
 pdfTeX page compresses to ~3-6 KB; images make pages larger, so fewer are assumed)."""
-_AUDIO_TOKENS: Final = 1_600
+_TOKENS_PER_SECOND: Final = {"audio": 32, "video": 263}
+"""Gemini's published rates, the highest of the providers that take audio and video."""
+_UNTIMED_SECONDS: Final = 60
+"""A clip whose length cannot be read, for want of its bytes (a URL, a file id)."""
+_LEAST_BYTES_PER_SECOND: Final = {"audio": 1_000, "video": 12_500}
+"""A clip whose header cannot be read lasts at most its size at 8 kbit/s (speech codecs)
+or 100 kbit/s (video): too long, never too short, since a budget must hold it."""
 _FILE_CLASSES: Final = ((16_384, 512), (131_072, 2_048), (1_048_576, 8_192))
 """(decoded bytes at most, tokens) for a binary file whose kind cannot be counted."""
 _FILE_CEILING: Final = 32_768
 _NESTED_DEPTH: Final = 64
 
 
-def _data_of(block: Mapping[str, object]) -> tuple[str | None, str | None, str | None]:
-    """(base64 data, url, mime type) of a media block in any LangChain / provider shape."""
+def _data_of(
+    block: Mapping[str, object],
+) -> tuple[str | bytes | None, str | None, str | None]:
+    """(base64 data or bytes, url, mime type) of a media block in any provider's shape."""
     mime = block.get("mime_type") or block.get("media_type")
     data = block.get("base64") or block.get("data")
     if block.get("type") == _GENERATED:
         data = block.get("result")
-    url = block.get("url")
+    url = block.get("url") or block.get("file_uri")
     source = block.get("source")
     if isinstance(source, Mapping):  # Anthropic: {"source": {"type": "base64", ...}}
         mime = mime or source.get("media_type")
@@ -92,13 +107,15 @@ def _data_of(block: Mapping[str, object]) -> tuple[str | None, str | None, str |
         head, _, data = data.partition(",")
         mime = mime or head[5:].split(";")[0]
     return (
-        data if isinstance(data, str) else None,
+        data if isinstance(data, str | bytes) else None,
         url if isinstance(url, str) else None,
         mime if isinstance(mime, str) else None,
     )
 
 
-def _decode(data: str, limit: int | None = None) -> bytes:
+def _decode(data: str | bytes, limit: int | None = None) -> bytes:
+    if isinstance(data, bytes):  # langchain-google-genai takes raw bytes too
+        return data if limit is None else data[: limit // 4 * 3]
     chunk = data if limit is None else data[: limit - limit % 4]
     try:
         return base64.b64decode(chunk + "=" * (-len(chunk) % 4), validate=False)
@@ -121,7 +138,7 @@ def _openai_image(width: int, height: int) -> int:
     return _OPENAI_BASE + _OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512)
 
 
-def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
+def _image_tokens(block: Mapping[str, object], data: str | bytes | None) -> int:
     detail = block.get("detail")
     inner = block.get("image_url")
     if isinstance(inner, Mapping):
@@ -145,7 +162,9 @@ def _image_tokens(block: Mapping[str, object], data: str | None) -> int:
     return max(IMAGE_MIN_TOKENS, min(IMAGE_MAX_TOKENS, tokens))
 
 
-def _file_tokens(data: str | None, mime: str | None, count_text: Callable[[str], int]) -> int:
+def _file_tokens(
+    data: str | bytes | None, mime: str | None, count_text: Callable[[str], int]
+) -> int:
     if mime is not None and mime.startswith("text/plain:"):
         return count_text(mime.removeprefix("text/plain:"))
     if data is None:
@@ -198,34 +217,81 @@ def pdf_pages(raw: bytes) -> int:
 
 
 def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) -> int | None:
-    """What an image / file / audio block costs, or ``None`` for any other block.
+    """What an image / file / audio / video block costs, or ``None`` for any other block.
 
     Images: their pixel size read from the header (``width x height / 750`` after a resize
     to a 1,568-pixel long edge, between :data:`IMAGE_MIN_TOKENS` and
     :data:`IMAGE_MAX_TOKENS`); ``detail="low"`` the floor; a URL the ceiling. Files: a
-    text file its text, a PDF ~2,000 tokens a page, anything else by size class. Never
-    the base64 length.
+    text file its text, a PDF ~2,000 tokens a page, anything else by size class. Audio
+    and video: their length (:func:`clip_seconds`) at Gemini's 32 and 263 tokens a second.
+    Never the base64 length.
 
     Example:
         >>> media_tokens({"type": "image_url", "image_url": {"url": "https://x/y.png"}}, len)
         1600
+        >>> media_tokens({"type": "audio", "url": "https://x/talk.mp3"}, len)
+        1920
         >>> media_tokens({"type": "text", "text": "hi"}, len) is None
         True
     """
-    kind = block.get("type")
-    if kind == _GENERATED and not block.get("result"):
-        return None  # a reference to a stored item (its id) or one still running
-    if kind in _IMAGE_TYPES:
-        data, _url, _mime = _data_of(block)
+    kind = _kind(block)
+    if kind is None or (block.get("type") == _GENERATED and not block.get("result")):
+        return None  # not media; or a reference to a stored image (its id), or one running
+    data, _url, mime = _data_of(block)
+    if kind == "image" or (kind == "file" and (mime or "").startswith("image/") and data):
         return _image_tokens(block, data)
-    if kind in _FILE_TYPES:
-        data, _url, mime = _data_of(block)
-        if isinstance(mime, str) and mime.startswith("image/") and data is not None:
-            return _image_tokens(block, data)
+    if kind == "file":
         return _file_tokens(data, mime, count_text)
-    if kind in _AUDIO_TYPES:
-        return _AUDIO_TOKENS
-    return None
+    seconds = _UNTIMED_SECONDS if data is None else clip_seconds(_decode(data), kind)
+    return math.ceil(seconds * _TOKENS_PER_SECOND[kind])
+
+
+def _tinytag_seconds(raw: bytes) -> float | None:
+    """The length ``tinytag`` reads (the ``media`` extra), else ``None``.
+
+    ``None`` without ``tinytag``, and for a clip it cannot read.
+    """
+    try:
+        from tinytag import TinyTag, TinyTagException
+    except ImportError:
+        return None
+    try:
+        seconds = TinyTag.get(file_obj=io.BytesIO(raw), tags=False).duration
+    # A damaged or hostile file: tinytag's own errors and the parse errors it lets through.
+    except (TinyTagException, struct.error, ValueError, IndexError, KeyError, EOFError):
+        return None
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds > 0 else None
+
+
+def _wave_seconds(raw: bytes) -> float | None:
+    """A PCM WAV file's length from its header (the standard library), else ``None``."""
+    try:
+        with wave.open(io.BytesIO(raw)) as clip:
+            frames, rate = clip.getnframes(), clip.getframerate()
+    except (wave.Error, EOFError, struct.error, ValueError):
+        return None
+    return frames / rate if rate > 0 else None
+
+
+def clip_seconds(raw: bytes, kind: str = "audio") -> float:
+    """How long an audio or video clip lasts, in seconds, from its bytes.
+
+    Read from its header with ``tinytag`` (the ``media`` extra: MP3, MP4 / M4A, OGG, Opus,
+    FLAC, WAV, AIFF, WMA), else a WAV's with the standard library. A clip neither reads is
+    bounded from above by its size (:data:`_LEAST_BYTES_PER_SECOND`): too long, never too
+    short, since a budget must hold what the provider bills.
+
+    Example:
+        >>> import io, wave
+        >>> buf = io.BytesIO()
+        >>> with wave.open(buf, "wb") as w:
+        ...     w.setnchannels(1); w.setsampwidth(2); w.setframerate(8000)
+        ...     w.writeframes(bytes(16000 * 3))
+        >>> clip_seconds(buf.getvalue())
+        3.0
+    """
+    read = _tinytag_seconds(raw) or _wave_seconds(raw)
+    return read if read is not None else len(raw) / _LEAST_BYTES_PER_SECOND[kind]
 
 
 def media_label(block: Mapping[str, object]) -> str | None:
@@ -261,6 +327,10 @@ def _kind(block: Mapping[str, object]) -> str | None:
         return "file"
     if kind in _AUDIO_TYPES:
         return "video" if kind == "video" else "audio"
+    if kind == _GENAI_MEDIA:
+        mime = block.get("mime_type")
+        head = mime.partition("/")[0] if isinstance(mime, str) else ""
+        return head if head in ("image", "audio", "video") else "file"
     return None
 
 

@@ -836,6 +836,33 @@ def pdf_with_object_streams(pages: int) -> bytes:
     return out + f"startxref\n{xref_at}\n%%EOF\n".encode()
 
 
+def wav_bytes(seconds: float, rate: int = 8_000) -> bytes:
+    """A silent 16-bit mono PCM WAV file ``seconds`` long."""
+    import io
+    import wave
+
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as clip:
+        clip.setnchannels(1)
+        clip.setsampwidth(2)
+        clip.setframerate(rate)
+        clip.writeframes(bytes(2 * round(rate * seconds)))
+    return buf.getvalue()
+
+
+def mp4_bytes(seconds: float) -> bytes:
+    """The boxes an MP4 reader needs for its length: ``ftyp``, then ``moov`` holding an
+    ``mvhd`` (a millisecond timescale), then ``mdat`` (the frames: zeros here)."""
+    import struct
+
+    def box(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(payload)) + kind + payload
+
+    times = struct.pack(">IIII", 0, 0, 1_000, round(seconds * 1_000))
+    moov = box(b"moov", box(b"mvhd", bytes(4) + times + bytes(80)))
+    return box(b"ftyp", b"isom\0\0\0\1isommp41") + moov + box(b"mdat", bytes(4_096))
+
+
 def floor_tokens(record: Sequence[BaseMessage], counter: Any, *, extra: int = 0) -> int:
     """What a view of ``record`` must hold at the least: its leading system messages
     (plus ``extra``) and one human turn, the latest directive as it is when that is

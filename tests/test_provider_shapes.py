@@ -311,6 +311,41 @@ def test_a_current_turn_that_lost_its_thinking_is_flagged() -> None:
     assert request_problems(done, thinking=True) == []
 
 
+def _gemini_step(i: int, *, v1: bool) -> AIMessage:
+    """A Gemini step as langchain-google-genai records it: thought summaries only on some
+    steps, each call's signature in ``additional_kwargs``."""
+    thought: dict[str, Any] = {"type": "thinking", "thinking": f"Plan {i}.", "signature": "c2ln"}
+    if v1:
+        thought = {"type": "reasoning", "reasoning": f"Plan {i}.", "extras": {"signature": "c2ln"}}
+    call = {"name": "read_file", "args": {"path": f"m{i}.py"}, "id": f"fc_{i}"}
+    return AIMessage(
+        [thought, {"type": "text", "text": f"Step {i}."}] if i % 3 == 2 else f"Step {i}.",
+        tool_calls=[call],
+        additional_kwargs={"__gemini_function_call_thought_signatures__": {f"fc_{i}": "c2ln"}},
+        response_metadata={"model_provider": "google_genai", "model_name": "gemini-3-pro"},
+    )
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["thinking", "v1-reasoning"])
+def test_a_gemini_loop_with_thoughts_on_some_steps_is_not_cut_into_turns(
+    v1: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Gemini's thoughts are not Claude's: nothing requires a turn to open with one. Read as
+    # Claude's, every step that thought started a new turn (a made-up user message in the
+    # middle of the loop, and a warning each turn).
+    record: list[BaseMessage] = [system_prompt(), HumanMessage("Port the module.")]
+    for i in range(12):
+        step = _gemini_step(i, v1=v1)
+        record += [step, ToolMessage("x = 1\n" * 50, tool_call_id=f"fc_{i}", name="read_file")]
+    with caplog.at_level("WARNING"):
+        view = build_working_transcript(record, max_tokens=BUDGET).messages
+        fixed, repairs = repair_request(record)
+    assert repairs == []
+    assert fixed == record
+    assert [m for m in view if isinstance(m, HumanMessage)] == [record[1]]
+    assert "repaired" not in caplog.text
+
+
 @pytest.mark.parametrize("i", [0, 11], ids=["thinking", "redacted-thinking"])
 def test_v1_content_counts_each_call_once(i: int) -> None:
     # output_version="v1" lists a call in the content and in tool_calls; langchain-anthropic

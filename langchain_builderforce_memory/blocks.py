@@ -56,7 +56,9 @@ __all__ = [
     "with_cut_text",
 ]
 
-THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
+THINKING_TYPES: Final = frozenset(
+    {"thinking", "redacted_thinking", "reasoning", "reasoning_content"}  # the last: Bedrock
+)
 """Block types that carry a model's reasoning (Anthropic thinking, OpenAI Responses)."""
 _SIGNED_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 """Anthropic's thinking blocks: with thinking on, the running tool loop must open with one."""
@@ -83,14 +85,16 @@ def _is_signed_thinking(block: Mapping[str, object], message: BaseMessage) -> bo
 
     Natively, or as v1 content: langchain-anthropic sends a ``reasoning`` block of a
     Claude message as ``thinking``; a signed ``reasoning`` block is Claude's whoever
-    recorded it. Not Gemini's (``google_genai``): its thoughts have no turn rule to keep.
+    recorded it, as is a signed or redacted ``reasoning_content`` block (langchain-aws:
+    Claude on Bedrock, whose Converse API keeps Anthropic's rule). Not Gemini's
+    (``google_genai``): its thoughts have no turn rule to keep.
     """
     kind, provider = wire_type(block), message.response_metadata.get("model_provider")
-    if provider == "google_genai" or kind not in (*_SIGNED_THINKING, "reasoning"):
+    if provider == "google_genai" or kind not in THINKING_TYPES:
         return False
-    extras = block.get("extras")
-    signed = isinstance(extras, Mapping) and "signature" in extras
-    return kind in _SIGNED_THINKING or provider == "anthropic" or signed
+    inner = block.get("reasoning_content" if kind == "reasoning_content" else "extras")
+    signed = isinstance(inner, Mapping) and bool({"signature", "redacted_content"} & set(inner))
+    return kind in _SIGNED_THINKING or (kind == "reasoning" and provider == "anthropic") or signed
 
 
 _CALL_ID_KEYS: Final[Mapping[str, str]] = {
@@ -103,11 +107,9 @@ _CALL_ID_KEYS: Final[Mapping[str, str]] = {
     "mcp_approval_request": "id",  # a remote MCP call awaiting the user's approval
     "tool_search_call": "call_id",  # when the client runs it (see call_id_key)
 }
-_UNNAMED: Final = {
-    "computer_call": "computer",
-    "apply_patch_call": "apply_patch",
-    "tool_search_call": "tool_search",
-}
+_UNNAMED: Final = dict(
+    computer_call="computer", apply_patch_call="apply_patch", tool_search_call="tool_search"
+)
 """The name a call block without one is known by."""
 _OWN_ARGS: Final = {
     "computer_call": "action",
@@ -508,10 +510,8 @@ def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, objec
 
 def opens_with_thinking(message: BaseMessage) -> bool:
     """True when an assistant message's content opens with an Anthropic thinking block."""
-    blocks = message.content if isinstance(message.content, list) else []
-    return (
-        bool(blocks) and isinstance(blocks[0], Mapping) and _is_signed_thinking(blocks[0], message)
-    )
+    first = message.content[0] if isinstance(message.content, list) and message.content else None
+    return isinstance(first, Mapping) and _is_signed_thinking(first, message)
 
 
 def has_thinking(message: BaseMessage) -> bool:
@@ -525,14 +525,16 @@ def reasoning_text(block: Mapping[str, object]) -> str:
     """The countable text of a thinking / reasoning block (signatures are not text).
 
     ``thinking`` counts its thought; ``redacted_thinking`` its opaque data (the provider
-    bills the thought it stands for, which that data's size tracks); OpenAI ``reasoning``
-    its summary texts and any encrypted content.
+    bills the thought it stands for, which that data's size tracks), as Bedrock's
+    ``reasoning_content``; OpenAI ``reasoning`` its summary texts and encrypted content.
     """
-    kind = block.get("type")
+    kind, inner = block.get("type"), block.get("reasoning_content")
     if kind == "thinking":
         return str(block.get("thinking") or "")
     if kind == "redacted_thinking":
         return str(block.get("data") or "")
+    if isinstance(inner, Mapping):  # langchain-aws (Bedrock Converse)
+        return str(inner.get("text") or inner.get("redacted_content") or "")
     parts: list[str] = []
     summary = block.get("summary")
     if isinstance(summary, list):

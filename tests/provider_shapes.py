@@ -1,11 +1,12 @@
 """Recorded provider response shapes and strict wire checks, one per provider.
 
 Each :class:`Shape` plays a model's responses as the provider's LangChain integration
-records them (Anthropic extended thinking with tool use; Anthropic-native ``tool_use`` /
-``tool_result`` blocks; OpenAI Responses ``reasoning`` items and built-in tools; images;
-invalid tool calls) and writes the tool results the way that integration's records hold
-them. The wire checks convert a request with langchain-anthropic's / langchain-openai's
-OWN formatting functions and then check what the provider's API enforces.
+records them (Anthropic extended thinking with tool use, also on Bedrock;
+Anthropic-native ``tool_use`` / ``tool_result`` blocks; OpenAI Responses ``reasoning``
+items and built-in tools; images; invalid tool calls) and writes the tool results the way
+that integration's records hold them. The wire checks convert a request with
+langchain-anthropic's / langchain-openai's / langchain-aws's OWN formatting functions and
+then check what the provider's API enforces.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_anthropic import ChatAnthropic
+from langchain_aws.chat_models.bedrock_converse import _messages_to_bedrock
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai.chat_models.base import (
     _construct_responses_api_input,
@@ -32,6 +34,8 @@ DIRECTIVES = [
     f"Task {d}: port module m{d} to the new API and keep its tests green." for d in range(10)
 ]
 """Ten directives x ten model calls: the 100-turn loop."""
+_BEDROCK_CLAUDE = "anthropic.claude-sonnet-4-5"
+"""The Bedrock model id the Bedrock shape's requests are formatted for."""
 
 
 def png(width: int, height: int) -> bytes:
@@ -72,6 +76,9 @@ class Shape:
     """Results are Anthropic user turns of ``tool_result`` blocks, not ``ToolMessage`` s."""
     agent_tools: bool = True
     """``create_agent``'s tool node can run the calls (they are in ``tool_calls``)."""
+    model_name: str = "scripted"
+    """The name the agent's model records: langchain-aws drops the reasoning a model of
+    another family wrote, and reads the family from the name."""
 
 
 # ------------------------------------------------------------------------ responses
@@ -147,6 +154,26 @@ def standard_content(response: Callable[[int], AIMessage]) -> Callable[[int], AI
         )
 
     return respond
+
+
+def bedrock_thinking_response(i: int) -> AIMessage:
+    """Claude with extended thinking on Bedrock, as langchain-aws's ``ChatBedrockConverse``
+    records it: each thought a ``reasoning_content`` block (its text and signature inside,
+    a redacted one its ``redacted_content``), then the text and ``tool_use`` blocks."""
+    claude = anthropic_thinking_response(i)
+    blocks: list[str | dict[str, Any]] = []
+    for b in claude.content:
+        assert isinstance(b, dict)
+        if b["type"] in ("thinking", "redacted_thinking"):
+            inner = (
+                {"text": b["thinking"], "signature": b["signature"]}
+                if b["type"] == "thinking"
+                else {"redacted_content": b["data"]}
+            )
+            b = {"type": "reasoning_content", "reasoning_content": inner}
+        blocks.append(b)
+    meta = {"model_provider": "bedrock_converse", "model_name": _BEDROCK_CLAUDE}
+    return AIMessage(blocks, tool_calls=claude.tool_calls, response_metadata=meta)
 
 
 def anthropic_native_response(i: int) -> AIMessage:
@@ -536,6 +563,51 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
     return problems
 
 
+def bedrock_request(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The Converse API ``messages`` langchain-aws sends for ``messages``: its own message
+    formatter (private, so wrapped here), which merges runs of one role into one turn."""
+    wire, _system = _messages_to_bedrock(list(messages), model_id=_BEDROCK_CLAUDE)
+    return wire
+
+
+def bedrock_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -> list[str]:
+    """Format with langchain-aws, then check the rules Bedrock keeps for Claude.
+
+    Roles alternate and start with a user turn; every ``toolUse`` is answered in the next
+    user turn and every ``toolResult`` answers the turn before; reasoning comes first in a
+    turn; with thinking on, the running tool loop's first assistant turn opens with it.
+    """
+    try:
+        wire = bedrock_request(messages)
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"langchain-aws could not format the request: {exc}"]
+    problems = [] if wire and wire[0]["role"] == "user" else ["the first turn is not a user's"]
+    problems += [
+        f"two {a['role']} turns in a row"
+        for a, b in itertools.pairwise(wire)
+        if a["role"] == b["role"]
+    ]
+    loop_opens: list[str] | None = None
+    for i, turn in enumerate(wire):
+        kinds = [next(iter(b)) for b in turn["content"]]
+        if turn["role"] == "user" and "toolResult" not in kinds:
+            loop_opens = None
+        elif turn["role"] == "assistant":
+            loop_opens = kinds if loop_opens is None else loop_opens
+            thinks = [k == "reasoningContent" for k in kinds]
+            if not all(thinks[: sum(thinks)]):
+                problems.append(f"turn {i}: reasoning is not first: {kinds}")
+            uses = sorted(b["toolUse"]["toolUseId"] for b in turn["content"] if "toolUse" in b)
+            nxt = wire[i + 1]["content"] if i + 1 < len(wire) else None
+            answers = sorted(b["toolResult"]["toolUseId"] for b in nxt or [] if "toolResult" in b)
+            if nxt is not None and uses != answers:
+                problems.append(f"turn {i}: toolUse {uses} answered by {answers}")
+    running = bool(wire) and any("toolResult" in b for b in wire[-1]["content"])
+    if thinking and running and loop_opens and loop_opens[0] != "reasoningContent":
+        problems.append(f"the running tool loop opens without its reasoning: {loop_opens}")
+    return problems
+
+
 def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     """Format with langchain-openai's Responses input builder, then check its rules.
 
@@ -652,6 +724,14 @@ SHAPES: dict[str, Shape] = {
         tool_messages,
         lambda ms: anthropic_wire(ms, thinking=True),
         thinking=True,
+    ),
+    "bedrock_thinking": Shape(
+        "bedrock_thinking",
+        bedrock_thinking_response,
+        tool_messages,
+        lambda ms: bedrock_wire(ms, thinking=True),
+        thinking=True,
+        model_name=_BEDROCK_CLAUDE,
     ),
     "anthropic_native": Shape(
         "anthropic_native",

@@ -62,6 +62,7 @@ PROVIDER_SHAPES = (
     "patch",
     "mcp",
     "search",
+    "bedrock",
 )
 CLAUDE_SHAPES = ("native", "thinking", "thinking_v1")
 """The shapes a Claude run records (for checks by langchain-anthropic's own formatter)."""
@@ -82,7 +83,8 @@ def provider_round(
     screenshot that must stay one); OpenAI's ``apply_patch`` (answered in a user turn);
     OpenAI's remote MCP approval requests (decided in a user turn, after an ``mcp_call``
     that holds its own output); OpenAI's tool search (one OpenAI ran, its output beside
-    it; the client's, answered in a user turn).
+    it; the client's, answered in a user turn); Claude's thinking on Bedrock (a signed
+    ``reasoning_content`` block first, as langchain-aws records it).
     """
     shape = draw(st.sampled_from(list(shapes)))
     calls = [{"name": "read_file", "args": {"path": c}, "id": c} for c in ids]
@@ -91,6 +93,12 @@ def provider_round(
         results = [{"type": "tool_result", "tool_use_id": c, "content": body} for c in ids]
         return [call, HumanMessage(results)]
     answers: list[BaseMessage] = [ToolMessage(body, tool_call_id=c, name="read_file") for c in ids]
+    if shape == "bedrock":
+        thought = {"type": "reasoning_content", "reasoning_content": {"text": body[:400]}}
+        thought["reasoning_content"] |= {"signature": "sig"}
+        content = [thought, {"type": "text", "text": "reading"}, *_tool_use(ids)]
+        meta = {"model_provider": "bedrock_converse", "model_name": "anthropic.claude"}
+        return [AIMessage(content, tool_calls=calls, response_metadata=meta), *answers]
     if shape in ("thinking", "thinking_v1"):
         thought = {"type": "thinking", "thinking": body[:400] or "hm", "signature": "sig"}
         content = [thought, {"type": "text", "text": "reading"}, *_tool_use(ids)]
@@ -228,7 +236,8 @@ _CLAUDE_THOUGHTS = frozenset({"thinking", "redacted_thinking"})
 def thinks(message: BaseMessage) -> bool:
     """Whether an assistant message carries a Claude thought, read here rather than by the
     package (its reading is what the checks test): a thinking or redacted thinking block,
-    native or wrapped in v1's ``non_standard``, or a v1 ``reasoning`` block of Claude's."""
+    native or wrapped in v1's ``non_standard``, a v1 ``reasoning`` block of Claude's, or a
+    signed ``reasoning_content`` block (langchain-aws)."""
     if not isinstance(message, AIMessage) or not isinstance(message.content, list):
         return False
     claude = message.response_metadata.get("model_provider") == "anthropic"
@@ -238,6 +247,7 @@ def thinks(message: BaseMessage) -> bool:
             b.get("type") in _CLAUDE_THOUGHTS
             or (b.get("value") or {}).get("type") in _CLAUDE_THOUGHTS
             or (claude and b.get("type") == "reasoning")
+            or "signature" in (b.get("reasoning_content") or {})  # Claude on Bedrock
         )
         for b in message.content
     )

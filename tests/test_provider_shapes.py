@@ -114,7 +114,7 @@ def _tools(shape: Shape) -> list[Any]:
 def test_middleware_loop_sends_valid_fitting_requests(name: str) -> None:
     shape = SHAPES[name]
     script = [lambda _msgs, i=i: _agent_response(shape, i) for i in range(TURNS)]
-    model = ScriptedChatModel(script=script)
+    model = ScriptedChatModel(script=script, model_name=shape.model_name)
     agent = build_agent(
         "create_agent",
         model,

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import (
     DECISION_TYPES,
+    THINKING_TYPES,
     call_id_key,
     is_tool_result_turn,
     legacy_function_call,
@@ -45,9 +46,7 @@ def _compact_json(value: object) -> str:
     return json_text(value, compact=True)
 
 
-_UNSHOWN_BLOCKS: Final = frozenset(
-    ("thinking", "redacted_thinking", "reasoning", "tool_use", "tool_call", "function_call")
-)
+_UNSHOWN_BLOCKS: Final = frozenset((*THINKING_TYPES, "tool_use", "tool_call", "function_call"))
 """Content blocks the summarizer is not shown as JSON: the model's reasoning is not the
 work, and a call block (any block :func:`call_id_key` reads) is rendered as its call (its
 argument values cut), not in full."""

@@ -40,10 +40,8 @@ __all__ = [
     "call_ids",
     "cuttable_text",
     "has_structure",
-    "has_thinking",
     "is_tool_result_turn",
     "legacy_function_call",
-    "opens_with_thinking",
     "parsed_arguments",
     "reasoning_text",
     "result_keys",
@@ -60,8 +58,6 @@ THINKING_TYPES: Final = frozenset(
     {"thinking", "redacted_thinking", "reasoning", "reasoning_content"}  # the last: Bedrock
 )
 """Block types that carry a model's reasoning (Anthropic thinking, OpenAI Responses)."""
-_SIGNED_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
-"""Anthropic's thinking blocks: with thinking on, the running tool loop must open with one."""
 
 
 def wire_type(block: Mapping[str, object]) -> object:
@@ -78,23 +74,6 @@ def wire_type(block: Mapping[str, object]) -> object:
     if block.get("type") == "non_standard" and isinstance(value, Mapping):
         return value.get("type")
     return block.get("type")
-
-
-def _is_signed_thinking(block: Mapping[str, object], message: BaseMessage) -> bool:
-    """Whether ``block`` reaches Anthropic as a ``thinking`` / ``redacted_thinking`` block.
-
-    Natively, or as v1 content: langchain-anthropic sends a ``reasoning`` block of a
-    Claude message as ``thinking``; a signed ``reasoning`` block is Claude's whoever
-    recorded it, as is a signed or redacted ``reasoning_content`` block (langchain-aws:
-    Claude on Bedrock, whose Converse API keeps Anthropic's rule). Not Gemini's
-    (``google_genai``): its thoughts have no turn rule to keep.
-    """
-    kind, provider = wire_type(block), message.response_metadata.get("model_provider")
-    if provider == "google_genai" or kind not in THINKING_TYPES:
-        return False
-    inner = block.get("reasoning_content" if kind == "reasoning_content" else "extras")
-    signed = isinstance(inner, Mapping) and bool({"signature", "redacted_content"} & set(inner))
-    return kind in _SIGNED_THINKING or (kind == "reasoning" and provider == "anthropic") or signed
 
 
 _CALL_ID_KEYS: Final[Mapping[str, str]] = {
@@ -508,19 +487,6 @@ def with_cut_text(message: BaseMessage, text: str) -> list[str | dict[str, objec
     return out
 
 
-def opens_with_thinking(message: BaseMessage) -> bool:
-    """True when an assistant message's content opens with an Anthropic thinking block."""
-    first = message.content[0] if isinstance(message.content, list) and message.content else None
-    return isinstance(first, Mapping) and _is_signed_thinking(first, message)
-
-
-def has_thinking(message: BaseMessage) -> bool:
-    """True when an assistant message carries an Anthropic thinking block."""
-    return isinstance(message, AIMessage) and any(
-        _is_signed_thinking(b, message) for b in block_dicts(message)
-    )
-
-
 def reasoning_text(block: Mapping[str, object]) -> str:
     """The countable text of a thinking / reasoning block (signatures are not text).
 
@@ -529,8 +495,10 @@ def reasoning_text(block: Mapping[str, object]) -> str:
     ``reasoning_content``; OpenAI ``reasoning`` its summary texts and encrypted content.
     """
     kind, inner = block.get("type"), block.get("reasoning_content")
-    if kind == "thinking":
-        return str(block.get("thinking") or "")
+    if kind == "thinking":  # Mistral's thought is a list of text blocks
+        thought = block.get("thinking")
+        pieces = thought if isinstance(thought, list) else [{"text": thought or ""}]
+        return "".join(str(p.get("text") or "") for p in pieces if isinstance(p, Mapping))
     if kind == "redacted_thinking":
         return str(block.get("data") or "")
     if isinstance(inner, Mapping):  # langchain-aws (Bedrock Converse)

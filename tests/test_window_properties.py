@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory.blocks import has_thinking
 from langchain_builderforce_memory.facts import prefix_sums
 from langchain_builderforce_memory.messages import (
     leading_system_count,
@@ -26,7 +25,7 @@ from langchain_builderforce_memory.transcript.window import (
     window_start,
     windowed,
 )
-from langchain_builderforce_memory.turns import opens_turn_at, thinking_span
+from langchain_builderforce_memory.turns import has_thinking, opens_turn_at, thinking_span
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import floor_tokens, load_transcript, model_turns, transcript_params

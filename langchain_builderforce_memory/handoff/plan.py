@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage
 
-from langchain_builderforce_memory.blocks import has_thinking
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.handoff.note import (
     WORK_CONDENSED,
@@ -40,6 +39,7 @@ from langchain_builderforce_memory.transcript.elide import cut_floor, fit_to_bud
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
 from langchain_builderforce_memory.turns import (
     current_turn_start,
+    has_thinking,
     opens_turn_at,
     thinking_span,
     turn_step,

@@ -272,6 +272,40 @@ def test_the_provider_keeps_as_many_tool_uses_as_our_clear_tier_keeps_tokens(
     assert clear["keep"] == {"type": "tool_uses", "value": 11}
 
 
+def _chained_loop(rounds: int) -> list[BaseMessage]:
+    """A read loop as a Responses ``ChatOpenAI`` records it: each answer with its id."""
+    return [
+        m.model_copy(update={"response_metadata": {"id": f"resp_{m.id}"}})
+        if isinstance(m, AIMessage)
+        else m
+        for m in read_loop(rounds)
+    ]
+
+
+@pytest.mark.parametrize(("rounds", "chained"), [(3, True), (40, False)])
+def test_a_model_chaining_its_responses_is_sent_the_view_not_the_stored_chain(
+    rounds: int, chained: bool
+) -> None:
+    # ChatOpenAI(use_previous_response_id=True) sends only the messages after the latest
+    # response and chains the request to it: OpenAI reads the whole stored record, 120k
+    # tokens here, whatever the view. While the view is the record, the chain stays.
+    model = ChatOpenAI(  # type: ignore[call-arg]
+        model="gpt-5", api_key="offline", use_responses_api=True, use_previous_response_id=True
+    )
+    record = _chained_loop(rounds)
+    summarizer = ScriptedSummarizer("our note")
+    payload = openai_payload(sent(model, record, max_tokens=32_000, summarizer=summarizer))
+    assert ("previous_response_id" in payload) is chained
+    if not chained:  # the view goes whole: the directive, the cleared steps, the latest
+        assert DIRECTIVE in str(payload["input"])
+        assert "cleared from this view" in str(payload["input"])
+        assert len(payload["input"]) > 40
+    node = WorkingTranscriptNode(summarizer, model=model, max_tokens=32_000)
+    view = node.invoke({"messages": record})["llm_input_messages"]
+    assert ("previous_response_id" in model._get_request_payload(view)) is chained
+    assert record == _chained_loop(rounds)  # the record's messages keep their ids
+
+
 def test_a_bad_native_mode_names_the_value_and_the_fix() -> None:
     with pytest.raises(ValueError, match=r"native must be 'off', 'auto' or 'only'; got 'on'"):
         MemoryPolicy(native="on")  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ from langchain_builderforce_memory.agents.driver import (
     run_turn,
     save_code_maps,
 )
-from langchain_builderforce_memory.agents.native import NativeMode
+from langchain_builderforce_memory.agents.native import NativeMode, unchained
 from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
@@ -128,17 +128,17 @@ def _writer(runtime: object) -> Callable[[Any], None] | None:
     return writer if callable(writer) else None
 
 
-def _sent(turn: TurnView) -> list[AnyMessage]:
+def _sent(request: ModelRequest[Any], turn: TurnView) -> list[AnyMessage]:
     # The view holds the record's own messages plus generated HumanMessages: all AnyMessage.
-    return cast("list[AnyMessage]", turn.messages)
+    return cast("list[AnyMessage]", unchained(turn.messages, request.messages, request.model))
 
 
 def _request_for(request: ModelRequest[Any], turn: TurnView) -> ModelRequest[Any]:
     """The request with the turn's view, and the provider's edits when it delegates."""
     if turn.model_settings is None:
-        return request.override(messages=_sent(turn))
+        return request.override(messages=_sent(request, turn))
     settings = {**request.model_settings, **turn.model_settings}
-    return request.override(messages=_sent(turn), model_settings=settings)
+    return request.override(messages=_sent(request, turn), model_settings=settings)
 
 
 class _TurnArgs(TypedDict):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import result_messages
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -53,6 +53,7 @@ __all__ = [
     "kept_tool_uses",
     "native_provider",
     "served_by_openai",
+    "unchained",
     "user_edits",
 ]
 
@@ -299,3 +300,63 @@ def delegation_for(
         new = {"context_management": [{"type": "compaction", "compact_threshold": budget}]}
         return Delegation(provider, new, clears=False, compacts=True)
     return Delegation(None, {}, clears=True, compacts=True)
+
+
+def _response_id(message: BaseMessage) -> bool:
+    """Whether ``message`` is an OpenAI response a request can be chained to by its id."""
+    rid = message.response_metadata.get("id") if isinstance(message, AIMessage) else None
+    return isinstance(rid, str) and rid.startswith("resp_")
+
+
+def _chain_intact(view: Sequence[BaseMessage], record: Sequence[BaseMessage]) -> bool:
+    """Whether ``view`` holds ``record`` as it is up to the latest response it chains to.
+
+    Then the responses OpenAI stores are the view's own head, and a chained request reads
+    what the view says.
+    """
+    last = next((i for i in range(len(view) - 1, -1, -1) if _response_id(view[i])), -1)
+    if last < 0:
+        return True
+    head = [m for m in view[: last + 1] if not isinstance(m, SystemMessage)]
+    stored = [m for m in record if not isinstance(m, SystemMessage)][: len(head)]
+    return len(stored) == len(head) and all(a is b for a, b in zip(head, stored, strict=True))
+
+
+def unchained(
+    view: Sequence[BaseMessage], record: Sequence[BaseMessage], model: object
+) -> list[BaseMessage]:
+    """``view`` as ``model`` must be handed it for the provider to read the view itself.
+
+    ``ChatOpenAI(use_previous_response_id=True)`` sends only the messages after the latest
+    assistant message with a Responses id (``resp_...``), and OpenAI reads the whole
+    stored chain of responses before them: the record, past the budget, not the view.
+    While the view holds the record as it is up to that response, the chain is the view
+    and stays; once the view departs from it (a window, a clear, a fold), its assistant
+    messages go without their ids, so langchain-openai sends the view whole (OpenAI
+    bills a chained request's stored input as input too). Any other model: ``view``.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> class Chained:
+        ...     use_previous_response_id = True
+        >>> reply = AIMessage("ok", response_metadata={"id": "resp_1"})
+        >>> record = [HumanMessage("a"), reply, HumanMessage("b")]
+        >>> unchained(record, record, Chained()) == record
+        True
+        >>> [m.response_metadata for m in unchained(record[1:], record, Chained())]
+        [{}, {}]
+    """
+    if getattr(model, "use_previous_response_id", None) is not True:
+        return list(view)
+    if _chain_intact(view, record):
+        return list(view)
+    return [
+        m.model_copy(
+            update={
+                "response_metadata": {k: v for k, v in m.response_metadata.items() if k != "id"}
+            }
+        )
+        if _response_id(m)
+        else m
+        for m in view
+    ]

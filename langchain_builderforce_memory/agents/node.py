@@ -47,7 +47,7 @@ from langchain_builderforce_memory.agents.driver import (
     run_turn,
     save_code_maps,
 )
-from langchain_builderforce_memory.agents.native import NativeMode
+from langchain_builderforce_memory.agents.native import NativeMode, unchained
 from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
@@ -305,8 +305,9 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         )
         raise ValueError(msg)
 
-    def _update(self, turn: TurnView) -> dict[str, Any]:
-        out: dict[str, Any] = {**turn.update, self.view_key: turn.messages}
+    def _update(self, turn: TurnView, record: list[BaseMessage]) -> dict[str, Any]:
+        view = unchained(turn.messages, record, self.model)
+        out: dict[str, Any] = {**turn.update, self.view_key: view}
         emit_events(turn.events, _stream_writer())
         if not self.overwrite_messages or turn.transcript.mode == "verbatim":
             return out
@@ -337,7 +338,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             tools=self.tools,
             config=config,
         )
-        return self._update(turn)
+        return self._update(turn, record)
 
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -354,7 +355,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             tools=self.tools,
             config=config,
         )
-        return self._update(turn)
+        return self._update(turn, record)
 
     def consolidate(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
         """End of a run: read the last tool results and save the code map (``code_maps``).

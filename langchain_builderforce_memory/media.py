@@ -268,7 +268,8 @@ def _wave_seconds(raw: bytes) -> float | None:
     try:
         with wave.open(io.BytesIO(raw)) as clip:
             frames, rate = clip.getnframes(), clip.getframerate()
-    except (wave.Error, EOFError, struct.error, ValueError):
+    # A damaged file: the module's own error, and the ones its chunk reader lets through.
+    except (wave.Error, EOFError, struct.error, ValueError, RuntimeError, OverflowError):
         return None
     return frames / rate if rate > 0 else None
 

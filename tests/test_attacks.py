@@ -475,6 +475,11 @@ def test_without_tinytag_a_clip_is_bounded_by_its_size(monkeypatch: pytest.Monke
     assert media.clip_seconds(wav_bytes(30)) == 30  # a WAV's header, read by the stdlib
     unreadable = b"ID3" + bytes(160_000)  # 20 s of a 64 kbit/s MP3, say
     assert media.clip_seconds(unreadable) >= 20
+    # A damaged WAV header (its format chunk's size byte): the standard library's reader
+    # raises a bare RuntimeError on it, which must not fail the turn.
+    damaged = bytearray(wav_bytes(1))
+    damaged[17] = 255
+    assert media.clip_seconds(bytes(damaged)) >= 1
 
 
 @pytest.mark.parametrize(

@@ -236,6 +236,16 @@ def test_a_tool_search_reaches_the_summarizer_as_the_tools_it_found() -> None:
     assert blocks[3].endswith("[tools found: edit_a, edit_b]")
 
 
+def test_an_mcp_servers_tool_list_reaches_the_summarizer_as_the_tools_names() -> None:
+    # OpenAI's remote MCP lists the server's tools in the assistant's turn, each with its
+    # input schema: the note needs what the server offers, not the schemas.
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(40)}}
+    tools = [{"name": n, "input_schema": schema, "description": "A tool. " * 40} for n in "ab"]
+    listed = {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "repo", "tools": tools}
+    text = render_for_summary([HumanMessage("list them"), AIMessage([listed])])
+    assert text.split("\n\n")[-1] == "assistant: [tools listed by repo: a, b]"
+
+
 def test_a_web_search_reaches_the_summarizer_as_its_urls_and_titles() -> None:
     # Anthropic's server-side web search answers in the assistant message itself; each
     # result carries its page as encrypted_content, base64 only Anthropic reads: one

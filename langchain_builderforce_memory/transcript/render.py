@@ -123,13 +123,15 @@ def _unshown(block: dict[str, object]) -> bool:
 def _said(block: dict[str, object]) -> str:
     """A block that holds no output text, as what it says; else ``""``.
 
-    An MCP approval response's decision; the tools a tool search found, by name (their
-    schemas are a few hundred tokens each).
+    An MCP approval response's decision; the tools a tool search found, or an MCP server
+    listed (OpenAI's ``mcp_list_tools``), by name: their schemas are a few hundred tokens
+    each.
     """
-    tools = block.get("tools")
-    if block.get("type") == "tool_search_output" and isinstance(tools, list):
-        names = [str(t.get("name") or t.get("type")) for t in tools if isinstance(t, dict)]
-        return f"[tools found: {', '.join(names) or 'none'}]"
+    tools, kind = block.get("tools"), block.get("type")
+    if kind in ("tool_search_output", "mcp_list_tools") and isinstance(tools, list):
+        names = ", ".join(str(t.get("name") or t.get("type")) for t in tools if isinstance(t, dict))
+        where = f"listed by {block.get('server_label')}" if kind == "mcp_list_tools" else "found"
+        return f"[tools {where}: {names or 'none'}]"
     if block.get("type") not in DECISION_TYPES:
         return ""
     reason = block.get("reason")

@@ -264,7 +264,7 @@ def elide_message(message: BaseMessage, max_tokens: int, counter: TokenCounter) 
         (True, 'aaa', 'zzz')
     """
     size = counter.count_message(message)
-    if size <= max_tokens or is_whole_output(message):  # a screenshot is only valid whole
+    if size <= max_tokens or is_whole_output(message):  # a screenshot, loaded tools: whole
         return message
     if isinstance(message, AIMessage) and _calls_are_big(message, max_tokens, counter):
         # The calls are what is big: their values give first, the text after.
@@ -357,7 +357,7 @@ def cut_floor(message: BaseMessage, counter: TokenCounter) -> int:
         11
     """
     whole = counter.count_message(message)
-    if is_whole_output(message):  # a screenshot is only valid whole
+    if is_whole_output(message):  # a screenshot or loaded tools: valid only whole
         return whole
     smallest = message
     if isinstance(message, AIMessage) and longest_value(message) > SHORT:

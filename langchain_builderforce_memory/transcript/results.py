@@ -244,7 +244,7 @@ class _ToolResultsFact:
         call = calls.get(m.tool_call_id)
         name, text, kind, target = _info(m, call)
         result = ToolResult(i, name, text, counter.count_message(m), kind, target, message_id(m))
-        # A screenshot answering a computer call is only valid whole: never worth clearing.
+        # A computer call's screenshot is valid only whole: never worth clearing.
         placeholder = m if is_whole_output(m) else cleared_result(m, result)
         edit = self.cut_inputs and kind == "edit" and call is not None
         saving = cut_saving(call[1], counter.count_text) if edit and call else 0

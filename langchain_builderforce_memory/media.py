@@ -17,13 +17,14 @@ import math
 import struct
 import wave
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import imagesize
 
 __all__ = [
     "IMAGE_MAX_TOKENS",
     "IMAGE_MIN_TOKENS",
+    "ClipKind",
     "clip_seconds",
     "media_dropped",
     "media_kinds",
@@ -63,11 +64,12 @@ _PDF_PAGE_TOKENS: Final = 2_000
 _PDF_BYTES_PER_PAGE: Final = 4_096
 """The fewest bytes a page takes in a PDF whose pages cannot be counted (a text-only
 pdfTeX page compresses to ~3-6 KB; images make pages larger, so fewer are assumed)."""
-_TOKENS_PER_SECOND: Final = {"audio": 32, "video": 263}
+ClipKind: TypeAlias = Literal["audio", "video"]
+_TOKENS_PER_SECOND: Final[Mapping[ClipKind, int]] = {"audio": 32, "video": 263}
 """Gemini's published rates, the highest of the providers that take audio and video."""
 _UNTIMED_SECONDS: Final = 60
 """A clip whose length cannot be read, for want of its bytes (a URL, a file id)."""
-_LEAST_BYTES_PER_SECOND: Final = {"audio": 1_000, "video": 12_500}
+_LEAST_BYTES_PER_SECOND: Final[Mapping[ClipKind, int]] = {"audio": 1_000, "video": 12_500}
 """A clip whose header cannot be read lasts at most its size at 8 kbit/s (speech codecs)
 or 100 kbit/s (video): too long, never too short, since a budget must hold it."""
 _FILE_CLASSES: Final = ((16_384, 512), (131_072, 2_048), (1_048_576, 8_192))
@@ -242,8 +244,9 @@ def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) 
         return _image_tokens(block, data)
     if kind == "file":
         return _file_tokens(data, mime, count_text)
-    seconds = _UNTIMED_SECONDS if data is None else clip_seconds(_decode(data), kind)
-    return math.ceil(seconds * _TOKENS_PER_SECOND[kind])
+    timed: ClipKind = "video" if kind == "video" else "audio"
+    seconds = _UNTIMED_SECONDS if data is None else clip_seconds(_decode(data), timed)
+    return math.ceil(seconds * _TOKENS_PER_SECOND[timed])
 
 
 def _tinytag_seconds(raw: bytes) -> float | None:
@@ -274,7 +277,7 @@ def _wave_seconds(raw: bytes) -> float | None:
     return frames / rate if rate > 0 else None
 
 
-def clip_seconds(raw: bytes, kind: str = "audio") -> float:
+def clip_seconds(raw: bytes, kind: ClipKind = "audio") -> float:
     """How long an audio or video clip lasts, in seconds, from its bytes.
 
     Read from its header with ``tinytag`` (the ``media`` extra: MP3, MP4 / M4A, OGG, Opus,

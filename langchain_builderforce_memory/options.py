@@ -176,7 +176,9 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         "code_map_scope": (
             "Whose code maps a run reads and writes: a label, a sequence of labels, or a "
             "function of the run's config (e.g. "
-            '``lambda c: ("team", c["configurable"]["user_id"])``).'
+            '``lambda c: ("team", c["configurable"]["user_id"])``). Any text or whole '
+            "number is a label (an email too). A function returning ``None`` gives its run "
+            "no code maps; one returning no scope is logged, and its run goes on without."
         ),
         "tool_mapper": (
             "Maps tool calls to working-memory observations (``ToolObservationMapper``); "

@@ -8,7 +8,9 @@ instead of searching again.
 
 Maps live under `namespace + scope`, where the scope names whose they are (user, tenant,
 repo). Reads match the namespace EXACTLY: a store search is by namespace prefix, so a
-prefix match would let scope `("alice",)` read `("alice", "repo")`'s maps.
+prefix match would let scope `("alice",)` read `("alice", "repo")`'s maps. A scope label
+is any text (or a whole number): what LangGraph forbids in a namespace label ('.', NUL)
+is percent-escaped, so a user id such as `alice@example.com` is a scope as it is.
 
 Any `BaseStore` works unchanged (`InMemoryStore` by default, `SqliteStore`,
 `PostgresStore`); only its public `get` / `put` / `delete` / `search` (and their `a`
@@ -18,11 +20,12 @@ twins) are used. Concurrent saves of one area in one scope are last-writer-wins:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Final, TypedDict
+from typing import Final, TypeAlias, TypedDict
 
 from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
@@ -37,10 +40,21 @@ from langchain_builderforce_memory.working.consolidation import (
 )
 from langchain_builderforce_memory.working.memory import WorkingMemory
 
-__all__ = ["DEFAULT_NAMESPACE", "CodeMap", "CodeMapRecall", "CodeMapStore", "CodeMapValue"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "CodeMap",
+    "CodeMapRecall",
+    "CodeMapStore",
+    "CodeMapValue",
+    "Scope",
+    "scope_labels",
+]
 
 DEFAULT_NAMESPACE: Final = ("builderforce_memory", "codemaps")
 """Where maps live in the store, before the caller's scope."""
+logger = logging.getLogger(__name__)
+Scope: TypeAlias = "str | int | Sequence[str | int]"
+"""Whose maps: a label (a user, tenant or repo id), or a sequence of them."""
 _PAGE: Final = 100
 _WORD = re.compile(r"[a-z0-9]+")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]+$")
@@ -96,6 +110,60 @@ def _labels(value: str | Sequence[str], what: str) -> tuple[str, ...]:
                 f"namespace rules); got {label!r} in {labels!r}. Replace '.' (e.g. with '_')."
             )
     return labels
+
+
+def scope_labels(scope: object, what: str = "scope") -> tuple[str, ...]:
+    """A scope as its labels: a label (text, or a number as text), or a sequence of them.
+
+    Any text is a label: it is escaped where it meets the store (:func:`_escaped`), so a
+    user id such as ``alice@example.com`` scopes its maps as it is.
+
+    Raises:
+        ValueError: no label, an empty one, or one that is neither text nor a number.
+
+    Example:
+        >>> scope_labels("alice@example.com"), scope_labels(("team", 42))
+        (('alice@example.com',), ('team', '42'))
+    """
+    labels = (scope,) if isinstance(scope, str | int) else scope
+    if not isinstance(labels, Sequence) or not labels:
+        msg = f"{what} must be a label or a non-empty sequence of labels; got {scope!r}."
+        raise ValueError(msg)
+    if not all(isinstance(x, str | int) and not isinstance(x, bool) and x != "" for x in labels):
+        msg = f"{what} labels must be non-empty text or whole numbers; got {scope!r}."
+        raise ValueError(msg)
+    return tuple(str(x) for x in labels)
+
+
+def scope_of_run(value: object) -> tuple[str, ...] | None:
+    """The labels a ``code_map_scope`` function gave a run; ``None``: no code maps this run.
+
+    ``None`` says so on purpose (an anonymous user); anything else that is not a scope is
+    logged, and the run goes on without code maps rather than failing in the graph.
+
+    Example:
+        >>> scope_of_run(["team", 7]), scope_of_run(None)
+        (('team', '7'), None)
+    """
+    if value is None:
+        return None
+    try:
+        return scope_labels(value, "code_map_scope's function: its result")
+    except ValueError as exc:
+        logger.warning("%s This run reads and saves no code maps.", exc)
+        return None
+
+
+def _escaped(label: str) -> str:
+    """A scope label as a LangGraph namespace label, which may hold no '.' or NUL.
+
+    Both are percent-escaped, and '%' too, so two labels never meet in one namespace.
+
+    Example:
+        >>> _escaped("alice@example.com"), _escaped("50%.")
+        ('alice@example%2Ecom', '50%25%2E')
+    """
+    return label.replace("%", "%25").replace(".", "%2E").replace("\x00", "%00")
 
 
 def _terms(path: str) -> set[str]:
@@ -190,14 +258,19 @@ class CodeMapStore:
         self.min_files = min_files
         self.root = root
 
-    def namespace_for(self, scope: str | Sequence[str]) -> tuple[str, ...]:
-        """The exact namespace a scope's maps live in."""
-        return (*self.namespace, *_labels(scope, "scope"))
+    def namespace_for(self, scope: Scope) -> tuple[str, ...]:
+        """The exact namespace a scope's maps live in (its labels escaped: :func:`_escaped`).
+
+        Example:
+            >>> CodeMapStore().namespace_for(("alice@example.com", 7))
+            ('builderforce_memory', 'codemaps', 'alice@example%2Ecom', '7')
+        """
+        return (*self.namespace, *map(_escaped, scope_labels(scope)))
 
     def _plan(
         self,
         memory_or_snapshot: WorkingMemory | Mapping[str, object],
-        scope: str | Sequence[str],
+        scope: Scope,
         at: datetime | None,
     ) -> _SavePlan | None:
         namespace = self.namespace_for(scope)
@@ -214,7 +287,7 @@ class CodeMapStore:
         self,
         memory_or_snapshot: WorkingMemory | Mapping[str, object],
         *,
-        scope: str | Sequence[str],
+        scope: Scope,
         at: datetime | None = None,
     ) -> CodeMap | None:
         """Consolidate a finished run and merge it into its area's map in `scope`.
@@ -240,7 +313,7 @@ class CodeMapStore:
         self,
         memory_or_snapshot: WorkingMemory | Mapping[str, object],
         *,
-        scope: str | Sequence[str],
+        scope: Scope,
         at: datetime | None = None,
     ) -> CodeMap | None:
         """Async `save`."""
@@ -267,7 +340,7 @@ class CodeMapStore:
         return _Query(frozenset(paths), frozenset(words))
 
     def _prepare(
-        self, task_or_paths: str | Sequence[str], scope: str | Sequence[str], limit: int
+        self, task_or_paths: str | Sequence[str], scope: Scope, limit: int
     ) -> tuple[tuple[str, ...], _Query]:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be an int >= 1; got {limit!r}.")
@@ -289,7 +362,7 @@ class CodeMapStore:
         return [m for _, m in scored[:limit]]
 
     def maps_for(
-        self, task_or_paths: str | Sequence[str], *, scope: str | Sequence[str], limit: int = 3
+        self, task_or_paths: str | Sequence[str], *, scope: Scope, limit: int = 3
     ) -> list[CodeMap]:
         """The scope's maps most relevant to a task (its text) or to a set of paths.
 
@@ -308,7 +381,7 @@ class CodeMapStore:
         return self._rank(namespace, items, query, limit)
 
     async def amaps_for(
-        self, task_or_paths: str | Sequence[str], *, scope: str | Sequence[str], limit: int = 3
+        self, task_or_paths: str | Sequence[str], *, scope: Scope, limit: int = 3
     ) -> list[CodeMap]:
         """Async `maps_for`."""
         namespace, query = self._prepare(task_or_paths, scope, limit)
@@ -320,11 +393,11 @@ class CodeMapStore:
                 break
         return self._rank(namespace, items, query, limit)
 
-    def recall_for(self, scope: str | Sequence[str], *, limit: int = 3) -> CodeMapRecall:
+    def recall_for(self, scope: Scope, *, limit: int = 3) -> CodeMapRecall:
         """A `recall(query, budget_chars)` over this scope's maps, for the hand-off packer."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be an int >= 1; got {limit!r}.")
-        return CodeMapRecall(self, _labels(scope, "scope"), limit)
+        return CodeMapRecall(self, scope_labels(scope), limit)
 
 
 def _fit(maps: list[CodeMap], budget_chars: int) -> str:

@@ -348,6 +348,42 @@ def test_code_maps_are_recalled_into_the_brief_and_saved_when_the_run_ends() -> 
 
 
 @pytest.mark.parametrize(
+    ("scope", "saved_in", "warns"),
+    [
+        (lambda c: ("team", "alice@example.com"), ("team", "alice@example.com"), False),
+        (lambda c: ("team", 42), ("team", "42"), False),
+        (lambda c: None, None, False),  # an anonymous run: no maps, on purpose
+        (lambda c: {"user": "alice"}, None, True),
+        (lambda c: ("team", ""), None, True),
+    ],
+    ids=["email", "number", "none", "mapping", "empty-label"],
+)
+def test_a_scope_functions_result_scopes_the_maps_or_the_run_goes_on_without_them(
+    scope: Any, saved_in: tuple[str, ...] | None, warns: bool, caplog: Any
+) -> None:
+    # A user id from the config is often an email, whose '.' LangGraph's namespaces refuse,
+    # or a number; neither may fail the user's graph.
+    maps = CodeMapStore()
+    run = coding_agent_script(turns=30, directives=1)
+    agent = build_agent(
+        "create_agent",
+        ScriptedChatModel(script=run.script),
+        coding_tools(min_tokens=50, max_tokens=100),
+        checkpointer=InMemorySaver(),
+        code_maps=maps,
+        code_map_scope=scope,
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_builderforce_memory"):
+        run_directives(agent, run.directives)
+    saved = maps.store.search(maps.namespace, limit=100)
+    if saved_in is None:
+        assert saved == []
+    else:
+        assert [m.area for m in maps.maps_for("src/app", scope=saved_in)] == ["src/app"]
+    assert any("code_map_scope" in r.getMessage() for r in caplog.records) is warns
+
+
+@pytest.mark.parametrize(
     ("options", "error", "message"),
     [
         ({"max_token": 1}, TypeError, "did you mean 'max_tokens'"),
@@ -356,6 +392,7 @@ def test_code_maps_are_recalled_into_the_brief_and_saved_when_the_run_ends() -> 
         ({"min_tail_messages": 50}, ValueError, "max_tail_messages"),
         ({"timeout": -1}, ValueError, "timeout"),
         ({"code_maps": {}}, TypeError, "code_maps must be a CodeMapStore"),
+        ({"code_map_scope": ()}, ValueError, "code_map_scope must be a label or a non-empty"),
         ({"tool_mapper": "read"}, TypeError, "tool_mapper must be a ToolObservationMapper"),
     ],
 )

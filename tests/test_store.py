@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore
@@ -315,13 +316,32 @@ async def test_async_twins_save_merge_find_and_recall(astore: BaseStore) -> None
     assert await maps.asave(run(), scope=SCOPE) is None
 
 
+def test_any_text_is_a_scope_label_and_no_two_scopes_meet(store: BaseStore) -> None:
+    # LangGraph refuses '.' and NUL in a namespace label; the escape keeps labels apart.
+    maps = CodeMapStore(store)
+    scopes: list[Any] = [
+        "alice@example.com",
+        "alice@example%2Ecom",
+        ("alice@example", "com"),
+        ("github.com", "org/repo"),
+        ("team", 7),
+        "nul\x00byte",
+    ]
+    for i, scope in enumerate(scopes):
+        maps.save(run(*(Observation.read(f"web/src/s{i}/{n}.ts") for n in "abc")), scope=scope)
+    for i, scope in enumerate(scopes):
+        (found,) = maps.maps_for("web src", scope=scope, limit=10)
+        assert found.area == f"web/src/s{i}"
+    assert maps.maps_for("web src", scope=("team", "7")) == maps.maps_for("web", scope=("team", 7))
+
+
 @pytest.mark.parametrize(
     ("scope", "message"),
     [
-        ((), r"scope must name at least one label"),
-        ("github.com", r"scope labels must be non-empty strings without '\.'.*'github\.com'"),
-        (("alice", ""), r"scope labels must be non-empty strings"),
-        (("alice", 3), r"scope labels must be non-empty strings"),
+        ((), r"scope must be a label or a non-empty sequence of labels; got \(\)"),
+        (("alice", ""), r"scope labels must be non-empty text or whole numbers"),
+        (("alice", None), r"scope labels must be non-empty text or whole numbers"),
+        (True, r"scope labels must be non-empty text or whole numbers"),
     ],
 )
 def test_a_bad_scope_is_rejected_with_the_fix(scope: object, message: str) -> None:

@@ -75,7 +75,7 @@ from langchain_builderforce_memory.messages import is_stamped, message_id, role_
 from langchain_builderforce_memory.models import model_name
 from langchain_builderforce_memory.native import LAST_COMPACTION, for_reader
 from langchain_builderforce_memory.options import from_options
-from langchain_builderforce_memory.store import CodeMap, CodeMapStore
+from langchain_builderforce_memory.store import CodeMap, CodeMapStore, scope_labels, scope_of_run
 from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
     count_tokens,
@@ -94,10 +94,6 @@ logger = logging.getLogger(__name__)
 
 CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
 """Opens the recalled code maps inside the volatile tail."""
-
-
-def _scope_labels(scope: str | Sequence[str]) -> tuple[str, ...]:
-    return (scope,) if isinstance(scope, str) else tuple(scope)
 
 
 class MemoryCore:
@@ -138,7 +134,7 @@ class MemoryCore:
             (
                 "code_map_scope",
                 code_map_scope,
-                callable(code_map_scope) or isinstance(code_map_scope, str | Sequence),
+                callable(code_map_scope) or isinstance(code_map_scope, str | int | Sequence),
                 "a label, a sequence of labels or a function of the run's config",
             ),
             (
@@ -156,7 +152,11 @@ class MemoryCore:
         self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
-        self.code_map_scope = code_map_scope
+        self.code_map_scope = (
+            code_map_scope
+            if callable(code_map_scope)
+            else scope_labels(code_map_scope, "code_map_scope")
+        )
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
         # Per thread, grown turn by turn: the record's facts, the memory its last turn wrote.
@@ -181,15 +181,10 @@ class MemoryCore:
             tool_mapper=options.get("tool_mapper"),
         )
 
-    def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...]:
-        """The code-map scope of a run (``ValueError`` for labels a store cannot take)."""
+    def scope_for(self, config: RunnableConfig | None) -> tuple[str, ...] | None:
+        """The code-map scope of a run; ``None`` when its scope function gives none."""
         scope = self.code_map_scope
-        if callable(scope):
-            scope = scope(config or {})
-        labels = _scope_labels(scope)
-        if self.code_maps is not None:
-            self.code_maps.namespace_for(labels)
-        return labels
+        return scope_of_run(scope(config or {})) if callable(scope) else scope
 
     def begin(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias, cast
 
@@ -20,6 +20,7 @@ from langchain_builderforce_memory.agents.native import NativeMode, check_native
 from langchain_builderforce_memory.calibration import scaled_tokens
 from langchain_builderforce_memory.handoff.budget import share_of_model_budget
 from langchain_builderforce_memory.options import keyword_options
+from langchain_builderforce_memory.store import Scope
 from langchain_builderforce_memory.transcript.memo import (
     COMPACT_TAIL_MAX_MESSAGES,
     COMPACT_TAIL_TOKEN_BUDGET,
@@ -112,9 +113,12 @@ def budget_fraction(value: object) -> float | None:
     return share
 
 
-CodeMapScope: TypeAlias = "str | Sequence[str] | Callable[[RunnableConfig], str | Sequence[str]]"
+CodeMapScope: TypeAlias = "Scope | Callable[[RunnableConfig], Scope | None]"
 """Whose code maps a run reads and writes: labels, or a function of the run's config
-(e.g. ``lambda c: ("team", c["configurable"]["user_id"])``)."""
+(e.g. ``lambda c: ("team", c["configurable"]["user_id"])``). Any text or whole number is
+a label (``alice@example.com`` too: the store escapes what LangGraph forbids). A function
+that returns ``None`` gives its run no code maps; one whose result is no scope is logged,
+and its run goes on without them."""
 
 
 TAIL_RESERVE_TOKENS: Final = 3_000

@@ -178,6 +178,8 @@ def test_search_skips_what_the_view_shows_and_compact_is_rate_limited() -> None:
         ({"query": ["a"]}, "search_history needs `query`: a non-empty string"),
         ({"query": "go", "limit": "many"}, "limit must be a whole number from 1 to 50"),
         ({"query": "go", "limit": 10**9}, "No messages matching 'go' among the 0 not"),
+        # JSON's 1e400 parses to infinity, which int() refuses with an OverflowError.
+        ({"query": "go", "limit": float("inf")}, "limit must be a whole number from 1 to 50"),
         ({}, "Error invoking tool 'search_history'"),
     ],
 )

@@ -129,7 +129,7 @@ def _limit(raw: object) -> int | str:
         return f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}; got {raw!r}."
     try:
         value = int(raw)
-    except ValueError:
+    except (ValueError, OverflowError):  # "many", NaN; infinity (JSON's 1e400)
         return f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}; got {raw!r}."
     return max(1, min(value, MAX_SEARCH_LIMIT))
 

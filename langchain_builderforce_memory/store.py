@@ -98,18 +98,19 @@ class CodeMap:
         return cls(item.key, str(v["area"]), str(v["content"]), str(v["updated_at"]))
 
 
-def _labels(value: str | Sequence[str], what: str) -> tuple[str, ...]:
-    """`value` as namespace labels, checked against LangGraph's label rules up front."""
-    labels = (value,) if isinstance(value, str) else tuple(value)
-    if not labels:
-        raise ValueError(f"{what} must name at least one label (e.g. a user, tenant or repo id).")
+def _namespace(value: object) -> tuple[str, ...]:
+    """`value` as the maps' namespace prefix, checked against LangGraph's label rules."""
+    labels = (value,) if isinstance(value, str) else value
+    if not isinstance(labels, Sequence) or not labels:
+        msg = f"namespace must name at least one label (e.g. ('maps',)); got {value!r}."
+        raise ValueError(msg)
     for label in labels:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             raise ValueError(
-                f"{what} labels must be non-empty strings without '.' or NUL (LangGraph "
+                f"namespace labels must be non-empty strings without '.' or NUL (LangGraph "
                 f"namespace rules); got {label!r} in {labels!r}. Replace '.' (e.g. with '_')."
             )
-    return labels
+    return tuple(labels)
 
 
 def scope_labels(scope: object, what: str = "scope") -> tuple[str, ...]:
@@ -249,7 +250,7 @@ class CodeMapStore:
             ValueError: `namespace` breaks LangGraph's label rules (or starts with
                 `"langgraph"`), or `min_files` is below 1.
         """
-        self.namespace = _labels(namespace, "namespace")
+        self.namespace = _namespace(namespace)
         if self.namespace[0] == "langgraph":
             raise ValueError('namespace may not start with "langgraph" (reserved by LangGraph).')
         if isinstance(min_files, bool) or not isinstance(min_files, int) or min_files < 1:

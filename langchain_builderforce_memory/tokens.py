@@ -353,6 +353,10 @@ class TiktokenCounter(_CachedCounter):
         super().__init__(cache=cache)
         import tiktoken
 
+        name: object = encoding  # checked at run time: users pass anything
+        if not isinstance(name, str):
+            msg = f"TiktokenCounter: encoding must be a name such as 'cl100k_base'; got {name!r}."
+            raise TypeError(msg)
         self.encoding_name = encoding
         try:
             self._encoding = tiktoken.get_encoding(encoding)

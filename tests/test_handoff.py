@@ -178,6 +178,16 @@ def test_a_missing_profile_is_an_error_naming_the_argument_to_pass() -> None:
     assert handoff_budget_for_model(small_model(), max_input_tokens=4_000) == 4_000
 
 
+@pytest.mark.parametrize(
+    ("window", "error"), [("8k", TypeError), (8e3, TypeError), (0, ValueError)]
+)
+def test_a_bad_window_is_an_error_naming_max_input_tokens(
+    window: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=r"^max_input_tokens: "):
+        handoff_budget_for_model(small_model(), max_input_tokens=window)  # type: ignore[arg-type]
+
+
 # --- packing ------------------------------------------------------------------------------
 
 
@@ -519,6 +529,8 @@ async def test_rejects_an_async_source_in_the_sync_twin() -> None:
         ({"timeout": 0}, ValueError, "timeout"),
         ({"timeout": -1.5}, ValueError, "timeout"),
         ({"pinned_ids": "m1"}, TypeError, "pinned_ids"),
+        ({"pinned_ids": 7}, TypeError, "pinned_ids"),
+        ({"pinned_ids": [["m1"]]}, TypeError, "pinned_ids"),
         ({"target_context_tokens": 0}, ValueError, "target_context_tokens"),
     ],
 )

@@ -393,6 +393,7 @@ def test_a_scope_functions_result_scopes_the_maps_or_the_run_goes_on_without_the
         ({"timeout": -1}, ValueError, "timeout"),
         ({"code_maps": {}}, TypeError, "code_maps must be a CodeMapStore"),
         ({"code_map_scope": ()}, ValueError, "code_map_scope must be a label or a non-empty"),
+        ({"tail_tokens": []}, ValueError, r"tail_tokens must be a positive int .*got \[\]"),
         ({"tool_mapper": "read"}, TypeError, "tool_mapper must be a ToolObservationMapper"),
     ],
 )

@@ -17,14 +17,18 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_builderforce_memory import (
     BuilderforceMemoryMiddleware,
+    CodeMapStore,
     CompactingChatMessageHistory,
+    TiktokenCounter,
     WorkingTranscriptKeys,
     WorkingTranscriptNode,
     WorkingTranscriptState,
     abuild_working_transcript,
     apack_handoff,
     build_working_transcript,
+    consolidation_marker,
     pack_handoff,
+    volatile_tail,
     windowed,
 )
 from langchain_builderforce_memory.testing import assert_valid_request
@@ -357,3 +361,27 @@ def test_a_share_without_a_model_window_names_the_fix(model: Any, match: str) ->
     given = FakeListChatModel(responses=["ok"]) if model else None
     with pytest.raises(ValueError, match=match):
         CompactingChatMessageHistory(max_tokens=0.5, model=given)
+
+
+# ---------------------------------------------------------------- a wrong kind of argument
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: TiktokenCounter(encoding=None), TypeError, r"encoding must be a name"),
+        (lambda: build_working_transcript(TUPLES, system_prompt=5), TypeError, r"system_prompt"),
+        (lambda: WorkingTranscriptNode(tools=5), TypeError, r"tools must be a list of tools"),
+        (lambda: volatile_tail(["brief", 3]), TypeError, r"each section must be a str"),
+        (lambda: consolidation_marker(None), TypeError, r"summary must be the note's text"),
+        (lambda: BuilderforceMemoryMiddleware(max_messages={}), ValueError, r"max_messages"),
+        (lambda: CodeMapStore(namespace=7), ValueError, r"namespace must name at least one"),
+    ],
+    ids=["encoding", "system-prompt", "node-tools", "section", "marker", "ceiling", "namespace"],
+)
+def test_a_wrong_kind_of_argument_is_refused_naming_it(
+    call: Callable[[], object], error: type[Exception], match: str
+) -> None:
+    # Each raised AttributeError, "object is not iterable" or "unhashable type" before.
+    with pytest.raises(error, match=match):
+        call()

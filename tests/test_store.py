@@ -358,6 +358,7 @@ def test_a_bad_scope_is_rejected_with_the_fix(scope: object, message: str) -> No
     ("kwargs", "message"),
     [
         ({"namespace": ()}, r"namespace must name at least one label"),
+        ({"namespace": None}, r"namespace must name at least one label"),
         ({"namespace": ("langgraph", "maps")}, r'may not start with "langgraph"'),
         ({"namespace": ("a.b",)}, r"namespace labels must be non-empty strings without '\.'"),
         ({"min_files": 0}, r"min_files must be an int >= 1; got 0"),

@@ -246,6 +246,10 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         if prompt is not None and not isinstance(prompt, str | SystemMessage):
             msg = f"system_prompt must be a str or a SystemMessage; got {type(prompt).__name__}."
             raise TypeError(msg)
+        given: object = tools
+        if given is not None and not isinstance(given, Sequence):
+            msg = f"tools must be a list of tools (or None); got {type(given).__name__}."
+            raise TypeError(msg)
         if native != "off":
             msg = (
                 f"native={native!r} needs BuilderforceMemoryMiddleware (create_agent), which "

@@ -213,7 +213,9 @@ class MemoryPolicy:
             _check_int("reserve_output_tokens", self.reserve_output_tokens, None, minimum=0)
         if self.refold_min_new_tokens is not None:
             _check_int("refold_min_new_tokens", self.refold_min_new_tokens, None, minimum=0)
-        self.fold_policy  # noqa: B018 - the fold validates its own numbers, with its messages
+        # The fold validates its own numbers, with its messages; uncached: a bad value (a
+        # list) may not be hashable.
+        _fold_policy.__wrapped__(self)
 
     @property
     def fraction(self) -> float | None:

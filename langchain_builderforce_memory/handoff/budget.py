@@ -254,7 +254,7 @@ def handoff_budget_for_model(
     raw_profile = getattr(inner, "profile", None)
     profile: Mapping[str, object] = raw_profile if isinstance(raw_profile, Mapping) else {}
     window = (
-        max_input_tokens
+        _check_tokens("max_input_tokens", max_input_tokens, minimum=1)
         if max_input_tokens is not None
         else _profile_int(profile, "max_input_tokens")
     )

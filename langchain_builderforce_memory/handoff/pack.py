@@ -99,7 +99,11 @@ def _check_pins(pinned_ids: Iterable[str]) -> frozenset[str]:
             f"{pinned_ids!r}; pass pinned_ids=({pinned_ids!r},)."
         )
         raise TypeError(msg)
-    return frozenset(pinned_ids)
+    ids = list(pinned_ids) if isinstance(pinned_ids, Iterable) else None
+    if ids is None or not all(isinstance(i, str) for i in ids):
+        msg = f"pinned_ids: expected a collection of message ids (str), got {pinned_ids!r}."
+        raise TypeError(msg)
+    return frozenset(ids)
 
 
 def _summarizer_argument(

@@ -65,7 +65,11 @@ def volatile_tail(
         >>> volatile_tail(["brief", "budget line"]).content
         '<run-state>\nbrief\n\nbudget line\n</run-state>'
     """
-    body = "\n\n".join(s.strip() for s in sections if s is not None and s.strip())
+    texts = [s for s in sections if s is not None]
+    if not all(isinstance(s, str) for s in texts):
+        msg = f"volatile_tail: each section must be a str or None; got {texts!r}."
+        raise TypeError(msg)
+    body = "\n\n".join(s.strip() for s in texts if s.strip())
     if not body:
         return None
     text = f"{VOLATILE_TAIL_TAG}\n{body}\n{VOLATILE_TAIL_CLOSE}"

@@ -116,6 +116,7 @@ def consolidation_marker(
         folded: How many messages the fold newly compressed (positive).
 
     Raises:
+        TypeError: ``summary`` is not a string.
         ValueError: ``keep_from_id`` is not a non-empty string, or ``folded`` is not a
             positive int.
 
@@ -124,6 +125,10 @@ def consolidation_marker(
         >>> consolidation_marker_of(marker)
         ConsolidationMarkerMeta(auto=True, keep_from_id='m4', folded=3)
     """
+    text: object = summary  # checked at run time: users pass anything
+    if not isinstance(text, str):
+        msg = f"consolidation_marker: summary must be the note's text (a str); got {text!r}."
+        raise TypeError(msg)
     if keep_from_id is not None and (not isinstance(keep_from_id, str) or not keep_from_id):
         msg = (
             f"consolidation_marker: keep_from_id must be a non-empty message id string "

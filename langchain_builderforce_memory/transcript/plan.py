@@ -123,7 +123,11 @@ def system_messages(system: str | BaseMessage | Sequence[BaseMessage] | None) ->
         return [SystemMessage(system)]
     if isinstance(system, BaseMessage):
         return [system]
-    return list(system)
+    found: list[object] | None = list(system) if isinstance(system, Sequence) else None
+    if found is None or not all(isinstance(m, BaseMessage) for m in found):
+        msg = f"system_prompt must be a str, a SystemMessage or a list of messages; got {system!r}."
+        raise TypeError(msg)
+    return [m for m in found if isinstance(m, BaseMessage)]
 
 
 def memory_note(note: str, covered_end: int, *, copies: Copies | None = None) -> HumanMessage:

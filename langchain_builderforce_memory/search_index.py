@@ -336,7 +336,8 @@ class RecordIndex:
             end: Search only ``record[:end]`` (default: all of it).
             snippet_chars: Characters of text around a substring match.
         """
-        text = clean_text(query.strip())
+        # SQLite reads a query string up to its first NUL: the rest left it unterminated.
+        text = clean_text(query.replace("\x00", " ").strip())
         limit = max(1, min(limit, MAX_SEARCH_LIMIT))
         with self._lock:
             self._sync(record)

@@ -119,6 +119,13 @@ def test_fts_syntax_in_a_query_is_searched_as_text(query: str) -> None:
     assert result.hits[0].exact
 
 
+def test_a_nul_in_a_query_is_a_word_break_not_an_sqlite_error() -> None:
+    # JSON carries "\u0000" in a model's arguments; SQLite stopped the query string there.
+    record = [HumanMessage("hi"), AIMessage("E42 in the lexer")]
+    assert [h.position for h in search_record(record, "lexer\x00E42").hits] == [1]
+    assert search_record(record, "\x00").hits == ()
+
+
 def test_empty_query_and_huge_limit() -> None:
     record = _run(80)
     assert search_record(record, "   ").hits == ()

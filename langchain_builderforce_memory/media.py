@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import io
 import math
 import struct
@@ -31,6 +32,7 @@ __all__ = [
     "media_label",
     "media_phrase",
     "media_tokens",
+    "media_units",
     "nested_media",
     "pdf_pages",
 ]
@@ -247,6 +249,37 @@ def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) 
     timed: ClipKind = "video" if kind == "video" else "audio"
     seconds = _UNTIMED_SECONDS if data is None else clip_seconds(_decode(data), timed)
     return math.ceil(seconds * _TOKENS_PER_SECOND[timed])
+
+
+def media_units(block: Mapping[str, object]) -> int:
+    """What ``block`` counts toward a request's media limit: images, and a PDF's pages.
+
+    Anthropic counts images and document pages together (at most 100 a request); any
+    other file counts one, audio and video (which it does not take) none.
+
+    Example:
+        >>> media_units({"type": "image_url", "image_url": {"url": "https://x/y.png"}})
+        1
+        >>> media_units({"type": "text", "text": "hi"})
+        0
+    """
+    kind = _kind(block)
+    if kind is None or kind in ("audio", "video"):
+        return 0
+    if kind == "image":
+        return 1
+    data, _url, mime = _data_of(block)
+    if data is not None and (mime == "application/pdf" or mime is None):
+        return _pdf_pages_of(data)
+    return 1
+
+
+@functools.lru_cache(maxsize=64)
+def _pdf_pages_of(data: str | bytes) -> int:
+    # Keyed by the data itself: a PDF held in a conversation is the same object turn after
+    # turn, whose hash Python keeps, so a view that holds it parses it once.
+    raw = _decode(data)
+    return pdf_pages(raw) if raw.startswith(b"%PDF") else 1
 
 
 def _tinytag_seconds(raw: bytes) -> float | None:

@@ -12,6 +12,7 @@ then check what the provider's API enforces.
 from __future__ import annotations
 
 import base64
+import io
 import itertools
 import struct
 import zlib
@@ -26,6 +27,7 @@ from langchain_openai.chat_models.base import (
     _construct_responses_api_input,
     _convert_message_to_dict,
 )
+from pypdf import PdfReader
 
 CALLS_PER_DIRECTIVE = 10
 """Model calls per directive: nine tool rounds and an answer."""
@@ -560,7 +562,34 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
                 problems.append(
                     f"the running tool loop's assistant turn opens with {head!r}, not thinking"
                 )
+    if (media := anthropic_media(wire)) > 100:
+        problems.append(f"Too much media: {media} images and document pages > 100")
     return problems
+
+
+def anthropic_media(wire: Sequence[dict[str, Any]]) -> int:
+    """Images plus PDF pages in a Messages API payload, tool results' content included: the
+    Messages API refuses more than 100 (read with pypdf here, not with the package)."""
+    total = 0
+    for m in wire:
+        blocks = m["content"] if isinstance(m["content"], list) else []
+        for b in [
+            *blocks,
+            *(
+                x
+                for b in blocks
+                if isinstance(b, dict) and isinstance(c := b.get("content"), list)
+                for x in c
+            ),
+        ]:
+            if not isinstance(b, dict) or b.get("type") not in ("image", "document"):
+                continue
+            source = b.get("source") or {}
+            if b["type"] == "document" and source.get("type") == "base64":
+                total += len(PdfReader(io.BytesIO(base64.b64decode(source["data"]))).pages)
+            else:
+                total += 1
+    return total
 
 
 def bedrock_request(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:

@@ -10,15 +10,16 @@ text is "in the record": the model cannot read the record). A call whose argumen
 what is big (the whole file a ``Write`` created, a patch) has its long values cut the same
 way (:mod:`.call_args`). The record is never touched.
 
-:func:`fit_to_budget` is the step every entry point ends with. It caps the largest
-messages at one common size (water-filling: a message under the cap is never cut, every
-message over it is cut to it), keeping the latest directive whole while anything else can
-give. Only when even every message at its smallest does not fit are whole tool units
-dropped, oldest first (never the directive, never the newest unit while anything older
-can go); when that leaves out work done on the latest request, a stamped notice after the
-request says how much, so that the model does not make the same calls again blind. Only a
-budget that cannot hold the system messages plus one short human message
-is an error: :func:`check_budget_floor` raises it, naming the numbers.
+:func:`fit_to_budget` is the step every entry point ends with, once the view holds no more
+media than a request may (:mod:`~langchain_builderforce_memory.media_limit`). It caps the
+largest messages at one common size (water-filling: a message under the cap is never cut,
+every message over it is cut to it), keeping the latest directive whole while anything
+else can give. Only when even every message at its smallest does not fit are whole tool
+units dropped, oldest first (never the directive, never the newest unit while anything
+older can go); when that leaves out work done on the latest request, a stamped notice
+after the request says how much, so that the model does not make the same calls again
+blind. Only a budget that cannot hold the system messages plus one short human message is
+an error: :func:`check_budget_floor` raises it, naming the numbers.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from langchain_builderforce_memory.media import (
     media_phrase,
     media_tokens,
 )
+from langchain_builderforce_memory.media_limit import within_media_limit
 from langchain_builderforce_memory.messages import (
     is_stamped,
     message_id,
@@ -236,8 +238,7 @@ def _stamped(message: BaseMessage, copy: BaseMessage, cut: int) -> BaseMessage:
         meta = {k: v for k, v in original.items() if k != "kind"}
         meta["was"] = original.get("kind")
     meta["cut_tokens"] = cut
-    # A stand-in cut again (a cleared placeholder, a restated directive) still names the
-    # record message it stands for.
+    # A stand-in cut again (a placeholder, a restated directive) names what it stands for.
     meta.setdefault("of", message_id(message))
     return stamp(copy, ELIDED_KIND, **meta)
 
@@ -496,8 +497,8 @@ def fit_to_budget(
         >>> c.count_message(view[0]) <= 300, report.elided_messages
         (True, 1)
     """
-    # A provider compaction block pinned after the system messages is as fixed as they are.
-    lead = fixed_prefix_count(view, budget, counter)
+    view = within_media_limit(view)  # a label costs less than the media it stands for
+    lead = fixed_prefix_count(view, budget, counter)  # a pinned compaction block: fixed too
     system_tokens = sum(counter.count_message(m) for m in view[:lead])
     convo = list(view[lead:])
     sizes = [counter.count_message(m) for m in convo]

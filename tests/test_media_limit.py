@@ -1,0 +1,138 @@
+"""A request holds at most 100 images and document pages (Anthropic's limit), whatever the
+token budget: a run of small screenshots was refused on every turn once it had taken its
+101st (anthropics/claude-code#19822)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_builderforce_memory import (
+    build_working_transcript,
+    pack_handoff,
+    windowed,
+)
+from langchain_builderforce_memory.media_limit import (
+    MAX_MEDIA_UNITS,
+    MEDIA_BATCH,
+    view_media_units,
+    within_media_limit,
+)
+from langchain_builderforce_memory.testing import ScriptedChatModel
+
+from .helpers import build_agent, pdf_with_object_streams
+from .provider_shapes import anthropic_media, anthropic_request, anthropic_wire, png_b64
+
+SHOT = png_b64(32, 32)  # 85 tokens by our count: 300 of them fit a 64k budget easily
+
+
+def _shot(n: int) -> list[str | dict[str, Any]]:
+    return [
+        {"type": "text", "text": f"screenshot {n}"},
+        {"type": "image", "base64": SHOT, "mime_type": "image/png"},
+        {"type": "image", "base64": SHOT, "mime_type": "image/png"},
+    ]
+
+
+def _run(steps: int) -> list[BaseMessage]:
+    record: list[BaseMessage] = [HumanMessage("Click through the settings pages.", id="u0")]
+    for n in range(steps):
+        call = {"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}
+        record.append(AIMessage(f"step {n}", tool_calls=[call], id=f"a{n}"))
+        record.append(ToolMessage(_shot(n), tool_call_id=f"c{n}", id=f"t{n}"))
+    return record
+
+
+ENTRIES: dict[str, tuple[int, Callable[[list[BaseMessage]], list[BaseMessage]]]] = {
+    "windowed": (150, lambda r: windowed(r, max_tokens=200_000, max_messages=None)),
+    # 60 screenshots, 121 messages: under the ceiling, so nothing is folded yet.
+    "build_working_transcript": (
+        60,
+        lambda r: build_working_transcript(r, summarizer=lambda _: "note").messages,
+    ),
+    "pack_handoff": (
+        150,
+        lambda r: (
+            pack_handoff(r, target_context_tokens=200_000, reserve_output_tokens=8_000).messages
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_a_view_holds_at_most_100_media_and_the_newest_whole(entry: str) -> None:
+    steps, build = ENTRIES[entry]
+    record = _run(steps)
+    before = copy.deepcopy(record)
+    view = build(record)
+    assert anthropic_media(anthropic_request(record)) > MAX_MEDIA_UNITS  # refused as is
+    assert anthropic_wire(view) == []
+    assert MAX_MEDIA_UNITS - MEDIA_BATCH < view_media_units(view) <= MAX_MEDIA_UNITS
+    assert view[-1].content == record[-1].content  # the newest screenshot, as taken
+    assert record == before
+
+
+def test_the_oldest_go_first_in_batches_so_the_front_moves_once_a_batch() -> None:
+    views = [windowed(_run(n), max_tokens=200_000, max_messages=None) for n in range(45, 90)]
+    left_out = [2 * n - view_media_units(v) for n, v in zip(range(45, 90), views, strict=True)]
+    assert all(k % MEDIA_BATCH == 0 for k in left_out)
+    assert sorted(set(left_out)) == [0, 20, 40, 60, 80]  # 90 to 180 images: 5 batches
+    for view, k in zip(views, left_out, strict=True):
+        labelled = [m for m in view if isinstance(m, ToolMessage) and "left out" in str(m.content)]
+        assert len(labelled) == k // 2  # two a screenshot, from the first on
+        assert all(m.id == f"t{i}" for i, m in enumerate(labelled))
+
+
+def test_a_pdf_counts_its_pages() -> None:
+    pdf = base64.b64encode(pdf_with_object_streams(60)).decode()
+    document = {"type": "file", "base64": pdf, "mime_type": "application/pdf"}
+    record: list[BaseMessage] = [HumanMessage(["Read the manual.", document], id="u0")]
+    record += _run(25)[1:]  # 50 images after it: 110 units
+    view = within_media_limit(record)
+    assert view_media_units(view) == 50
+    assert "[file application/pdf] (left out of this view" in str(view[0].content)
+    assert view[1:] == record[1:]
+
+
+def test_a_screenshot_a_computer_call_needs_whole_is_never_labelled() -> None:
+    shot = {"type": "input_image", "image_url": f"data:image/png;base64,{SHOT}"}
+    outputs: list[BaseMessage] = [HumanMessage("go")]
+    for n in range(120):
+        outputs.append(AIMessage("", tool_calls=[{"name": "computer", "args": {}, "id": f"c{n}"}]))
+        outputs.append(
+            ToolMessage(
+                [shot],
+                tool_call_id=f"c{n}",
+                additional_kwargs={"type": "computer_call_output"},
+            )
+        )
+    assert within_media_limit(outputs) == outputs  # OpenAI takes 500: they stay whole
+
+
+def test_create_agent_never_sends_more_than_100_media() -> None:
+    @tool(response_format="content")
+    def screenshot(n: int) -> list[str | dict[str, Any]]:
+        """Take a screenshot."""
+        return _shot(n)
+
+    calls = [
+        AIMessage(f"step {n}", tool_calls=[{"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}])
+        for n in range(80)
+    ]
+    model = ScriptedChatModel(script=[*calls, "done"])
+    agent = build_agent("create_agent", model, [screenshot], checkpointer=InMemorySaver())
+    agent.invoke(
+        {"messages": [HumanMessage("Click through the settings pages.")]},
+        {"configurable": {"thread_id": "t"}, "recursion_limit": 1_000},
+    )
+    media = [anthropic_media(anthropic_request(r)) for r in model.requests]
+    assert max(media) <= MAX_MEDIA_UNITS
+    assert media[-1] > MAX_MEDIA_UNITS - MEDIA_BATCH  # the newest still there
+    assert all(anthropic_wire(r) == [] for r in model.requests)

@@ -27,6 +27,7 @@ __all__ = [
     "IMAGE_MIN_TOKENS",
     "ClipKind",
     "clip_seconds",
+    "media_bytes",
     "media_dropped",
     "media_kinds",
     "media_label",
@@ -272,6 +273,23 @@ def media_units(block: Mapping[str, object]) -> int:
     if data is not None and (mime == "application/pdf" or mime is None):
         return _pdf_pages_of(data)
     return 1
+
+
+def media_bytes(block: Mapping[str, object]) -> int:
+    """The inline data ``block`` sends: its base64 characters (0 for a URL, a file id).
+
+    Example:
+        >>> media_bytes({"type": "image", "base64": "iVBORw0KGgo", "mime_type": "image/png"})
+        11
+        >>> media_bytes({"type": "image", "url": "https://x/y.png"})
+        0
+    """
+    if _kind(block) is None:
+        return 0
+    data = _data_of(block)[0]
+    if isinstance(data, bytes):  # raw bytes (langchain-google-genai) go out as base64
+        return math.ceil(len(data) / 3) * 4
+    return len(data) if data is not None else 0
 
 
 @functools.lru_cache(maxsize=64)

@@ -130,6 +130,38 @@ def replay(
     return turns
 
 
+def test_a_unit_dropped_before_a_user_message_that_joined_it_keeps_the_thinking_rule() -> None:
+    # Found by the property below (a random draw): two screenshots that no 2k view holds
+    # were dropped whole, and the user message that had joined their results' turn then
+    # opened a turn of its own, its first assistant message without thinking.
+    think = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+    shot = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    actions = [
+        {"type": "computer_call", "call_id": f"s{n}", "action": {"type": "wait"}} for n in (0, 1)
+    ]
+    read = {"name": "read_file", "args": {"path": "a.py"}, "id": "r1", "type": "tool_call"}
+    use = {"type": "tool_use", "id": "r1", "name": "read_file", "input": {"path": "a.py"}}
+    record: list[BaseMessage] = [
+        HumanMessage("x"),
+        AIMessage([think, {"type": "text", "text": ""}]),
+        AIMessage([{"type": "text", "text": ""}, *actions]),
+        *(
+            ToolMessage(
+                [shot], tool_call_id=f"s{n}", additional_kwargs={"type": "computer_call_output"}
+            )
+            for n in (0, 1)
+        ),
+        HumanMessage("x"),
+        AIMessage(""),
+        AIMessage([think, {"type": "text", "text": "reading"}, use], tool_calls=[read]),
+        ToolMessage("", name="read_file", tool_call_id="r1"),
+    ]
+    policy = FoldPolicy(max_tokens=2_000, max_messages=20, min_tail_messages=1, max_tail_messages=1)
+    for _prefix, out in replay(record, policy, "n"):
+        assert request_problems(out.messages) == []  # type: ignore[attr-defined]
+        assert count_tokens(out.messages) <= 2_000  # type: ignore[attr-defined]
+
+
 @PROPERTY
 @given(record=valid_records(max_units=40), policy=policies(), note=NOTES)
 def test_every_turn_is_valid_covered_and_in_budget_unless_its_core_alone_is_not(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,15 +21,22 @@ from langchain_builderforce_memory import (
     windowed,
 )
 from langchain_builderforce_memory.media_limit import (
+    MAX_MEDIA_BYTES,
     MAX_MEDIA_UNITS,
     MEDIA_BATCH,
-    view_media_units,
+    MEDIA_BYTES_BATCH,
+    view_media,
     within_media_limit,
 )
 from langchain_builderforce_memory.testing import ScriptedChatModel
 
 from .helpers import build_agent, pdf_with_object_streams
-from .provider_shapes import anthropic_media, anthropic_request, anthropic_wire, png_b64
+from .provider_shapes import anthropic_media, anthropic_request, anthropic_wire, png, png_b64
+
+
+def _units(view: list[BaseMessage]) -> int:
+    return view_media(view).units
+
 
 SHOT = png_b64(32, 32)  # 85 tokens by our count: 300 of them fit a 64k budget easily
 
@@ -74,14 +82,14 @@ def test_a_view_holds_at_most_100_media_and_the_newest_whole(entry: str) -> None
     view = build(record)
     assert anthropic_media(anthropic_request(record)) > MAX_MEDIA_UNITS  # refused as is
     assert anthropic_wire(view) == []
-    assert MAX_MEDIA_UNITS - MEDIA_BATCH < view_media_units(view) <= MAX_MEDIA_UNITS
+    assert MAX_MEDIA_UNITS - MEDIA_BATCH < _units(view) <= MAX_MEDIA_UNITS
     assert view[-1].content == record[-1].content  # the newest screenshot, as taken
     assert record == before
 
 
 def test_the_oldest_go_first_in_batches_so_the_front_moves_once_a_batch() -> None:
     views = [windowed(_run(n), max_tokens=200_000, max_messages=None) for n in range(45, 90)]
-    left_out = [2 * n - view_media_units(v) for n, v in zip(range(45, 90), views, strict=True)]
+    left_out = [2 * n - _units(v) for n, v in zip(range(45, 90), views, strict=True)]
     assert all(k % MEDIA_BATCH == 0 for k in left_out)
     assert sorted(set(left_out)) == [0, 20, 40, 60, 80]  # 90 to 180 images: 5 batches
     for view, k in zip(views, left_out, strict=True):
@@ -90,13 +98,31 @@ def test_the_oldest_go_first_in_batches_so_the_front_moves_once_a_batch() -> Non
         assert all(m.id == f"t{i}" for i, m in enumerate(labelled))
 
 
+def test_inline_bytes_have_their_limit_too() -> None:
+    # A full-screen screenshot is ~1,600 tokens and megabytes of base64: 40 of them fit a
+    # 100k budget and no request (Anthropic takes 32 MB in all; Gemini 20 MB inline).
+    big = base64.b64encode(png(1920, 1080) + bytes(750_000)).decode()  # 1 MB of base64
+    record: list[BaseMessage] = [HumanMessage("Check each page.", id="u0")]
+    for n in range(40):
+        record.append(AIMessage("", tool_calls=[{"name": "shot", "args": {}, "id": f"c{n}"}]))
+        image = {"type": "image", "base64": big, "mime_type": "image/png"}
+        record.append(ToolMessage([image], tool_call_id=f"c{n}", id=f"t{n}"))
+    view = windowed(record, max_tokens=100_000)
+    assert len(json.dumps(anthropic_request(record))) > 32_000_000  # refused as is (413)
+    assert len(json.dumps(anthropic_request(view))) < 21_000_000
+    held = view_media(view)
+    assert MAX_MEDIA_BYTES - MEDIA_BYTES_BATCH - len(big) < held.inline_bytes <= MAX_MEDIA_BYTES
+    assert view[-1].content == record[-1].content
+    assert anthropic_wire(view) == []
+
+
 def test_a_pdf_counts_its_pages() -> None:
     pdf = base64.b64encode(pdf_with_object_streams(60)).decode()
     document = {"type": "file", "base64": pdf, "mime_type": "application/pdf"}
     record: list[BaseMessage] = [HumanMessage(["Read the manual.", document], id="u0")]
     record += _run(25)[1:]  # 50 images after it: 110 units
     view = within_media_limit(record)
-    assert view_media_units(view) == 50
+    assert _units(view) == 50
     assert "[file application/pdf] (left out of this view" in str(view[0].content)
     assert view[1:] == record[1:]
 

@@ -10,16 +10,16 @@ text is "in the record": the model cannot read the record). A call whose argumen
 what is big (the whole file a ``Write`` created, a patch) has its long values cut the same
 way (:mod:`.call_args`). The record is never touched.
 
-:func:`fit_to_budget` is the step every entry point ends with, once the view holds no more
-media than a request may (:mod:`~langchain_builderforce_memory.media_limit`). It caps the
-largest messages at one common size (water-filling: a message under the cap is never cut,
-every message over it is cut to it), keeping the latest directive whole while anything
-else can give. Only when even every message at its smallest does not fit are whole tool
-units dropped, oldest first (never the directive, never the newest unit while anything
-older can go); when that leaves out work done on the latest request, a stamped notice
-after the request says how much, so that the model does not make the same calls again
-blind. Only a budget that cannot hold the system messages plus one short human message is
-an error: :func:`check_budget_floor` raises it, naming the numbers.
+:func:`fit_to_budget` is the step every entry point ends with, and it leaves no more media
+in the view than a request may hold (:mod:`~langchain_builderforce_memory.media_limit`).
+It caps the largest messages at one common size (water-filling: a message under the cap
+is never cut, every message over it is cut to it), keeping the latest directive whole
+while anything else can give. Only when even every message at its smallest does not fit
+are whole tool units dropped, oldest first (never the directive, never the newest unit
+while anything older can go); when that leaves out work done on the latest request, a
+stamped notice after the request says how much, so that the model does not make the
+same calls again blind. Only a budget that cannot hold the system messages plus one
+short human message is an error: :func:`check_budget_floor` raises it, naming the numbers.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.blocks import (
     block_dicts,
-    call_ids,
     cuttable_text,
     has_structure,
     with_cut_text,
@@ -48,18 +47,23 @@ from langchain_builderforce_memory.media import (
 )
 from langchain_builderforce_memory.media_limit import within_media_limit
 from langchain_builderforce_memory.messages import (
-    is_stamped,
     message_id,
-    role_of,
     stamp,
     stamp_of,
-    tool_call_units,
 )
 from langchain_builderforce_memory.native import fixed_prefix_count
 from langchain_builderforce_memory.outputs import is_whole_output
 from langchain_builderforce_memory.tokens import TokenCounter, content_text_for_count
 from langchain_builderforce_memory.transcript.call_args import SHORT, longest_value, with_cut_args
-from langchain_builderforce_memory.turns import thinking_span
+from langchain_builderforce_memory.transcript.drops import (
+    LEFT_OUT_KIND,
+    kept,
+    left_out,
+    left_out_notice,
+    live,
+)
+from langchain_builderforce_memory.turns import has_thinking
+from langchain_builderforce_memory.validity import log_repairs, repair_request
 
 __all__ = [
     "ELIDED_KIND",
@@ -76,14 +80,8 @@ __all__ = [
 ELIDED_KIND: Final = "elided"
 """The stamp ``kind`` of a message cut in the view (see :func:`elide_message`)."""
 
-LEFT_OUT_KIND: Final = "left_out"
-"""The stamp ``kind`` of the notice that work on the request was left out of the view."""
-
 _HEAD_SHARE: Final = 0.6
 """Of what a cut message keeps, the share given to its head (the rest to its end)."""
-
-_PROTECTED_KINDS: Final = frozenset({"memory_note", "restored"})
-"""Generated messages dropped only after every plain tool unit: the run's memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,95 +378,38 @@ def _cap_for(sizes: Sequence[int], floors: Sequence[int], room: int) -> int | No
     return lo
 
 
-def _drop_order(convo: Sequence[BaseMessage], directive: int) -> list[tuple[int, int]]:
-    """Whole units that may be dropped, in the order they go.
-
-    Plain units before the directive (oldest first), then units after it (oldest first,
-    never the newest), then the generated memory (notes, re-attached files), and last the
-    running loop's opening thinking turn: with thinking on, a request whose tool loop has
-    lost it is rejected, so every other unit goes first.
-    """
-    units = tool_call_units(convo)
-    span = thinking_span(convo)
-    plain_before: list[tuple[int, int]] = []
-    plain_after: list[tuple[int, int]] = []
-    memory: list[tuple[int, int]] = []
-    thinking: list[tuple[int, int]] = []
-    for k, u in enumerate(units):
-        if u.start <= directive < u.end or k == len(units) - 1:
-            continue
-        head = convo[u.start]
-        if span is not None and u.start == span[0]:  # the message that opens with thinking
-            thinking.append((u.start, u.end))
-        elif any(is_stamped(head, kind) for kind in _PROTECTED_KINDS):
-            memory.append((u.start, u.end))
-        elif u.start < directive:
-            plain_before.append((u.start, u.end))
-        else:
-            plain_after.append((u.start, u.end))
-    return [*plain_before, *plain_after, *memory, *thinking]
-
-
-def _live(values: Sequence[int], keep: Sequence[bool], *, skip: int = -1) -> list[int]:
-    return [v for i, v in enumerate(values) if keep[i] and i != skip]
-
-
-def _kept(
+def _kept_and_notice(
     convo: Sequence[BaseMessage],
+    sizes: Sequence[int],
     floors: Sequence[int],
     directive: int,
-    directive_size: int,
     room: int,
-) -> list[bool]:
-    """Which messages of ``convo`` stay when ``room`` must hold them at their floors.
+    budget: int,
+    counter: TokenCounter,
+) -> tuple[list[bool], int, HumanMessage | None]:
+    """The messages kept (:func:`.drops.kept`), the room left them, and the left-out notice.
 
-    Whole units go in :func:`_drop_order`'s order while the rest does not fit (the directive
-    whole while it can be); then, if even the newest unit at its smallest does not fit
-    beside the directive (a call whose arguments alone are over), all but the directive;
-    then whatever comes before the first user turn left (strict providers need it first).
+    Each thing a dropped unit may call for is sized first and its room kept, since leaving
+    room for it may leave more out: the notice that work on the request was left out, and
+    with thinking in the view, the repair's two placeholders (a dropped unit can leave a
+    user message that joined tool results opening a turn of its own, which the repair then
+    opens again at the thinking step).
     """
-    keep = [True] * len(convo)
-    order = _drop_order(convo, directive)
-    while order and sum(_live(floors, keep)) > room:
-        if sum(_live(floors, keep, skip=directive)) + directive_size <= room:
-            break
-        start, end = order.pop(0)
-        keep[start:end] = [False] * (end - start)
-    if sum(_live(floors, keep)) > room:
-        keep = [i == directive for i in range(len(convo))]
-    for i, m in enumerate(convo):
-        if keep[i] and role_of(m) == "user":
-            break
-        keep[i] = False
-    return keep
-
-
-def _left_out(
-    convo: Sequence[BaseMessage], sizes: Sequence[int], keep: Sequence[bool], directive: int
-) -> tuple[int, int, int]:
-    """The messages after the directive left out, their tokens and the calls among them."""
-    gone = [i for i in range(directive + 1, len(convo)) if not keep[i]]
-    calls = sum(len(call_ids(convo[i])) for i in gone if isinstance(convo[i], AIMessage))
-    return len(gone), sum(sizes[i] for i in gone), calls
-
-
-def _left_out_notice(messages: int, tokens: int, calls: int, budget: int) -> HumanMessage:
-    """What the model is told when the work on its request cannot fit the view at all.
-
-    Without it the view would end at the request, and a model that made the same calls
-    again would be given the same view, call after call.
-
-    Example:
-        >>> _left_out_notice(202, 61_432, 200, 8_000).text[:60]
-        '[Left out of this request: 202 messages after the request ab'
-    """
-    text = (
-        f"[Left out of this request: {messages} messages after the request above "
-        f"({tokens:,} tokens, {calls} tool calls and their results), which do not fit its "
-        f"{budget:,}-token budget even cut short. The calls were made; to see what they "
-        "returned, make fewer or smaller calls at a time.]"
-    )
-    return stamp(HumanMessage(text), LEFT_OUT_KIND)
+    d_size = sizes[directive] if directive >= 0 else 0
+    keep = kept(convo, floors, directive, d_size, room)
+    if all(keep):
+        return keep, room, None
+    if any(map(has_thinking, convo)):
+        room -= sum(map(counter.count_message, (AIMessage("[paused]"), HumanMessage("[continue]"))))
+        keep = kept(convo, floors, directive, d_size, room)
+    notice = None
+    if directive >= 0 and not all(keep[directive + 1 :]):
+        bound = counter.count_message(left_out_notice(10**6, 10**12, 10**6, budget))
+        fewer = kept(convo, floors, directive, d_size, room - bound)
+        if sum(live(floors, fewer)) <= room - bound:
+            keep, room = fewer, room - bound
+            notice = left_out_notice(*left_out(convo, sizes, fewer, directive), budget)
+    return keep, room, notice
 
 
 def fit_to_budget(
@@ -497,7 +438,6 @@ def fit_to_budget(
         >>> c.count_message(view[0]) <= 300, report.elided_messages
         (True, 1)
     """
-    view = within_media_limit(view)  # a label costs less than the media it stands for
     lead = fixed_prefix_count(view, budget, counter)  # a pinned compaction block: fixed too
     system_tokens = sum(counter.count_message(m) for m in view[:lead])
     convo = list(view[lead:])
@@ -511,29 +451,21 @@ def fit_to_budget(
         opening_tokens=sizes[directive] if directive >= 0 else None,
         budget_name=budget_name,
     )
-    if system_tokens + sum(sizes) <= budget:
-        return list(view), Elision()
-    room = budget - system_tokens
+    if system_tokens + sum(sizes) <= budget:  # then the media (a label costs less than they)
+        return within_media_limit(view), Elision()
     floors = [cut_floor(m, counter) for m in convo]
     d_size = sizes[directive] if directive >= 0 else 0
-    keep = _kept(convo, floors, directive, d_size, room)
-    notice = None
-    if directive >= 0 and not all(keep[directive + 1 :]):
-        # The work on the request is left out: say so, if the notice fits (its size bounded
-        # first, since leaving room for it may leave more out).
-        bound = counter.count_message(_left_out_notice(10**6, 10**12, 10**6, budget))
-        fewer = _kept(convo, floors, directive, d_size, room - bound)
-        if sum(_live(floors, fewer)) <= room - bound:
-            keep, room = fewer, room - bound
-            notice = _left_out_notice(*_left_out(convo, sizes, fewer, directive), budget)
+    keep, room, notice = _kept_and_notice(
+        convo, sizes, floors, directive, budget - system_tokens, budget, counter
+    )
     dropped = keep.count(False)
-    whole_directive = directive >= 0 and sum(_live(floors, keep, skip=directive)) + d_size <= room
+    whole_directive = directive >= 0 and sum(live(floors, keep, skip=directive)) + d_size <= room
     if whole_directive:
         cap = _cap_for(
-            _live(sizes, keep, skip=directive), _live(floors, keep, skip=directive), room - d_size
+            live(sizes, keep, skip=directive), live(floors, keep, skip=directive), room - d_size
         )
     else:
-        cap = _cap_for(_live(sizes, keep), _live(floors, keep), room)
+        cap = _cap_for(live(sizes, keep), live(floors, keep), room)
     out: list[BaseMessage] = list(view[:lead])
     elided = cut_tokens = 0
     for i, m in enumerate(convo):
@@ -547,4 +479,7 @@ def fit_to_budget(
         out.append(m)
         if i == directive and notice is not None:
             out.append(notice)
-    return out, Elision(elided, cut_tokens, dropped)
+    if dropped:  # a unit gone can leave a user message opening a turn thinking must open
+        out, repairs = repair_request(out)
+        log_repairs(repairs, where)
+    return within_media_limit(out), Elision(elided, cut_tokens, dropped)

@@ -27,6 +27,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.media import media_bytes, media_label, media_units
 from langchain_builderforce_memory.outputs import is_whole_output
 
@@ -136,7 +137,8 @@ def _batched(over: int, batch: int) -> int:
 def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
     """``view`` with its oldest media labelled until it is within both media limits.
 
-    The oldest message's first (within a message, its last first), a multiple of
+    The oldest message's first (within a message, its last first; the latest directive's
+    last of all), a multiple of
     :data:`MEDIA_BATCH` units (:data:`MEDIA_BYTES_BATCH` bytes) at a time; only in user
     turns and tool results (a new copy of each message changed: never the caller's). A
     label costs fewer tokens than the image or pages it stands for, so a view within its
@@ -155,7 +157,13 @@ def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
         _batched(held.inline_bytes - MAX_MEDIA_BYTES, MEDIA_BYTES_BATCH),
     )
     out = list(view)
-    for i, message in enumerate(out):
+    if not owed.pending:
+        return out
+    # The latest directive's media last: the mockup a task was given is what it is about.
+    directive = latest_directive_index(out, fallback=False)
+    later = [directive] if directive >= 0 else []
+    for i in [*(j for j in range(len(out)) if j != directive), *later]:
+        message = out[i]
         if not owed.pending:
             break
         if not isinstance(message, HumanMessage | ToolMessage) or is_whole_output(message):

@@ -116,15 +116,31 @@ def test_inline_bytes_have_their_limit_too() -> None:
     assert anthropic_wire(view) == []
 
 
+def test_the_task_s_own_image_is_left_out_last() -> None:
+    # Oldest first would have labelled the mockup the task is about before any screenshot.
+    mockup = {"type": "image", "base64": SHOT, "mime_type": "image/png"}
+    record = _run(60)
+    record[0] = HumanMessage(["Make the settings page look like this.", mockup], id="u0")
+    view = within_media_limit(record)
+    assert view[0] is record[0]
+    assert _units(view) == 101 - MEDIA_BATCH
+    assert "left out" in str(view[2].content)  # the first screenshot instead
+
+
 def test_a_pdf_counts_its_pages() -> None:
     pdf = base64.b64encode(pdf_with_object_streams(60)).decode()
     document = {"type": "file", "base64": pdf, "mime_type": "application/pdf"}
-    record: list[BaseMessage] = [HumanMessage(["Read the manual.", document], id="u0")]
-    record += _run(25)[1:]  # 50 images after it: 110 units
+    read = {"name": "read_manual", "args": {}, "id": "m"}
+    record: list[BaseMessage] = [
+        HumanMessage("Read the manual, then check the settings pages.", id="u0"),
+        AIMessage("", tool_calls=[read], id="am"),
+        ToolMessage([document], tool_call_id="m", id="tm"),
+        *_run(25)[1:],  # 50 images after it: 110 units
+    ]
     view = within_media_limit(record)
     assert _units(view) == 50
-    assert "[file application/pdf] (left out of this view" in str(view[0].content)
-    assert view[1:] == record[1:]
+    assert "[file application/pdf] (left out of this view" in str(view[2].content)
+    assert view[3:] == record[3:]
 
 
 def test_a_screenshot_a_computer_call_needs_whole_is_never_labelled() -> None:

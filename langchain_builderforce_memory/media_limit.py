@@ -68,7 +68,6 @@ class MediaLoad:
         self.units += sign * media_units(block)
         self.inline_bytes += sign * media_bytes(block)
 
-    @property
     def pending(self) -> bool:
         """Whether anything remains to leave out."""
         return self.units > 0 or self.inline_bytes > 0
@@ -114,7 +113,7 @@ def _shown(
     out: list[object] = []
     changed = False
     for block in reversed(content):
-        if owed.pending and isinstance(block, Mapping):
+        if owed.pending() and isinstance(block, Mapping):
             if media_units(block) or media_bytes(block):
                 owed.add(block, -1)
                 out.append({"type": "text", "text": f"{media_label(block)}{_LEFT_OUT}"})
@@ -157,14 +156,14 @@ def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
         _batched(held.inline_bytes - MAX_MEDIA_BYTES, MEDIA_BYTES_BATCH),
     )
     out = list(view)
-    if not owed.pending:
+    if not owed.pending():
         return out
     # The latest directive's media last: the mockup a task was given is what it is about.
     directive = latest_directive_index(out, fallback=False)
     later = [directive] if directive >= 0 else []
     for i in [*(j for j in range(len(out)) if j != directive), *later]:
         message = out[i]
-        if not owed.pending:
+        if not owed.pending():
             break
         if not isinstance(message, HumanMessage | ToolMessage) or is_whole_output(message):
             continue

@@ -27,8 +27,10 @@ __all__ = [
     "IMAGE_MIN_TOKENS",
     "ClipKind",
     "clip_seconds",
+    "image_size",
     "media_bytes",
     "media_dropped",
+    "media_kind",
     "media_kinds",
     "media_label",
     "media_phrase",
@@ -60,8 +62,14 @@ _OPENAI_FIT: Final = 2_048
 _OPENAI_SHORT: Final = 768
 _OPENAI_BASE: Final = 85
 _OPENAI_TILE: Final = 170
-_HEADER_CHARS: Final = 96_000
-"""Base64 characters decoded to read an image's size: headers (EXIF included) fit."""
+_HEADER_READS: Final = (64, 4_096, 96_000)
+"""Base64 characters decoded, in turn, to read an image's size: a PNG, GIF or WebP header
+fits the first; a JPEG's size comes after its tables and EXIF, which fit the last."""
+_EDGE: Final = 64
+_SIZES: dict[tuple[int, str | bytes, str | bytes], tuple[int, int] | None] = {}
+"""Image sizes read, by :func:`_pixels`' key: a few hundred bytes an entry."""
+_SIZES_LIMIT: Final = 4_096
+_UNREAD: Final = (0, 0)
 _PDF_PAGE_TOKENS: Final = 2_000
 """A PDF page: its text (~500 tokens) plus the page image Anthropic and OpenAI add."""
 _PDF_BYTES_PER_PAGE: Final = 4_096
@@ -150,12 +158,10 @@ def _image_tokens(block: Mapping[str, object], data: str | bytes | None) -> int:
         detail = detail or inner.get("detail")
     if detail == "low":
         return IMAGE_MIN_TOKENS
-    if data is None:
+    size = _pixels(data) if data is not None else None
+    if size is None:
         return IMAGE_MAX_TOKENS
-    size: tuple[int, int] = imagesize.get(io.BytesIO(_decode(data, _HEADER_CHARS)))
     width, height = size
-    if width <= 0 or height <= 0:
-        return IMAGE_MAX_TOKENS
     # The block's shape says whose request it is; a LangChain standard block could go
     # to either provider, so it costs the larger of the two.
     if isinstance(block.get("source"), Mapping):
@@ -165,6 +171,47 @@ def _image_tokens(block: Mapping[str, object], data: str | bytes | None) -> int:
     else:
         tokens = max(_anthropic_image(width, height), _openai_image(width, height))
     return max(IMAGE_MIN_TOKENS, min(IMAGE_MAX_TOKENS, tokens))
+
+
+def _pixels(data: str | bytes) -> tuple[int, int] | None:
+    # Remembered by the data's length, head and tail, not its hash: hashing reads all of
+    # it (megabytes, for each message a checkpointer loads afresh), and a view asks for the
+    # same images turn after turn. The head holds a PNG's, GIF's or WebP's size; a JPEG's
+    # compressed end (its last 48 bytes) is as good as its identity.
+    key = (len(data), data[:_EDGE], data[-_EDGE:])
+    if (known := _SIZES.get(key, _UNREAD)) is not _UNREAD:
+        return known
+    size: tuple[int, int] | None = None
+    for chars in _HEADER_READS:
+        read: tuple[int, int] = imagesize.get(io.BytesIO(_decode(data, chars)))
+        if read[0] > 0 and read[1] > 0:
+            size = read
+            break
+        if chars >= len(data):
+            break
+    if len(_SIZES) >= _SIZES_LIMIT:
+        _SIZES.clear()
+    _SIZES[key] = size
+    return size
+
+
+def image_size(block: Mapping[str, object]) -> tuple[int, int] | None:
+    """An inline image's ``(width, height)`` in pixels, read from its header.
+
+    ``None`` for any other block, and for an image whose size cannot be read without
+    fetching it (a URL, a file id) or from its bytes.
+
+    Example:
+        >>> gif = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
+        >>> image_size({"type": "image", "base64": gif, "mime_type": "image/gif"})
+        (1, 1)
+        >>> image_size({"type": "image", "url": "https://x/y.png"}) is None
+        True
+    """
+    if media_kind(block) != "image":
+        return None
+    data = _data_of(block)[0]
+    return _pixels(data) if data is not None else None
 
 
 def _file_tokens(
@@ -239,7 +286,7 @@ def media_tokens(block: Mapping[str, object], count_text: Callable[[str], int]) 
         >>> media_tokens({"type": "text", "text": "hi"}, len) is None
         True
     """
-    kind = _kind(block)
+    kind = media_kind(block)
     if kind is None or (block.get("type") == _GENERATED and not block.get("result")):
         return None  # not media; or a reference to a stored image (its id), or one running
     data, _url, mime = _data_of(block)
@@ -264,7 +311,7 @@ def media_units(block: Mapping[str, object]) -> int:
         >>> media_units({"type": "text", "text": "hi"})
         0
     """
-    kind = _kind(block)
+    kind = media_kind(block)
     if kind is None or kind in ("audio", "video"):
         return 0
     if kind == "image":
@@ -284,7 +331,7 @@ def media_bytes(block: Mapping[str, object]) -> int:
         >>> media_bytes({"type": "image", "url": "https://x/y.png"})
         0
     """
-    if _kind(block) is None:
+    if media_kind(block) is None:
         return 0
     data = _data_of(block)[0]
     if isinstance(data, bytes):  # raw bytes (langchain-google-genai) go out as base64
@@ -361,7 +408,7 @@ def media_label(block: Mapping[str, object]) -> str | None:
         >>> media_label({"type": "image_url", "image_url": {"url": "https://x/y.png"}})
         '[image https://x/y.png]'
     """
-    label = _kind(block)
+    label = media_kind(block)
     if label is None:
         return None
     if block.get("type") == _GENERATED:  # what it shows is the prompt it was drawn from
@@ -373,8 +420,15 @@ def media_label(block: Mapping[str, object]) -> str | None:
     return "[" + " ".join([label, *(part for part in (mime, url) if part)]) + "]"
 
 
-def _kind(block: Mapping[str, object]) -> str | None:
-    """``"image"``, ``"file"``, ``"audio"`` or ``"video"``; ``None`` for any other block."""
+def media_kind(block: Mapping[str, object]) -> str | None:
+    """``"image"``, ``"file"``, ``"audio"`` or ``"video"``; ``None`` for any other block.
+
+    Example:
+        >>> media_kind({"type": "image_url", "image_url": {"url": "https://x/y.png"}})
+        'image'
+        >>> media_kind({"type": "tool_result", "content": []}) is None
+        True
+    """
     kind = block.get("type")
     if kind in _IMAGE_TYPES:
         return "image"
@@ -403,7 +457,7 @@ def media_kinds(blocks: Iterable[object]) -> list[str]:
         block = stack.pop()
         if not isinstance(block, Mapping):
             continue
-        kind = _kind(block)
+        kind = media_kind(block)
         if kind is not None:
             out.append(kind)
         elif isinstance(inner := block.get("content"), list):
@@ -462,7 +516,7 @@ def _without_media(value: object, found: list[Mapping[str, object]], depth: int)
     if depth > _NESTED_DEPTH:
         return value
     if isinstance(value, Mapping):
-        if _kind(value) is not None and _data_of(value)[0] is not None:
+        if media_kind(value) is not None and _data_of(value)[0] is not None:
             found.append(value)
             return media_label(value)
         return {k: _without_media(v, found, depth + 1) for k, v in value.items()}

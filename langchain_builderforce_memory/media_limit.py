@@ -1,4 +1,4 @@
-"""A request's media limits: at most 100 images and document pages, and 20 MB of them.
+"""A request's media limits: how many images and pages, how many bytes, how large each.
 
 Anthropic refuses a request that holds more than 100 images and PDF pages together
 (``Too much media: 0 document pages + 102 images > 100``). A run that looks at many small
@@ -8,11 +8,20 @@ and is then refused on every turn, its compaction call included
 data a request, Anthropic 32 MB in all, and a token budget does not see bytes (a
 full-screen screenshot costs ~1,600 tokens and 2-3 MB of base64).
 
-A view therefore keeps the newest media within :data:`MAX_MEDIA_UNITS` and
-:data:`MAX_MEDIA_BYTES`; older ones are shown by their label, in the view only (the record
-keeps them, as it keeps everything). They are left out oldest first, in batches
-(:data:`MEDIA_BATCH`, :data:`MEDIA_BYTES_BATCH`), so the view's front changes once a
-batch, not with every new image, and the prompt cache keeps hitting in between. What a
+One image can be refused too. Anthropic takes no image over 8,000 pixels a side or 5 MB
+of base64 (Bedrock: 3.75 MB of bytes, the same image), and, in a request of more than
+20 images, none over 2,000 pixels a side: the 21st full-screen screenshot (2,560 x 1,440)
+of a browser run made every request after it fail ("At least one of the image dimensions
+exceed max allowed size for many-image requests: 2000 pixels",
+anthropics/claude-code#13480), though each had been taken in a valid one.
+
+A view therefore keeps the newest media within these limits; the others are shown by
+their label, in the view only (the record keeps them, as it keeps everything). The rules
+run in turn (:class:`MediaRule`): images no request takes, then the oldest media past
+:data:`MAX_MEDIA_UNITS` and :data:`MAX_MEDIA_BYTES`, then the oldest large images of a
+view of many. They are left out in batches (:data:`MEDIA_BATCH`,
+:data:`MEDIA_BYTES_BATCH`, :data:`MANY_IMAGES_BATCH`), so the view's front changes once
+a batch, not with every new image, and the prompt cache keeps hitting in between. What a
 provider needs whole (a computer call's screenshot: OpenAI, which takes 500 images a
 request) and media in the assistant's own turns are never touched; they count all the
 same.
@@ -21,22 +30,37 @@ same.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.media import media_bytes, media_label, media_units
+from langchain_builderforce_memory.media import (
+    image_size,
+    media_bytes,
+    media_kind,
+    media_label,
+    media_units,
+)
 from langchain_builderforce_memory.outputs import is_whole_output
 
 __all__ = [
+    "MANY_IMAGES",
+    "MANY_IMAGES_BATCH",
+    "MANY_IMAGES_SIDE",
+    "MAX_IMAGE_BYTES",
+    "MAX_IMAGE_SIDE",
     "MAX_MEDIA_BYTES",
     "MAX_MEDIA_UNITS",
     "MEDIA_BATCH",
     "MEDIA_BYTES_BATCH",
+    "ExcessMedia",
+    "ManyImages",
     "MediaLoad",
+    "MediaRule",
+    "OversizedImages",
     "view_media",
     "within_media_limit",
 ]
@@ -51,7 +75,19 @@ MEDIA_BATCH: Final = 20
 """Media units left out at a time once a view holds too many."""
 MEDIA_BYTES_BATCH: Final = 4_000_000
 """Inline bytes left out at a time once a view holds too many."""
-_LEFT_OUT: Final = " (left out of this view: more media than a request may hold)"
+MAX_IMAGE_SIDE: Final = 8_000
+"""Pixels a side of the largest image a request may hold (Anthropic, Bedrock)."""
+MAX_IMAGE_BYTES: Final = 5_242_880
+"""Base64 characters of the largest inline image a request may hold: Anthropic's 5 MB
+("image exceeds 5 MB maximum: 5316852 bytes > 5242880 bytes"); Bedrock's 3.75 MB of
+bytes is the same image."""
+MANY_IMAGES: Final = 20
+"""Images past which a request holds none larger than :data:`MANY_IMAGES_SIDE`."""
+MANY_IMAGES_SIDE: Final = 2_000
+"""Pixels a side of the largest image in a request of more than :data:`MANY_IMAGES`."""
+MANY_IMAGES_BATCH: Final = 10
+"""Images left out at a time once a view holds too many large ones."""
+_LEFT_OUT: Final = "more media than a request may hold"
 
 
 @dataclass(slots=True)
@@ -73,8 +109,85 @@ class MediaLoad:
         return self.units > 0 or self.inline_bytes > 0
 
 
-def _load(content: object, load: MediaLoad, *, inner: bool = False) -> None:
-    """Count a message's media into ``load``, its ``tool_result`` blocks' content too.
+class MediaRule(Protocol):
+    """One limit a view's media are brought within, block by block, oldest first."""
+
+    def pending(self) -> bool:
+        """Whether the rule may still leave a block out."""
+        ...
+
+    def leaves_out(self, block: Mapping[str, object]) -> str | None:
+        """Why ``block`` is shown by its label (counting it out), or ``None``: it stays."""
+        ...
+
+
+@dataclass(slots=True)
+class OversizedImages:
+    """Every image no request takes: over :data:`MAX_IMAGE_SIDE` a side, or too many bytes.
+
+    Too many: :data:`MAX_IMAGE_BYTES` of base64. No batches: each is refused wherever it is.
+    """
+
+    def pending(self) -> bool:
+        """Always: any image may be too large."""
+        return True
+
+    def leaves_out(self, block: Mapping[str, object]) -> str | None:
+        """Its size, when no request takes it."""
+        if media_kind(block) != "image":
+            return None
+        if (size := media_bytes(block)) > MAX_IMAGE_BYTES:
+            return f"{size / 1_048_576:.1f} MB, larger than a request takes an image"
+        pixels = image_size(block)
+        if pixels is not None and max(pixels) > MAX_IMAGE_SIDE:
+            return f"{pixels[0]}x{pixels[1]} pixels, larger than a request takes an image"
+        return None
+
+
+@dataclass(slots=True)
+class ExcessMedia:
+    """The oldest media past :data:`MAX_MEDIA_UNITS` and :data:`MAX_MEDIA_BYTES`."""
+
+    owed: MediaLoad
+    """What remains to leave out: whole batches past the limits."""
+
+    def pending(self) -> bool:
+        """Whether anything remains to leave out."""
+        return self.owed.pending()
+
+    def leaves_out(self, block: Mapping[str, object]) -> str | None:
+        """Any media, while some are owed."""
+        if media_units(block) or media_bytes(block):
+            self.owed.add(block, -1)
+            return _LEFT_OUT
+        return None
+
+
+@dataclass(slots=True)
+class ManyImages:
+    """The oldest images over :data:`MANY_IMAGES_SIDE` a side, in a view of too many images.
+
+    Too many: more than :data:`MANY_IMAGES`, whose sizes a request limits (Anthropic).
+    """
+
+    quota: int
+    """Large images still to leave out."""
+
+    def pending(self) -> bool:
+        """Whether large images remain to leave out."""
+        return self.quota > 0
+
+    def leaves_out(self, block: Mapping[str, object]) -> str | None:
+        """A large image, while some are owed."""
+        pixels = image_size(block)
+        if pixels is None or max(pixels) <= MANY_IMAGES_SIDE:
+            return None
+        self.quota -= 1
+        return f"{pixels[0]}x{pixels[1]} pixels, more than a request of many images takes"
+
+
+def _media_blocks(content: object, *, inner: bool = False) -> Iterator[Mapping[str, object]]:
+    """A message's media blocks, those in its ``tool_result`` blocks' content too.
 
     One level deep: where a provider takes media; deeper, a block is text to it.
     """
@@ -82,10 +195,10 @@ def _load(content: object, load: MediaLoad, *, inner: bool = False) -> None:
         return
     for block in content:
         if isinstance(block, Mapping):
-            if media_units(block) or media_bytes(block):
-                load.add(block)
+            if media_kind(block) is not None:
+                yield block
             elif not inner:
-                _load(block.get("content"), load, inner=True)
+                yield from _media_blocks(block.get("content"), inner=True)
 
 
 def view_media(view: Sequence[BaseMessage]) -> MediaLoad:
@@ -99,28 +212,30 @@ def view_media(view: Sequence[BaseMessage]) -> MediaLoad:
     """
     load = MediaLoad()
     for message in view:
-        _load(message.content, load)
+        for block in _media_blocks(message.content):
+            load.add(block)
     return load
 
 
 def _shown(
-    content: Sequence[object], owed: MediaLoad, *, inner: bool = False
+    content: Sequence[object], rule: MediaRule, *, inner: bool = False
 ) -> list[object] | None:
-    """``content`` with media labelled while ``owed`` is pending, last block first.
+    """``content`` with the media ``rule`` leaves out labelled, last block first.
 
     Last first within a message, as a cut keeps a message's head: its media came together.
     """
     out: list[object] = []
     changed = False
     for block in reversed(content):
-        if owed.pending() and isinstance(block, Mapping):
-            if media_units(block) or media_bytes(block):
-                owed.add(block, -1)
-                out.append({"type": "text", "text": f"{media_label(block)}{_LEFT_OUT}"})
+        if rule.pending() and isinstance(block, Mapping):
+            if (why := rule.leaves_out(block)) is not None:
+                out.append(
+                    {"type": "text", "text": f"{media_label(block)} (left out of this view: {why})"}
+                )
                 changed = True
                 continue
             nested = block.get("content")
-            shown = _shown(nested, owed, inner=True) if isinstance(nested, list) else None
+            shown = _shown(nested, rule, inner=True) if isinstance(nested, list) else None
             if not inner and shown is not None:
                 out.append({**block, "content": shown})
                 changed = True
@@ -129,19 +244,52 @@ def _shown(
     return out[::-1] if changed else None
 
 
+def _applied(view: list[BaseMessage], rule: MediaRule) -> list[BaseMessage]:
+    """``view`` with ``rule`` applied to its user turns and tool results, oldest first.
+
+    The latest directive's media last: the mockup a task was given is what it is about.
+    """
+    out = list(view)
+    directive = latest_directive_index(out, fallback=False)
+    later = [directive] if directive >= 0 else []
+    for i in [*(j for j in range(len(out)) if j != directive), *later]:
+        message = out[i]
+        if not rule.pending():
+            break
+        if not isinstance(message, HumanMessage | ToolMessage) or is_whole_output(message):
+            continue
+        if isinstance(message.content, list) and (shown := _shown(message.content, rule)):
+            out[i] = message.model_copy(update={"content": shown})
+    return out
+
+
 def _batched(over: int, batch: int) -> int:
     return math.ceil(over / batch) * batch if over > 0 else 0
 
 
-def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """``view`` with its oldest media labelled until it is within both media limits.
+def _blocks(view: Sequence[BaseMessage]) -> list[Mapping[str, object]]:
+    return [block for message in view for block in _media_blocks(message.content)]
 
-    The oldest message's first (within a message, its last first; the latest directive's
-    last of all), a multiple of
-    :data:`MEDIA_BATCH` units (:data:`MEDIA_BYTES_BATCH` bytes) at a time; only in user
-    turns and tool results (a new copy of each message changed: never the caller's). A
-    label costs fewer tokens than the image or pages it stands for, so a view within its
-    token budget stays there.
+
+def _too_many_large(images: Sequence[Mapping[str, object]]) -> int:
+    """Images past :data:`MANY_IMAGES`, when any is over :data:`MANY_IMAGES_SIDE`; else 0."""
+    if len(images) <= MANY_IMAGES:
+        return 0
+    sizes = [image_size(block) for block in images]
+    large = any(s is not None and max(s) > MANY_IMAGES_SIDE for s in sizes)
+    return len(images) - MANY_IMAGES if large else 0
+
+
+def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``view`` with media labelled until every provider's media limits hold.
+
+    The rules in turn: :class:`OversizedImages`, :class:`ExcessMedia` (a multiple of
+    :data:`MEDIA_BATCH` units, :data:`MEDIA_BYTES_BATCH` bytes), :class:`ManyImages` (a
+    multiple of :data:`MANY_IMAGES_BATCH`). The oldest message's media first (within a
+    message its last first; the latest directive's last of all), only in user turns and
+    tool results, a new copy of each message changed: never the caller's. A label costs
+    fewer tokens than the image or pages it stands for, so a view within its token budget
+    stays there.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -150,23 +298,24 @@ def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
         >>> view_media(view).units, view[0].content[0]["text"][:25]
         (81, '[image https://x/shot.png')
     """
-    held = view_media(view)
+    out = list(view)
+    media = _blocks(out)
+    if not media:
+        return out
+    oversized = OversizedImages()
+    if any(oversized.leaves_out(block) for block in media):
+        out = _applied(out, oversized)
+        media = _blocks(out)
+    held = MediaLoad()
+    for block in media:
+        held.add(block)
     owed = MediaLoad(
         _batched(held.units - MAX_MEDIA_UNITS, MEDIA_BATCH),
         _batched(held.inline_bytes - MAX_MEDIA_BYTES, MEDIA_BYTES_BATCH),
     )
-    out = list(view)
-    if not owed.pending():
-        return out
-    # The latest directive's media last: the mockup a task was given is what it is about.
-    directive = latest_directive_index(out, fallback=False)
-    later = [directive] if directive >= 0 else []
-    for i in [*(j for j in range(len(out)) if j != directive), *later]:
-        message = out[i]
-        if not owed.pending():
-            break
-        if not isinstance(message, HumanMessage | ToolMessage) or is_whole_output(message):
-            continue
-        if isinstance(message.content, list) and (shown := _shown(message.content, owed)):
-            out[i] = message.model_copy(update={"content": shown})
+    if owed.pending():
+        out = _applied(out, ExcessMedia(owed))
+        media = _blocks(out)
+    if over := _too_many_large([block for block in media if media_kind(block) == "image"]):
+        out = _applied(out, ManyImages(_batched(over, MANY_IMAGES_BATCH)))
     return out

@@ -27,6 +27,7 @@ from langchain_openai.chat_models.base import (
     _construct_responses_api_input,
     _convert_message_to_dict,
 )
+from PIL import Image
 from pypdf import PdfReader
 
 CALLS_PER_DIRECTIVE = 10
@@ -564,6 +565,43 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
                 )
     if (media := anthropic_media(wire)) > 100:
         problems.append(f"Too much media: {media} images and document pages > 100")
+    return problems + anthropic_image_problems(wire)
+
+
+def _wire_blocks(wire: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every block of a Messages API payload, tool results' content included."""
+    out: list[dict[str, Any]] = []
+    for m in wire:
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            if not isinstance(b, dict):
+                continue
+            out.append(b)
+            if isinstance(inner := b.get("content"), list):
+                out.extend(x for x in inner if isinstance(x, dict))
+    return out
+
+
+def anthropic_image_problems(wire: Sequence[dict[str, Any]]) -> list[str]:
+    """Why the Messages API refuses an image in ``wire`` (sizes read with Pillow here, not
+    with the package): over 5 MB of base64 or 8,000 pixels a side; in a request of more
+    than 20 images, over 2,000 pixels a side."""
+    images = [b for b in _wire_blocks(wire) if b.get("type") == "image"]
+    problems: list[str] = []
+    for b in images:
+        source = b.get("source") or {}
+        if source.get("type") != "base64":
+            continue
+        if len(source["data"]) > 5_242_880:
+            problems.append(f"image exceeds 5 MB maximum: {len(source['data'])} bytes")
+            continue
+        try:
+            side = max(Image.open(io.BytesIO(base64.b64decode(source["data"]))).size)
+        except (OSError, ValueError):  # not an image: a property test's stand-in bytes
+            continue
+        if side > 8_000 or (len(images) > 20 and side > 2_000):
+            problems.append(
+                f"an image of {side} pixels a side in a request of {len(images)} images"
+            )
     return problems
 
 
@@ -571,24 +609,14 @@ def anthropic_media(wire: Sequence[dict[str, Any]]) -> int:
     """Images plus PDF pages in a Messages API payload, tool results' content included: the
     Messages API refuses more than 100 (read with pypdf here, not with the package)."""
     total = 0
-    for m in wire:
-        blocks = m["content"] if isinstance(m["content"], list) else []
-        for b in [
-            *blocks,
-            *(
-                x
-                for b in blocks
-                if isinstance(b, dict) and isinstance(c := b.get("content"), list)
-                for x in c
-            ),
-        ]:
-            if not isinstance(b, dict) or b.get("type") not in ("image", "document"):
-                continue
-            source = b.get("source") or {}
-            if b["type"] == "document" and source.get("type") == "base64":
-                total += len(PdfReader(io.BytesIO(base64.b64decode(source["data"]))).pages)
-            else:
-                total += 1
+    for b in _wire_blocks(wire):
+        if b.get("type") not in ("image", "document"):
+            continue
+        source = b.get("source") or {}
+        if b["type"] == "document" and source.get("type") == "base64":
+            total += len(PdfReader(io.BytesIO(base64.b64decode(source["data"]))).pages)
+        else:
+            total += 1
     return total
 
 

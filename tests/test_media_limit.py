@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -14,13 +15,17 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from PIL import Image
 
 from langchain_builderforce_memory import (
     build_working_transcript,
     pack_handoff,
     windowed,
 )
+from langchain_builderforce_memory.media import image_size
 from langchain_builderforce_memory.media_limit import (
+    MANY_IMAGES,
+    MANY_IMAGES_BATCH,
     MAX_MEDIA_BYTES,
     MAX_MEDIA_UNITS,
     MEDIA_BATCH,
@@ -31,7 +36,14 @@ from langchain_builderforce_memory.media_limit import (
 from langchain_builderforce_memory.testing import ScriptedChatModel
 
 from .helpers import build_agent, pdf_with_object_streams
-from .provider_shapes import anthropic_media, anthropic_request, anthropic_wire, png, png_b64
+from .provider_shapes import (
+    anthropic_image_problems,
+    anthropic_media,
+    anthropic_request,
+    anthropic_wire,
+    png,
+    png_b64,
+)
 
 
 def _units(view: list[BaseMessage]) -> int:
@@ -178,3 +190,107 @@ def test_create_agent_never_sends_more_than_100_media() -> None:
     assert max(media) <= MAX_MEDIA_UNITS
     assert media[-1] > MAX_MEDIA_UNITS - MEDIA_BATCH  # the newest still there
     assert all(anthropic_wire(r) == [] for r in model.requests)
+
+
+LARGE = png_b64(2560, 1440)  # a full-screen screenshot: its header is what the limits read
+
+
+def _browse(steps: int, shot: str = LARGE) -> list[BaseMessage]:
+    record: list[BaseMessage] = [HumanMessage("Check each page of the shop.", id="u0")]
+    for n in range(steps):
+        call = {"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}
+        record.append(AIMessage(f"step {n}", tool_calls=[call], id=f"a{n}"))
+        image = {"type": "image", "base64": shot, "mime_type": "image/png"}
+        record.append(ToolMessage([image], tool_call_id=f"c{n}", id=f"t{n}"))
+    return record
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_past_20_images_a_view_holds_none_over_2000_pixels(entry: str) -> None:
+    # Anthropic refuses a request of more than 20 images if one is over 2,000 pixels a
+    # side: the 21st full-screen screenshot made every request after it fail
+    # (anthropics/claude-code#13480).
+    record = _browse(30)
+    before = copy.deepcopy(record)
+    view = ENTRIES[entry][1](record)
+    assert anthropic_image_problems(anthropic_request(record))  # refused as is
+    assert anthropic_wire(view) == []
+    assert view[-1].content == record[-1].content  # the newest screenshot, as taken
+    assert record == before
+
+
+def test_large_images_go_oldest_first_in_batches_of_ten() -> None:
+    views = [windowed(_browse(n), max_tokens=200_000, max_messages=None) for n in range(15, 60)]
+    left_out = [n - _units(v) for n, v in zip(range(15, 60), views, strict=True)]
+    assert all(k % MANY_IMAGES_BATCH == 0 for k in left_out)
+    assert sorted(set(left_out)) == [0, 10, 20, 30, 40]
+    for view, k in zip(views, left_out, strict=True):
+        assert _units(view) <= MANY_IMAGES
+        labelled = [m for m in view if isinstance(m, ToolMessage) and "left out" in str(m.content)]
+        assert [m.id for m in labelled] == [f"t{i}" for i in range(k)]
+        assert all("2560x1440 pixels" in str(m.content) for m in labelled)
+    small = windowed(_browse(60, SHOT), max_tokens=200_000, max_messages=None)
+    assert _units(small) == 60  # 32 x 32: any number of them (up to 100) is fine
+
+
+def test_an_image_no_request_takes_is_left_out_wherever_it_is() -> None:
+    # Over 8,000 pixels a side, or 5 MB of base64: refused in any request, so one a tool
+    # returned would fail every turn after it, the user's own too.
+    tall = {"type": "image", "base64": png_b64(300, 9_000), "mime_type": "image/png"}
+    heavy = base64.b64encode(png(800, 600) + bytes(4_000_000)).decode()  # 5.3 MB of base64
+    record = _browse(3, SHOT)
+    record[2] = ToolMessage([tall], tool_call_id="c0", id="t0")
+    record[4] = ToolMessage(
+        [{"type": "image", "base64": heavy, "mime_type": "image/png"}], tool_call_id="c1", id="t1"
+    )
+    record.append(HumanMessage(["Now make the header look like this.", tall], id="u1"))
+    view = within_media_limit(record)
+    assert anthropic_wire(record)
+    assert anthropic_wire(view) == []
+    assert "300x9000 pixels, larger than a request takes an image" in str(view[2].content)
+    assert "5.1 MB, larger than a request takes an image" in str(view[4].content)
+    assert view[6] is record[6]  # a small screenshot stays
+    assert view[-1].content[0] == record[-1].content[0]
+    assert "300x9000 pixels" in str(view[-1].content[1])
+
+
+def test_create_agent_takes_more_than_20_full_screen_screenshots() -> None:
+    @tool(response_format="content")
+    def screenshot(n: int) -> list[dict[str, Any]]:
+        """Take a screenshot."""
+        return [{"type": "image", "base64": LARGE, "mime_type": "image/png"}]
+
+    calls = [
+        AIMessage(f"step {n}", tool_calls=[{"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}])
+        for n in range(35)
+    ]
+    model = ScriptedChatModel(script=[*calls, "done"])
+    agent = build_agent("create_agent", model, [screenshot], checkpointer=InMemorySaver())
+    agent.invoke(
+        {"messages": [HumanMessage("Check each page of the shop.")]},
+        {"configurable": {"thread_id": "t"}, "recursion_limit": 1_000},
+    )
+    assert [p for r in model.requests for p in anthropic_wire(r)] == []
+    assert "[image" not in str(model.requests[-1][-1].content)  # the newest, whole
+
+
+@pytest.mark.parametrize(
+    ("fmt", "exif_chars"), [("PNG", 0), ("GIF", 0), ("WEBP", 0), ("JPEG", 0), ("JPEG", 50_000)]
+)
+def test_an_image_s_size_is_read_from_its_header_as_pillow_reads_it(
+    fmt: str, exif_chars: int
+) -> None:
+    # Read a little of the base64 first, more only when the header is further in (a JPEG's
+    # size comes after its tables and EXIF); remembered, so a view asks once an image.
+    buffer = io.BytesIO()
+    options: dict[str, Any] = {}
+    if exif_chars:
+        exif = Image.Exif()
+        exif[0x010E] = "x" * exif_chars  # an ImageDescription: the header grows
+        options["exif"] = exif
+    Image.new("RGB", (2561, 1441), (40, 90, 200)).save(buffer, fmt, **options)
+    data = base64.b64encode(buffer.getvalue()).decode()
+    block = {"type": "image", "base64": data, "mime_type": f"image/{fmt.lower()}"}
+    assert image_size(block) == (2561, 1441)
+    assert image_size(block) == (2561, 1441)  # remembered
+    assert image_size({"type": "image", "url": "https://x/y.png"}) is None

@@ -185,7 +185,9 @@ def pinned_opening(
         return own if own is not None and own[1] <= tail_start else running
     turns = _Directives(convo, directives)
     span = (
-        _earlier(convo, directive, turns) if directive >= 0 else _joined(convo, tail_start, turns)
+        _earlier(convo, directive, turns, tail_start)
+        if directive >= 0
+        else _joined(convo, tail_start, turns)
     )
     return span if span is not None and span[1] <= tail_start else None
 
@@ -205,14 +207,18 @@ class _Directives:
         return self._known
 
 
-def _earlier(convo: Sequence[BaseMessage], directive: int, turns: _Directives) -> Span | None:
+def _earlier(
+    convo: Sequence[BaseMessage], directive: int, turns: _Directives, tail_start: int
+) -> Span | None:
     """The step pinned with an earlier ``directive``, as it was while it ran.
 
-    The step answering it when that one thinks; else, for a directive the loop took in, the
-    opening step of the turn it joined.
+    The step answering it when that one thinks and the tail has passed it; else, for a
+    directive the loop took in, the opening step of the turn it joined (1. above pinned
+    that one while the loop ran, its own step being in the tail: a new turn must not move
+    it, or the front moves with no fold).
     """
     own = opening_span(convo, directive)
-    if own is not None or opens_turn_at(convo, directive):
+    if opens_turn_at(convo, directive) or (own is not None and own[1] <= tail_start):
         return own
     return _opening_before(convo, turns.get(), directive)
 

@@ -643,27 +643,40 @@ def keeps_front(
     instruction it restated (and the thinking step pinned with it) when putting them back
     would overflow the message window: the one move a held note's views may make (see
     ``FoldPlan.restate_earlier``). The window need not be exactly full after the move: the
-    instruction and its thinking step go together, two messages for one over."""
+    instruction and its thinking step go together, two messages for one over.
+
+    The two may go on different turns: while the instruction's tool loop runs, its opening
+    thinking step is the provider's (kept when the instruction goes); a new instruction
+    ends the loop, and the step then goes the same way, when the window has no room for it.
+    """
     from langchain_builderforce_memory.messages import (
         DIRECTIVE_KIND,
         is_stamped,
         leading_system_count,
     )
+    from langchain_builderforce_memory.turns import opens_with_thinking
 
     if list(view[: len(before)]) == list(before):
         return True
+    start = next(
+        (i for i, (a, b) in enumerate(zip(before, view, strict=False)) if a != b),
+        min(len(before), len(view)),
+    )
     restated = [i for i, m in enumerate(before) if is_stamped(m, DIRECTIVE_KIND)]
-    if len(restated) != 1:
+    if restated != [start] and (restated or not opens_with_thinking(before[start])):
+        return False  # not the restated instruction, nor the thinking step left behind
+    # What went: the instruction with its opening thinking step, or the step alone.
+    end = next(
+        (
+            end
+            for end in range(start + 1, len(before) + 1)
+            if list(view[: len(before) - end + start]) == [*before[:start], *before[end:]]
+        ),
+        None,
+    )
+    if end is None:
         return False
-    shown = {id(m) for m in view}
-    start = end = restated[0]
-    end += 1
-    while end < len(before) and id(before[end]) not in shown:
-        end += 1  # its opening thinking step, dropped with it
-    if len(view) - leading_system_count(view) + end - start <= max_messages:
-        return False  # there was room for them: the move was not forced
-    rest = [*before[:start], *before[end:]]
-    return list(view[: len(rest)]) == rest
+    return len(view) - leading_system_count(view) + end - start > max_messages  # forced
 
 
 def written_body(lines: int = 900) -> str:

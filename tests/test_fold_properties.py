@@ -269,6 +269,65 @@ def test_a_loop_the_user_spoke_into_keeps_its_thinking_step_pinned_across_a_new_
         assert anthropic_wire(out.messages, thinking=True) == []  # type: ignore[attr-defined]
 
 
+def test_a_restated_instruction_the_loop_took_in_keeps_the_loop_s_step_across_a_new_turn() -> None:
+    # Found by the property above: the user spoke into a running loop (after a tool
+    # result), and the step answering them thought too (interleaved thinking). The fold
+    # restated that instruction, its own step in the tail, so the loop's opening step was
+    # pinned with it. A new turn then pinned the instruction's own step instead, which
+    # the tail held: none was, and the front moved with no fold.
+    think = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+    uses = [
+        {
+            "type": "tool_use",
+            "id": f"call_eb1167b3_{k}",
+            "name": "read_file",
+            "input": {"path": f"call_eb1167b3_{k}"},
+        }
+        for k in (0, 1)
+    ]
+    reads = [
+        {"name": "read_file", "args": {"path": f"call_eb1167b3_{k}"}, "id": f"call_eb1167b3_{k}"}
+        for k in (0, 1)
+    ]
+    write, read = "src/call_e3e70682_0.py", "src/call_f728b4fa_0.py"
+    claude = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
+    record = [
+        *_thinking_turn(),
+        *[AIMessage("") for _ in range(3)],
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "name": "write_file",
+                    "args": {"path": write, "content": ""},
+                    "id": "call_e3e70682_0",
+                }
+            ],
+        ),
+        ToolMessage("ok", tool_call_id="call_e3e70682_0"),
+        *[AIMessage("") for _ in range(8)],
+        AIMessage("x" * 20_000),  # the fold's cause: a long answer
+        *[AIMessage("") for _ in range(8)],
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": read}, "id": "call_f728b4fa_0"}]
+        ),
+        ToolMessage("", name="read_file", tool_call_id="call_f728b4fa_0"),
+        _thinking_turn()[0],
+        AIMessage(
+            [think, {"type": "text", "text": "reading"}, *uses],
+            tool_calls=reads,
+            response_metadata=claude,
+        ),
+        *[ToolMessage("", name="read_file", tool_call_id=f"call_eb1167b3_{k}") for k in (0, 1)],
+        *[AIMessage("") for _ in range(5)],
+        _thinking_turn()[0],
+    ]
+    policy = FoldPolicy(
+        max_tokens=4_000, max_messages=20, tail_tokens=500, min_tail_messages=1, max_tail_messages=1
+    )
+    _assert_front_kept(record, policy)
+
+
 def _assert_front_kept(record: list[BaseMessage], policy: FoldPolicy) -> None:
     previous: tuple[list[BaseMessage], str, bool] | None = None
     for _prefix, out in replay(record, policy, "n"):

@@ -167,23 +167,38 @@ class ExcessMedia:
 class ManyImages:
     """The oldest images over :data:`MANY_IMAGES_SIDE` a side, in a view of too many images.
 
-    Too many: more than :data:`MANY_IMAGES`, whose sizes a request limits (Anthropic).
+    Too many: more than :data:`MANY_IMAGES`, whose sizes a request limits (Anthropic). With
+    ``any_size``, the oldest images whatever their size, until no more than that are left:
+    where the large ones are the newest, the newest are worth more than the old.
     """
 
     quota: int
-    """Large images still to leave out."""
+    """Images still to leave out."""
+    any_size: bool = False
+    """Whether an image of any size may go (else only a large one)."""
 
     def pending(self) -> bool:
-        """Whether large images remain to leave out."""
+        """Whether images remain to leave out."""
         return self.quota > 0
 
     def leaves_out(self, block: Mapping[str, object]) -> str | None:
-        """A large image, while some are owed."""
+        """A large image (any image, with ``any_size``), while some are owed."""
+        if media_kind(block) != "image":
+            return None
         pixels = image_size(block)
-        if pixels is None or max(pixels) <= MANY_IMAGES_SIDE:
+        large = pixels is not None and max(pixels) > MANY_IMAGES_SIDE
+        if not (large or self.any_size):
             return None
         self.quota -= 1
+        if pixels is None or not large:
+            return f"more than {MANY_IMAGES} images, one of them over {MANY_IMAGES_SIDE} pixels"
         return f"{pixels[0]}x{pixels[1]} pixels, more than a request of many images takes"
+
+
+_MANY_IMAGES_STEPS: Final = ((False, True), (True, True), (False, False))
+"""(any size, the newest message spared) in turn: the large images before the newest
+message; then any before it; then the newest message's own large ones, when it alone
+holds too many."""
 
 
 def _media_blocks(content: object, *, inner: bool = False) -> Iterator[Mapping[str, object]]:
@@ -316,6 +331,18 @@ def within_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
     if owed.pending():
         out = _applied(out, ExcessMedia(owed))
         media = _blocks(out)
-    if over := _too_many_large([block for block in media if media_kind(block) == "image"]):
-        out = _applied(out, ManyImages(_batched(over, MANY_IMAGES_BATCH)))
-    return out
+    return _fewer_images(out, media)
+
+
+def _fewer_images(
+    view: list[BaseMessage], media: Sequence[Mapping[str, object]]
+) -> list[BaseMessage]:
+    """``view`` with its oldest images labelled while too many hold a large one."""
+    for any_size, spare_newest in _MANY_IMAGES_STEPS:
+        over = _too_many_large([block for block in media if media_kind(block) == "image"])
+        if not over:
+            break
+        head, newest = (view[:-1], view[-1:]) if spare_newest else (view, [])
+        view = [*_applied(head, ManyImages(_batched(over, MANY_IMAGES_BATCH), any_size)), *newest]
+        media = _blocks(view)
+    return view

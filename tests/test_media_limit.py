@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -233,6 +235,24 @@ def test_large_images_go_oldest_first_in_batches_of_ten() -> None:
     assert _units(small) == 60  # 32 x 32: any number of them (up to 100) is fine
 
 
+def test_the_newest_large_images_stay_where_older_small_ones_can_go() -> None:
+    # Found by the property below: 18 thumbnails, then a tool returned 3 full-screen
+    # screenshots; leaving out large images first labelled the 3 newest. Older ones of any
+    # size go first (10 at a time), and the newest stay whole.
+    record = _browse(18, SHOT)
+    call = {"name": "screenshot", "args": {"n": 18}, "id": "c18"}
+    large = {"type": "image", "base64": LARGE, "mime_type": "image/png"}
+    record += [
+        AIMessage("step 18", tool_calls=[call], id="a18"),
+        ToolMessage([large] * 3, tool_call_id="c18", id="t18"),
+    ]
+    view = within_media_limit(record)
+    assert anthropic_wire(view) == []
+    assert view[-1] is record[-1]
+    labelled = [m.id for m in view if "left out" in str(m.content)]
+    assert labelled == [f"t{i}" for i in range(MANY_IMAGES_BATCH)]
+
+
 def test_an_image_no_request_takes_is_left_out_wherever_it_is() -> None:
     # Over 8,000 pixels a side, or 5 MB of base64: refused in any request, so one a tool
     # returned would fail every turn after it, the user's own too.
@@ -294,3 +314,49 @@ def test_an_image_s_size_is_read_from_its_header_as_pillow_reads_it(
     assert image_size(block) == (2561, 1441)
     assert image_size(block) == (2561, 1441)  # remembered
     assert image_size({"type": "image", "url": "https://x/y.png"}) is None
+
+
+_PALETTE: dict[str, str] = {
+    "small": SHOT,
+    "large": LARGE,
+    "tall": png_b64(300, 9_000),
+    "heavy": base64.b64encode(png(800, 600) + bytes(4_000_000)).decode(),  # 5.3 MB of base64
+}
+
+
+@st.composite
+def _media_runs(draw: st.DrawFn) -> list[BaseMessage]:
+    """A run of screenshots of any size, one to three a tool result, and user turns
+    carrying their own."""
+    kinds = st.sampled_from(sorted(_PALETTE))
+    record: list[BaseMessage] = [HumanMessage("Check each page.", id="u0")]
+    for n in range(draw(st.integers(1, 70))):
+        if draw(st.integers(0, 9)) == 0:
+            shown = [
+                {"type": "image", "base64": _PALETTE[k], "mime_type": "image/png"}
+                for k in draw(st.lists(kinds, max_size=2))
+            ]
+            record.append(AIMessage("Looked.", id=f"d{n}"))
+            record.append(HumanMessage(["And this one.", *shown], id=f"u{n + 1}"))
+        call = {"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}
+        record.append(AIMessage(f"step {n}", tool_calls=[call], id=f"a{n}"))
+        shots = [
+            {"type": "image", "base64": _PALETTE[k], "mime_type": "image/png"}
+            for k in draw(st.lists(kinds, min_size=1, max_size=3))
+        ]
+        record.append(ToolMessage(shots, tool_call_id=f"c{n}", id=f"t{n}"))
+    return record
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=_media_runs())
+def test_any_run_of_images_gets_views_a_provider_takes(record: list[BaseMessage]) -> None:
+    before = copy.deepcopy(record)
+    view = windowed(record, max_tokens=400_000, max_messages=None)
+    assert anthropic_wire(view) == []  # 100 images and pages; each image's size
+    assert view_media(view).inline_bytes <= MAX_MEDIA_BYTES
+    newest = [b for b in record[-1].content if isinstance(b, dict)]
+    shown = [b for b in view[-1].content if isinstance(b, dict)]
+    for was, now in zip(newest, shown, strict=True):  # the newest whole, but what none takes
+        assert now == was or "larger than a request takes an image" in str(now)
+    assert record == before

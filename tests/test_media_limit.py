@@ -172,15 +172,19 @@ def test_a_screenshot_a_computer_call_needs_whole_is_never_labelled() -> None:
     assert within_media_limit(outputs) == outputs  # OpenAI takes 500: they stay whole
 
 
-def test_create_agent_never_sends_more_than_100_media() -> None:
+def _agent_requests(
+    shots: Callable[[int], list[str | dict[str, Any]]], steps: int
+) -> list[list[BaseMessage]]:
+    """What ``create_agent`` with our middleware sends the model over ``steps`` screenshots."""
+
     @tool(response_format="content")
     def screenshot(n: int) -> list[str | dict[str, Any]]:
         """Take a screenshot."""
-        return _shot(n)
+        return shots(n)
 
     calls = [
         AIMessage(f"step {n}", tool_calls=[{"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}])
-        for n in range(80)
+        for n in range(steps)
     ]
     model = ScriptedChatModel(script=[*calls, "done"])
     agent = build_agent("create_agent", model, [screenshot], checkpointer=InMemorySaver())
@@ -188,10 +192,15 @@ def test_create_agent_never_sends_more_than_100_media() -> None:
         {"messages": [HumanMessage("Click through the settings pages.")]},
         {"configurable": {"thread_id": "t"}, "recursion_limit": 1_000},
     )
-    media = [anthropic_media(anthropic_request(r)) for r in model.requests]
+    return model.requests
+
+
+def test_create_agent_never_sends_more_than_100_media() -> None:
+    requests = _agent_requests(_shot, 80)
+    media = [anthropic_media(anthropic_request(r)) for r in requests]
     assert max(media) <= MAX_MEDIA_UNITS
     assert media[-1] > MAX_MEDIA_UNITS - MEDIA_BATCH  # the newest still there
-    assert all(anthropic_wire(r) == [] for r in model.requests)
+    assert all(anthropic_wire(r) == [] for r in requests)
 
 
 LARGE = png_b64(2560, 1440)  # a full-screen screenshot: its header is what the limits read
@@ -275,23 +284,11 @@ def test_an_image_no_request_takes_is_left_out_wherever_it_is() -> None:
 
 
 def test_create_agent_takes_more_than_20_full_screen_screenshots() -> None:
-    @tool(response_format="content")
-    def screenshot(n: int) -> list[dict[str, Any]]:
-        """Take a screenshot."""
-        return [{"type": "image", "base64": LARGE, "mime_type": "image/png"}]
-
-    calls = [
-        AIMessage(f"step {n}", tool_calls=[{"name": "screenshot", "args": {"n": n}, "id": f"c{n}"}])
-        for n in range(35)
-    ]
-    model = ScriptedChatModel(script=[*calls, "done"])
-    agent = build_agent("create_agent", model, [screenshot], checkpointer=InMemorySaver())
-    agent.invoke(
-        {"messages": [HumanMessage("Check each page of the shop.")]},
-        {"configurable": {"thread_id": "t"}, "recursion_limit": 1_000},
+    requests = _agent_requests(
+        lambda n: [{"type": "image", "base64": LARGE, "mime_type": "image/png"}], 35
     )
-    assert [p for r in model.requests for p in anthropic_wire(r)] == []
-    assert "[image" not in str(model.requests[-1][-1].content)  # the newest, whole
+    assert [p for r in requests for p in anthropic_wire(r)] == []
+    assert "[image" not in str(requests[-1][-1].content)  # the newest, whole
 
 
 @pytest.mark.parametrize(

@@ -401,7 +401,9 @@ def run_fold_loop(
     """A scripted tool loop through ``build_working_transcript`` with a counting fake
     summarizer: each turn builds the view (as before a model call), then appends the
     model's tool call(s) and their ``result_tokens``-token results to the record (plus a
-    new user directive every ``directive_every`` turns, when set)."""
+    new user directive every ``directive_every`` turns, when set). The conversation's
+    facts are carried from turn to turn, as the adapters carry them."""
+    from langchain_builderforce_memory.facts import RecordFacts
     from langchain_builderforce_memory.tokens import count_tokens
     from langchain_builderforce_memory.transcript.fold import (
         CompactMemo,
@@ -418,9 +420,15 @@ def run_fold_loop(
     modes: dict[str, int] = {}
     prefix_kept = invalid = gaps = 0
     body = "y" * (4 * (result_tokens - 4))  # exactly result_tokens under the default count
+    facts = RecordFacts(build_kwargs.get("token_counter"))
     for turn in range(turns):
         out = build_working_transcript(
-            record, memo=memo, summarizer=summarizer, system_prompt=system_prompt, **build_kwargs
+            record,
+            memo=memo,
+            summarizer=summarizer,
+            system_prompt=system_prompt,
+            facts=facts,
+            **build_kwargs,
         )
         memo = out.memo
         modes[out.mode] = modes.get(out.mode, 0) + 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.labels import LABELS, TRANSCRIPTS, score
+from tests.labels import LABELS, TRANSCRIPTS, Score, score
 
 pytestmark = [
     pytest.mark.skipif(
@@ -15,14 +15,19 @@ pytestmark = [
 ]
 
 
-def test_the_sample_covers_every_harness_and_at_least_300_calls() -> None:
-    scores = score()
+@pytest.fixture(scope="module")
+def scores() -> dict[str, Score]:
+    """The mapper's score against the labels, per harness and ``"all"``: computed once."""
+    return score()
+
+
+def test_the_sample_covers_every_harness_and_at_least_300_calls(scores: dict[str, Score]) -> None:
     assert scores["all"].calls == len(LABELS.read_text().splitlines()) >= 300
     assert {"Claude Code", "Codex", "OpenHands", "SWE-agent", "mini-swe-agent"} <= set(scores)
 
 
-def test_no_wrong_path_and_nine_in_ten_effects_seen() -> None:
-    overall = score()["all"]
+def test_no_wrong_path_and_nine_in_ten_effects_seen(scores: dict[str, Score]) -> None:
+    overall = scores["all"]
     assert overall.precision >= 0.98, overall.wrong
     assert overall.recall >= 0.90, overall.wrong
 
@@ -39,7 +44,7 @@ def test_no_wrong_path_and_nine_in_ten_effects_seen() -> None:
         ("Codex", 0.80),
     ],
 )
-def test_each_harness(harness: str, floor: float) -> None:
-    s = score()[harness]
+def test_each_harness(harness: str, floor: float, scores: dict[str, Score]) -> None:
+    s = scores[harness]
     assert s.precision >= 0.98
     assert s.recall >= floor

@@ -70,6 +70,7 @@ def check_turn(
         assert fold_coverage_gaps(prefix, view) == [], where
 
 
+@pytest.mark.slow  # every model turn of the recorded runs, end to end
 @pytest.mark.parametrize("path", transcript_params())
 def test_every_recorded_run_replayed_through_the_fold_keeps_every_view_valid_and_covered(
     path: Path,
@@ -92,6 +93,7 @@ def test_every_recorded_run_replayed_through_the_fold_keeps_every_view_valid_and
     assert folds * 2 <= turns
 
 
+@pytest.mark.slow  # every model turn of the recorded runs, end to end
 @pytest.mark.parametrize("path", transcript_params(4))
 async def test_the_async_twin_replays_a_recorded_run_identically(path: Path) -> None:
     record = load_transcript(path)

@@ -34,12 +34,14 @@ from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMess
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
+from langchain_builderforce_memory.agents.native import limits_media_per_message
 from langchain_builderforce_memory.agents.policy import MaxTokens, token_budget
 from langchain_builderforce_memory.calibration import UsageCalibration
 from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
+from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.messages import (
     as_messages,
     check_sound,
@@ -112,8 +114,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         max_tokens: Tokens the view may hold. Or a share of ``model``'s window (``0.8``
             or ``("fraction", 0.8)``: that share of its ``profile["max_input_tokens"]``,
             less its reply reserve), as the middleware takes it.
-        model: The chat model the history feeds (or a ``"provider:model"`` string): only
-            read to resolve a fractional ``max_tokens``.
+        model: The chat model the history feeds (or a ``"provider:model"`` string): read
+            to resolve a fractional ``max_tokens``, and to keep Bedrock's media limits per
+            message (``ChatBedrockConverse``: see ``within_message_media_limit``).
         max_messages: Conversation messages the view may hold (``"auto"``: see FoldPolicy).
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
             fold's share of the room left, so a small budget still folds rarely).
@@ -176,6 +179,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         )
         self.summarizer: Summarizer | None = resolve_summarizer(summarizer)
         self.token_counter: TokenCounter = resolve_token_counter(token_counter)
+        self._per_message_media = limits_media_per_message(model)
         guard: object = fold_guard
         if guard is not None and not isinstance(guard, FoldGuard):
             msg = (
@@ -316,7 +320,8 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         done = finish_working_transcript(plan, None)
         with self._state_lock:
             self._state = replace(self._state, horizon=done.horizon)
-        return done.messages
+        view = done.messages
+        return within_message_media_limit(view) if self._per_message_media else view
 
     def _plan(self, record: Sequence[BaseMessage], policy: FoldPolicy, *, fold: bool) -> FoldPlan:
         """The view policy's plan of ``record``: a fold's (``fold``) or a read's (no summarizer)."""

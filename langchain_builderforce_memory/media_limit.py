@@ -25,6 +25,15 @@ a batch, not with every new image, and the prompt cache keeps hitting in between
 provider needs whole (a computer call's screenshot: OpenAI, which takes 500 images a
 request) and media in the assistant's own turns are never touched; they count all the
 same.
+
+Bedrock's Converse API limits media per message, not per request: a message holds at most
+:data:`MAX_MESSAGE_IMAGES` images and :data:`MAX_MESSAGE_DOCUMENTS` documents, and
+langchain-aws sends a run of tool results and user turns as ONE message. A turn of eight
+parallel screenshot calls of three images each is refused there, though the request holds
+far fewer than 100. :func:`within_message_media_limit` brings each such run within those
+limits; other providers take what it would label, so the agent adapters run it only for
+a serving model that needs it
+(:func:`~langchain_builderforce_memory.agents.native.limits_media_per_message`).
 """
 
 from __future__ import annotations
@@ -54,8 +63,11 @@ __all__ = [
     "MAX_IMAGE_SIDE",
     "MAX_MEDIA_BYTES",
     "MAX_MEDIA_UNITS",
+    "MAX_MESSAGE_DOCUMENTS",
+    "MAX_MESSAGE_IMAGES",
     "MEDIA_BATCH",
     "MEDIA_BYTES_BATCH",
+    "CrowdedMessage",
     "ExcessMedia",
     "ManyImages",
     "MediaLoad",
@@ -63,6 +75,7 @@ __all__ = [
     "OversizedImages",
     "view_media",
     "within_media_limit",
+    "within_message_media_limit",
 ]
 
 MAX_MEDIA_UNITS: Final = 100
@@ -87,6 +100,11 @@ MANY_IMAGES_SIDE: Final = 2_000
 """Pixels a side of the largest image in a request of more than :data:`MANY_IMAGES`."""
 MANY_IMAGES_BATCH: Final = 10
 """Images left out at a time once a view holds too many large ones."""
+MAX_MESSAGE_IMAGES: Final = 20
+"""Images one message may hold on Bedrock's Converse API (a run of tool results and user
+turns is one message there)."""
+MAX_MESSAGE_DOCUMENTS: Final = 5
+"""Documents (PDFs, text files) one message may hold on Bedrock's Converse API."""
 _LEFT_OUT: Final = "more media than a request may hold"
 
 
@@ -193,6 +211,31 @@ class ManyImages:
         if pixels is None or not large:
             return f"more than {MANY_IMAGES} images, one of them over {MANY_IMAGES_SIDE} pixels"
         return f"{pixels[0]}x{pixels[1]} pixels, more than a request of many images takes"
+
+
+@dataclass(slots=True)
+class CrowdedMessage:
+    """The oldest images and documents past one wire message's limits (Bedrock Converse)."""
+
+    images: int
+    """Images still to leave out (past :data:`MAX_MESSAGE_IMAGES`)."""
+    documents: int
+    """Documents still to leave out (past :data:`MAX_MESSAGE_DOCUMENTS`)."""
+
+    def pending(self) -> bool:
+        """Whether images or documents remain to leave out."""
+        return self.images > 0 or self.documents > 0
+
+    def leaves_out(self, block: Mapping[str, object]) -> str | None:
+        """An image or a document, while some of that kind are owed."""
+        kind = media_kind(block)
+        if kind == "image" and self.images > 0:
+            self.images -= 1
+            return f"more than {MAX_MESSAGE_IMAGES} images in one message"
+        if kind == "file" and self.documents > 0:
+            self.documents -= 1
+            return f"more than {MAX_MESSAGE_DOCUMENTS} documents in one message"
+        return None
 
 
 _MANY_IMAGES_STEPS: Final = ((False, True), (True, True), (False, False))
@@ -346,3 +389,44 @@ def _fewer_images(
         view = [*_applied(head, ManyImages(_batched(over, MANY_IMAGES_BATCH), any_size)), *newest]
         media = _blocks(view)
     return view
+
+
+def _user_runs(view: Sequence[BaseMessage]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each run of tool results and user turns: one wire message."""
+    start: int | None = None
+    for i, message in enumerate([*view, None]):
+        joins = isinstance(message, HumanMessage | ToolMessage)
+        if joins and start is None:
+            start = i
+        elif not joins and start is not None:
+            yield start, i
+            start = None
+
+
+def within_message_media_limit(view: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``view`` with media labelled until each wire message keeps Bedrock's limits.
+
+    Each run of tool results and user turns (langchain-aws sends it as one message) holds
+    at most :data:`MAX_MESSAGE_IMAGES` images and :data:`MAX_MESSAGE_DOCUMENTS`
+    documents, those inside tool results counted. The oldest go first, the latest
+    directive's last, as in :func:`within_media_limit`; a run already within the limits is
+    left as it is, so a past turn is labelled the same way every turn and the prompt cache
+    keeps its prefix. A new copy of each message changed: never the caller's.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> shot = {"type": "image", "url": "https://x/shot.png"}
+        >>> view = within_message_media_limit([HumanMessage(["look", *[shot] * 22])])
+        >>> view_media(view).units, view[0].content[-1]["text"][:25]
+        (20, '[image https://x/shot.png')
+    """
+    out = list(view)
+    for start, end in _user_runs(out):
+        kinds = [media_kind(block) for block in _blocks(out[start:end])]
+        rule = CrowdedMessage(
+            max(0, kinds.count("image") - MAX_MESSAGE_IMAGES),
+            max(0, kinds.count("file") - MAX_MESSAGE_DOCUMENTS),
+        )
+        if rule.pending():
+            out[start:end] = _applied(out[start:end], rule)
+    return out

@@ -962,3 +962,17 @@ def agent_views(
         return history.messages
 
     return {"middleware": middleware, "node": node, "history": history}
+
+
+def converse_model(script: Sequence[Any]) -> Any:
+    """A scripted chat model that reads, by its ``_llm_type``, as langchain-aws's
+    ``ChatBedrockConverse``: what the adapters check before they keep Bedrock's limits per
+    message."""
+    from langchain_builderforce_memory.testing import ScriptedChatModel
+
+    class ConverseScriptedModel(ScriptedChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "amazon_bedrock_converse_chat"
+
+    return ConverseScriptedModel(script=list(script))

@@ -665,6 +665,23 @@ def bedrock_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -> 
     return problems
 
 
+def bedrock_media_problems(wire: Sequence[dict[str, Any]]) -> list[str]:
+    """Converse ``messages`` that hold more than 20 images or 5 documents (a ``toolResult``'s
+    content included): Bedrock's limits per message (``API_runtime_Message``)."""
+    problems = []
+    for i, turn in enumerate(wire):
+        blocks = [
+            inner
+            for b in turn["content"]
+            for inner in [b, *b.get("toolResult", {}).get("content", [])]
+        ]
+        images = sum("image" in b for b in blocks)
+        documents = sum("document" in b for b in blocks)
+        if images > 20 or documents > 5:
+            problems.append(f"turn {i}: {images} images, {documents} documents")
+    return problems
+
+
 def openai_responses_wire(messages: Sequence[BaseMessage]) -> list[str]:
     """Format with langchain-openai's Responses input builder, then check its rules.
 

@@ -8,6 +8,7 @@ import base64
 import copy
 import io
 import json
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +21,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from PIL import Image
 
 from langchain_builderforce_memory import (
+    CompactingChatMessageHistory,
     build_working_transcript,
     pack_handoff,
+    request_problems,
     windowed,
 )
 from langchain_builderforce_memory.media import image_size
@@ -30,19 +33,24 @@ from langchain_builderforce_memory.media_limit import (
     MANY_IMAGES_BATCH,
     MAX_MEDIA_BYTES,
     MAX_MEDIA_UNITS,
+    MAX_MESSAGE_DOCUMENTS,
+    MAX_MESSAGE_IMAGES,
     MEDIA_BATCH,
     MEDIA_BYTES_BATCH,
     view_media,
     within_media_limit,
+    within_message_media_limit,
 )
 from langchain_builderforce_memory.testing import ScriptedChatModel
 
-from .helpers import build_agent, pdf_with_object_streams
+from .helpers import AGENT_KINDS, build_agent, converse_model, pdf_with_object_streams
 from .provider_shapes import (
     anthropic_image_problems,
     anthropic_media,
     anthropic_request,
     anthropic_wire,
+    bedrock_media_problems,
+    bedrock_request,
     png,
     png_b64,
 )
@@ -357,3 +365,130 @@ def test_any_run_of_images_gets_views_a_provider_takes(record: list[BaseMessage]
     for was, now in zip(newest, shown, strict=True):  # the newest whole, but what none takes
         assert now == was or "larger than a request takes an image" in str(now)
     assert record == before
+
+
+def _parallel_shots(calls: int, per_call: int) -> list[BaseMessage]:
+    """One assistant turn of ``calls`` parallel screenshot calls, ``per_call`` images each:
+    langchain-aws sends their results as ONE Converse message."""
+    ids = [f"c{n}" for n in range(calls)]
+    record: list[BaseMessage] = [
+        HumanMessage("Check every tab at once.", id="u0"),
+        AIMessage("", tool_calls=[{"name": "shot", "args": {}, "id": i} for i in ids], id="a0"),
+    ]
+    shot = {"type": "image", "base64": SHOT, "mime_type": "image/png"}
+    record += [
+        ToolMessage([{"type": "text", "text": f"tab {i}"}, *[shot] * per_call], tool_call_id=i)
+        for i in ids
+    ]
+    return record
+
+
+def _pdfs(n: int) -> list[BaseMessage]:
+    pdf = {"type": "file", "base64": _PDF, "mime_type": "application/pdf", "name": "spec"}
+    return [HumanMessage(["Compare these specs.", *[pdf] * n], id="u0")]
+
+
+_PDF = base64.b64encode(pdf_with_object_streams(1)).decode()
+
+
+@pytest.mark.parametrize(
+    ("record", "images", "documents"),
+    [(_parallel_shots(8, 3), 20, 0), (_parallel_shots(4, 3), 12, 0), (_pdfs(7), 0, 5)],
+    ids=["24 images", "12 images", "7 documents"],
+)
+def test_a_converse_message_holds_at_most_20_images_and_5_documents(
+    record: list[BaseMessage], images: int, documents: int
+) -> None:
+    before = copy.deepcopy(record)
+    view = within_message_media_limit(record)
+    blocks = [b for m in view for b in m.content if isinstance(b, dict)]
+    assert sum(b["type"] == "image" for b in blocks) == images
+    assert sum(b["type"] == "file" for b in blocks) == documents
+    assert bedrock_media_problems(bedrock_request(view)) == []
+    assert anthropic_wire(view) == []
+    assert record == before  # the record keeps them all
+    if len(record) > 1:
+        assert view[-1] is record[-1]  # the newest whole
+    if view == record:  # within the limits: the very messages, nothing copied
+        assert all(a is b for a, b in zip(view, record, strict=True))
+
+
+@pytest.mark.parametrize("converse", [True, False], ids=["Bedrock Converse", "other model"])
+@pytest.mark.parametrize("kind", AGENT_KINDS)
+def test_agents_keep_bedrock_s_limit_per_message_only_for_bedrock(
+    kind: str, converse: bool
+) -> None:
+    @tool(response_format="content")
+    def shot(tab: int) -> list[str | dict[str, Any]]:
+        """Screenshot a browser tab."""
+        shot = {"type": "image", "base64": SHOT, "mime_type": "image/png"}
+        return [{"type": "text", "text": f"tab {tab}"}, shot, shot, shot]
+
+    calls = [{"name": "shot", "args": {"tab": n}, "id": f"c{n}"} for n in range(8)]
+    script = [AIMessage("", tool_calls=calls), "done"]
+    model = converse_model(script) if converse else ScriptedChatModel(script=script)
+    agent = build_agent(kind, model, [shot], checkpointer=InMemorySaver())
+    agent.invoke(
+        {"messages": [HumanMessage("Check every tab.")]}, {"configurable": {"thread_id": "t"}}
+    )
+    sent = model.requests[-1]
+    images = sum(b.get("type") == "image" for m in sent for b in m.content if isinstance(b, dict))
+    assert bedrock_media_problems(bedrock_request(sent)) == (
+        [] if converse else ["turn 2: 24 images, 0 documents"]
+    )
+    assert images == (20 if converse else 24)  # Anthropic and OpenAI take all 24: untouched
+
+
+@pytest.mark.parametrize("converse", [True, False], ids=["Bedrock Converse", "other model"])
+def test_the_history_keeps_bedrock_s_limit_per_message_only_for_bedrock(converse: bool) -> None:
+    model = converse_model([]) if converse else ScriptedChatModel(script=[])
+    history = CompactingChatMessageHistory(max_tokens=64_000, model=model)
+    history.add_messages(_parallel_shots(8, 3))
+    view = history.messages
+    assert bedrock_media_problems(bedrock_request(view)) == (
+        [] if converse else ["turn 2: 24 images, 0 documents"]
+    )
+    assert len(history.full_messages) == 10  # the record keeps every image
+
+
+@st.composite
+def _crowded_runs(draw: st.DrawFn) -> list[BaseMessage]:
+    """Turns of parallel calls whose results carry images and PDFs, and user turns with
+    their own: runs of any size, against Bedrock's limits per message."""
+    image = {"type": "image", "base64": SHOT, "mime_type": "image/png"}
+    pdf = {"type": "file", "base64": _PDF, "mime_type": "application/pdf", "name": "spec"}
+    record: list[BaseMessage] = [HumanMessage("Review the tabs and specs.", id="u0")]
+    for n in range(draw(st.integers(1, 6))):
+        if n and draw(st.booleans()):
+            media = [image] * draw(st.integers(0, 25)) + [pdf] * draw(st.integers(0, 7))
+            record += [AIMessage("Next?", id=f"q{n}"), HumanMessage(["More.", *media], id=f"h{n}")]
+        ids = [f"c{n}-{k}" for k in range(draw(st.integers(1, 10)))]
+        calls = [{"name": "shot", "args": {}, "id": i} for i in ids]
+        record.append(AIMessage("", tool_calls=calls, id=f"a{n}"))
+        for i in ids:
+            media = [image] * draw(st.integers(0, 4)) + [pdf] * draw(st.integers(0, 2))
+            record.append(ToolMessage([{"type": "text", "text": i}, *media], tool_call_id=i))
+    return record
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=_crowded_runs())
+def test_any_run_keeps_bedrock_s_limits_per_message_labelling_no_more_than_needed(
+    record: list[BaseMessage],
+) -> None:
+    before = copy.deepcopy(record)
+    view = within_message_media_limit(record)
+    assert bedrock_media_problems(bedrock_request(view)) == []
+    assert request_problems(view) == []
+    assert record == before
+    for sent, held in zip(bedrock_request(view), bedrock_request(record), strict=True):
+        kept, had = (
+            Counter(
+                next(iter(b))
+                for m in turn["content"]
+                for b in [m, *m.get("toolResult", {}).get("content", [])]
+            )
+            for turn in (sent, held)
+        )
+        assert kept["image"] == min(had["image"], MAX_MESSAGE_IMAGES)
+        assert kept["document"] == min(had["document"], MAX_MESSAGE_DOCUMENTS)

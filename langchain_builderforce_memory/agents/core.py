@@ -23,7 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
-from langchain_builderforce_memory.agents.native import native_provider
+from langchain_builderforce_memory.agents.native import limits_media_per_message, native_provider
 from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
 from langchain_builderforce_memory.agents.report import turn_events
 from langchain_builderforce_memory.agents.sizing import (
@@ -32,6 +32,7 @@ from langchain_builderforce_memory.agents.sizing import (
     delegation_of,
     sized_plan,
     turn_fold_plan,
+    turn_view,
 )
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
@@ -73,7 +74,7 @@ from langchain_builderforce_memory.handoff import (
 from langchain_builderforce_memory.handoff.budget import SchemaTexts
 from langchain_builderforce_memory.messages import is_stamped, message_id, role_of
 from langchain_builderforce_memory.models import model_name
-from langchain_builderforce_memory.native import LAST_COMPACTION, for_reader
+from langchain_builderforce_memory.native import LAST_COMPACTION
 from langchain_builderforce_memory.options import from_options
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore, scope_labels, scope_of_run
 from langchain_builderforce_memory.tokens import (
@@ -253,6 +254,7 @@ class MemoryCore:
             copies=facts.copies,
             reader=reader,
             plain=plain,
+            per_message_media=limits_media_per_message(model),
         )
         native = delegation_of(self.policy, plan, model, model_settings, self.counter)
         if native is not None:
@@ -406,9 +408,7 @@ class MemoryCore:
 
     def view(self, plan: TurnPlan, transcript: WorkingTranscript) -> list[BaseMessage]:
         """The fold's view with the volatile tail last (system prompt first, if any)."""
-        tail = self.tail(plan)
-        view = [*transcript.messages, tail] if tail is not None else list(transcript.messages)
-        return for_reader(view, plan.reader) if plan.plain else view
+        return turn_view(plan, transcript.messages, self.counter)
 
     def model_budget(
         self,

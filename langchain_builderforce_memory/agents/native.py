@@ -51,6 +51,7 @@ __all__ = [
     "compacting_claude",
     "delegation_for",
     "kept_tool_uses",
+    "limits_media_per_message",
     "native_provider",
     "served_by_openai",
     "unchained",
@@ -126,6 +127,30 @@ def native_provider(model: object) -> Provider | None:
     if kind in ("openai-chat", "azure-openai-chat") and responses:
         return "openai"
     return None
+
+
+def limits_media_per_message(model: object) -> bool:
+    """Whether ``model``'s API limits images and documents per message (Bedrock Converse).
+
+    Read from the chat model's ``_llm_type``: langchain-aws's ``ChatBedrockConverse``, or
+    its ``ChatBedrock`` sending through the Converse API (``beta_use_converse_api=True``).
+    ``ChatBedrock`` on InvokeModel sends Anthropic's own request, whose media limits are
+    the request's. See
+    :func:`~langchain_builderforce_memory.media_limit.within_message_media_limit`.
+
+    Example:
+        >>> from langchain_aws import ChatBedrockConverse
+        >>> limits_media_per_message(
+        ...     ChatBedrockConverse(model="anthropic.claude-sonnet-4-5", region_name="us-east-1")
+        ... )
+        True
+        >>> limits_media_per_message("not a model")
+        False
+    """
+    kind = getattr(model, "_llm_type", None)
+    if kind == "amazon_bedrock_chat":
+        return getattr(model, "beta_use_converse_api", None) is True
+    return kind == "amazon_bedrock_converse_chat"
 
 
 def served_by_openai(model: object) -> bool:

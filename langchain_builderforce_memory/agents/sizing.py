@@ -1,5 +1,8 @@
 """A turn's budget, sized: the volatile tail's reserve, and the floor a request must hold.
 
+Also the view as the serving model is sent it (:func:`turn_view`): the tail last, fitted
+to what that model's API reads and takes.
+
 Pure functions over a :class:`~langchain_builderforce_memory.agents.turn.TurnPlan`:
 :class:`~langchain_builderforce_memory.agents.core.MemoryCore` calls them once a turn,
 after the brief and any recalled code maps are known.
@@ -7,11 +10,11 @@ after the brief and any recalled code maps are known.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.agents.native import (
     Delegation,
@@ -24,7 +27,9 @@ from langchain_builderforce_memory.agents.turn import TurnPlan
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.handoff import volatile_tail
+from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.messages import leading_system_count
+from langchain_builderforce_memory.native import for_reader
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
@@ -43,6 +48,7 @@ __all__ = [
     "full_tail",
     "sized_plan",
     "turn_fold_plan",
+    "turn_view",
 ]
 
 WIDE: Final = 2
@@ -85,6 +91,21 @@ def cut_tail(plan: TurnPlan, counter: TokenCounter) -> HumanMessage | None:
         else:
             hi = mid - 1
     return best
+
+
+def turn_view(
+    plan: TurnPlan, messages: Sequence[BaseMessage], counter: TokenCounter
+) -> list[BaseMessage]:
+    """The fold's view ``messages`` as the serving model is sent them.
+
+    The volatile tail last (:func:`cut_tail`); another provider's compactions made readable
+    where the record holds one (:attr:`~TurnPlan.plain`); each wire message within its
+    media limits where the model's API limits them (:attr:`~TurnPlan.per_message_media`).
+    """
+    tail = cut_tail(plan, counter)
+    view = [*messages, tail] if tail is not None else list(messages)
+    view = for_reader(view, plan.reader) if plan.plain else view
+    return within_message_media_limit(view) if plan.per_message_media else view
 
 
 def sized_plan(plan: TurnPlan, counter: TokenCounter, *, asked: object, where: str) -> TurnPlan:

@@ -123,6 +123,9 @@ class TurnPlan:
     plain: bool = False
     """The record holds a provider compaction: the view's are made readable for
     :attr:`reader` (another provider's summary as text, an unreadable item left out)."""
+    per_message_media: bool = False
+    """The serving model's API limits media per message (Bedrock's Converse): the view's
+    runs of tool results and user turns are brought within them."""
 
 
 class PackOptions(TypedDict):

@@ -64,9 +64,12 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
             "past 64k (400 at 200k): the seed's 80 made the fold call the summarizer long "
             "before the budget was used, and no ceiling let the view fill the budget, each "
             "request re-reading it; ``None``: no message ceiling, the "
-            "token budget decides. The least view a request can be (the directive and, with "
-            "thinking on, its turn's opening step; the note; the newest tool call with all "
-            "its results) is sent even past a ceiling smaller than it."
+            "token budget decides. Any ceiling is at most 2,000 (``None`` and larger counts "
+            "too): OpenAI refuses a request of more than 2,048 messages, and a chat of short "
+            "messages reaches that long before a token budget. The least view a request "
+            "can be (the directive and, with thinking on, its turn's opening step; the note; "
+            "the newest tool call with all its results) is sent even past a ceiling smaller "
+            "than it."
         ),
         "tail_tokens": (
             "Tokens a fold keeps verbatim after its note (the fold also caps it by its share "

@@ -11,12 +11,14 @@ from langchain_core.messages import BaseMessage
 from langchain_builderforce_memory import (
     CompactingChatMessageHistory,
     build_working_transcript,
+    pack_handoff,
     windowed,
 )
 from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.transcript.memo import FoldPolicy
+from langchain_builderforce_memory.transcript.window import MAX_REQUEST_MESSAGES, MAX_VIEW_MESSAGES
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import convo_of
@@ -70,11 +72,30 @@ def test_none_is_no_ceiling_and_80_is_the_seed_window(
     assert len(entry(RECORD, 80)) <= 81  # the ceiling still binds when it is set
 
 
-def test_the_policy_reads_none_as_an_unreachable_cap() -> None:
+def test_the_policy_reads_none_as_the_most_a_request_may_hold() -> None:
     policy = FoldPolicy(max_messages=None)
     assert policy.max_messages is None
-    assert policy.message_cap > 10**9
+    assert policy.message_cap == MAX_VIEW_MESSAGES
     assert policy.tail_message_cap == policy.max_tail_messages
+
+
+def _packed(record: list[BaseMessage], ceiling: int | None) -> list[BaseMessage]:
+    return pack_handoff(record, target_context_tokens=128_000, reserve_output_tokens=8_000).messages
+
+
+@pytest.mark.parametrize("ceiling", [None, 5_000])
+@pytest.mark.parametrize("entry", [*ENTRY_POINTS, _packed], ids=lambda f: f.__name__)
+def test_no_view_holds_more_messages_than_a_request_may(
+    entry: Callable[[list[BaseMessage], int | None], list[BaseMessage]], ceiling: int | None
+) -> None:
+    # OpenAI: "Invalid 'messages': array too long. Expected an array with maximum length
+    # 2048" (obot-platform/obot#1009). 4,001 short messages are ~20k tokens: any token
+    # budget here holds them all, so only the message limit keeps the request valid.
+    record = convo_of(4_001)
+    view = entry(record, ceiling)
+    assert len(view) <= MAX_REQUEST_MESSAGES
+    assert request_problems(view) == []
+    assert view[-1].content == record[-1].content  # the newest, as it was
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "80", "Auto"])
@@ -87,7 +108,8 @@ def test_a_bad_ceiling_names_the_field_and_none(bad: object) -> None:
 
 
 def test_auto_is_one_message_per_500_budget_tokens_never_under_128() -> None:
-    for budget, ceiling in ((4_000, 128), (32_000, 128), (64_000, 128), (200_000, 400)):
+    pairs = ((4_000, 128), (32_000, 128), (64_000, 128), (200_000, 400), (2_000_000, 2_000))
+    for budget, ceiling in pairs:
         assert FoldPolicy(max_tokens=budget).max_messages == ceiling
         assert MemoryPolicy(max_tokens=budget).fold_policy.max_messages == ceiling
 

@@ -37,6 +37,7 @@ from langchain_builderforce_memory.tokens import (
 )
 from langchain_builderforce_memory.transcript.elide import cut_floor, fit_to_budget
 from langchain_builderforce_memory.transcript.plan import MEMORY_NOTE_KIND
+from langchain_builderforce_memory.transcript.window import MAX_VIEW_MESSAGES
 from langchain_builderforce_memory.turns import (
     current_turn_start,
     has_thinking,
@@ -141,7 +142,7 @@ def _plan_history(
     pins: frozenset[str],
 ) -> HandoffPlan:
     """Plan ``history`` (no volatile tail) into ``budget``; see the module docstring."""
-    if count_tokens(history, counter) <= budget:
+    if _holds(history, budget, counter):
         return _untouched(history, budget)
     lead = leading_system_count(history)
     system, convo = tuple(history[:lead]), history[lead:]
@@ -166,7 +167,9 @@ def _plan_history(
     spare = budget - core
     cut = _cut_newest(convo, units, sizes, keep, room, d, counter, spare=spare, min_note=min_note)
     if cut is None:
-        _select(units, sizes, keep, room, pinned=[_is_pinned(convo, u, pins) for u in units])
+        pinned = [_is_pinned(convo, u, pins) for u in units]
+        count_room = MAX_VIEW_MESSAGES - 1 - keep.count(True)  # the note is one message
+        _select(units, sizes, keep, room, pinned=pinned, count_room=count_room)
     if d >= 0 and any(map(has_thinking, convo)):
         _keep_turns(convo, keep, units, frozenset(irreducible))
 
@@ -183,6 +186,16 @@ def _plan_history(
         room=room,
     )
     return replace(plan, note=note)
+
+
+def _holds(messages: Sequence[BaseMessage], budget: int, counter: TokenCounter) -> bool:
+    """Whether ``messages`` go as they are: within ``budget`` and the message limit.
+
+    :data:`~langchain_builderforce_memory.transcript.window.MAX_VIEW_MESSAGES`: a chat of
+    short messages is refused past 2,048 of them (OpenAI) however few tokens they cost.
+    """
+    lead = leading_system_count(messages)
+    return len(messages) - lead <= MAX_VIEW_MESSAGES and count_tokens(messages, counter) <= budget
 
 
 def _irreducible(convo: Sequence[BaseMessage], d: int) -> list[int]:
@@ -334,8 +347,12 @@ def _select(
     room: int,
     *,
     pinned: Sequence[bool],
+    count_room: int,
 ) -> None:
     """Mark whole units to keep in ``keep``, within ``room`` tokens, by priority.
+
+    And within ``count_room`` messages (the newest unit aside: it is always worth its
+    place, and the ceiling leaves room for more than any unit holds).
 
     1. The newest unit: it is the turn the next model continues from (the result it has
        to answer), so a pin never crowds it out.
@@ -351,16 +368,21 @@ def _select(
         order.append(len(units) - 1)
     order.extend(i for i in range(len(units) - 1, -1, -1) if pinned[i])
     for i in order:
-        cost = _unit_cost(units[i], sizes, keep)
-        if cost <= room:
-            room -= cost
+        cost, count = _unit_cost(units[i], sizes, keep), _unit_count(units[i], keep)
+        if cost <= room and (count <= count_room or i == order[0]):
+            room, count_room = room - cost, count_room - count
             _take(units[i], keep)
     for unit in reversed(units):
-        cost = _unit_cost(unit, sizes, keep)
-        if cost > room:
+        cost, count = _unit_cost(unit, sizes, keep), _unit_count(unit, keep)
+        if cost > room or count > count_room:
             break
-        room -= cost
+        room, count_room = room - cost, count_room - count
         _take(unit, keep)
+
+
+def _unit_count(unit: ToolCallUnit, keep: Sequence[bool]) -> int:
+    """Messages keeping ``unit`` adds."""
+    return sum(not keep[i] for i in range(unit.start, unit.end))
 
 
 def _take(unit: ToolCallUnit, keep: list[bool]) -> None:
@@ -415,7 +437,7 @@ def plan_handoff(
     volatile tail that is not at the end is stale (an earlier request's run state that
     leaked into the record) and is left out rather than shown as current.
     """
-    if count_tokens(messages, counter) <= budget:
+    if _holds(messages, budget, counter):
         return _untouched(messages, budget)
     cut = _trailing_volatile_start(messages)
     trailing = tuple(messages[cut:])

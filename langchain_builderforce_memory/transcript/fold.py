@@ -435,7 +435,8 @@ def build_working_transcript(
         system_prompt: Put in front of the record's own system messages.
         max_tokens: Tokens the view may hold.
         max_messages: Conversation messages the view may hold: ``"auto"``, one per 500
-            tokens of ``max_tokens`` and at least 128; ``None``: no ceiling.
+            tokens of ``max_tokens`` and at least 128; ``None``: no ceiling (any ceiling is
+            at most 2,000: OpenAI refuses a request of more than 2,048 messages).
         tail_tokens: Tokens the verbatim tail may keep after a fold.
         min_tail_messages: The fewest messages the tail keeps while they fit its token
             budget; past it, the latest assistant turn and its results.

@@ -230,7 +230,8 @@ class FoldPolicy:
     max_messages: MessageCeiling = "auto"
     """Conversation messages a view may hold (system messages excluded); ``"auto"``: 128,
     raised to one per 500 tokens of ``max_tokens`` (resolved here, so a scaled
-    policy keeps the count); ``None``: no message ceiling, the token budget decides."""
+    policy keeps the count); ``None``: no message ceiling, the token budget decides. Any
+    ceiling is at most 2,000 (:data:`~.window.MAX_VIEW_MESSAGES`)."""
     tail_tokens: int = COMPACT_TAIL_TOKEN_BUDGET
     """Tokens the verbatim tail may keep after a fold (also capped by :data:`TAIL_SHARE`)."""
     min_tail_messages: int = COMPACT_TAIL_TURNS
@@ -408,5 +409,5 @@ class FoldPolicy:
 
     @property
     def message_cap(self) -> int:
-        """``max_messages`` as a number (``None``, no ceiling, is an unreachable one)."""
+        """``max_messages`` as a number (at most :data:`~.window.MAX_VIEW_MESSAGES`)."""
         return message_ceiling(auto_ceiling(self.max_messages, self.max_tokens))

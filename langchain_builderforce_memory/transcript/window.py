@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
@@ -58,6 +57,8 @@ __all__ = [
     "HISTORY_TOKEN_DROP_CHUNK",
     "HISTORY_WINDOW",
     "HISTORY_WINDOW_DROP_CHUNK",
+    "MAX_REQUEST_MESSAGES",
+    "MAX_VIEW_MESSAGES",
     "NO_MESSAGE_CEILING",
     "MessageCeiling",
     "WindowCut",
@@ -94,8 +95,18 @@ HISTORY_TOKEN_DROP_CHUNK = HISTORY_TOKEN_BUDGET // 4
 budget, so a drop leaves the window at ~75% and the next waits for ~16k tokens of work."""
 
 
-NO_MESSAGE_CEILING: Final = sys.maxsize
-"""What ``max_messages=None`` (no message ceiling) is worked with: the token budget decides."""
+MAX_REQUEST_MESSAGES: Final = 2_048
+"""Messages one request may hold: OpenAI's limit ("Invalid 'messages': array too long.
+Expected an array with maximum length 2048"), the lowest of the providers. A chat of short
+messages under ``max_messages=None`` reaches it long before any token budget does."""
+
+MAX_VIEW_MESSAGES: Final = 2_000
+"""The most conversation messages any ceiling lets a view hold: :data:`MAX_REQUEST_MESSAGES`
+less room for what a view adds to them (the system messages, the volatile tail)."""
+
+NO_MESSAGE_CEILING: Final = MAX_VIEW_MESSAGES
+"""What ``max_messages=None`` (no ceiling of the caller's) is worked with: the token budget
+decides, up to the most messages a request may hold."""
 
 MessageCeiling: TypeAlias = "int | Literal['auto'] | None"
 """What ``max_messages=`` takes: a count, ``"auto"`` (see :func:`auto_ceiling`) or ``None``."""
@@ -110,6 +121,8 @@ AUTO_TOKENS_PER_MESSAGE: Final = 500
 def auto_ceiling(max_messages: MessageCeiling, max_tokens: int) -> int | None:
     """``max_messages`` as a count or ``None``: ``"auto"`` is ``max(128, max_tokens // 500)``.
 
+    At most :data:`MAX_VIEW_MESSAGES`, which binds past a 1M budget.
+
     The seed's 80 binds long before the token budget when messages are small (real
     agents' tool calls, a chat), and each time it binds the fold calls the summarizer.
     With no ceiling, the front of the request moves whenever the token budget cuts it,
@@ -123,7 +136,9 @@ def auto_ceiling(max_messages: MessageCeiling, max_tokens: int) -> int | None:
         (128, 400, 50)
     """
     if max_messages == "auto":
-        return max(AUTO_CEILING_FLOOR, max_tokens // AUTO_TOKENS_PER_MESSAGE)
+        return min(
+            MAX_VIEW_MESSAGES, max(AUTO_CEILING_FLOOR, max_tokens // AUTO_TOKENS_PER_MESSAGE)
+        )
     return max_messages
 
 
@@ -151,13 +166,16 @@ def validate_budget(*, max_messages: MessageCeiling, max_tokens: int) -> None:
 
 
 def message_ceiling(max_messages: int | None) -> int:
-    """``max_messages`` as the number the window works with: ``None`` is no ceiling.
+    """``max_messages`` as the number the window works with, at most :data:`MAX_VIEW_MESSAGES`.
+
+    ``None`` (no ceiling of the caller's) and any larger count are that: a view of more
+    messages than a request may hold is refused, however few tokens it costs.
 
     Example:
-        >>> message_ceiling(80), message_ceiling(None) > 10**15
-        (80, True)
+        >>> message_ceiling(80), message_ceiling(None), message_ceiling(5_000)
+        (80, 2000, 2000)
     """
-    return NO_MESSAGE_CEILING if max_messages is None else max_messages
+    return MAX_VIEW_MESSAGES if max_messages is None else min(max_messages, MAX_VIEW_MESSAGES)
 
 
 def message_window_start(length: int, *, max_messages: int = HISTORY_WINDOW) -> int:
@@ -292,7 +310,7 @@ def windowed(
             ``convert_to_messages`` takes).
         max_messages: Conversation messages the view may hold (system messages excluded);
             ``"auto"``: see :func:`auto_ceiling`; ``None``: no message ceiling, the token
-            budget decides.
+            budget decides. At most :data:`MAX_VIEW_MESSAGES` whatever is given.
         max_tokens: Tokens the view may hold, leading system messages included.
         token_counter: How to count (default: the seed's approximate estimate, or the
             counter of ``facts``).

@@ -364,12 +364,13 @@ def _select(
     lead a unit), so the tail never starts with one.
     """
     order: list[int] = []
-    if units and units[-1].end == len(sizes):
-        order.append(len(units) - 1)
+    newest = len(units) - 1 if units and units[-1].end == len(sizes) else -1
+    if newest >= 0:
+        order.append(newest)
     order.extend(i for i in range(len(units) - 1, -1, -1) if pinned[i])
     for i in order:
         cost, count = _unit_cost(units[i], sizes, keep), _unit_count(units[i], keep)
-        if cost <= room and (count <= count_room or i == order[0]):
+        if cost <= room and (count <= count_room or i == newest):
             room, count_room = room - cost, count_room - count
             _take(units[i], keep)
     for unit in reversed(units):

@@ -964,15 +964,20 @@ def agent_views(
     return {"middleware": middleware, "node": node, "history": history}
 
 
-def converse_model(script: Sequence[Any]) -> Any:
-    """A scripted chat model that reads, by its ``_llm_type``, as langchain-aws's
-    ``ChatBedrockConverse``: what the adapters check before they keep Bedrock's limits per
-    message."""
+def typed_model(script: Sequence[Any], llm_type: str) -> Any:
+    """A scripted chat model whose ``_llm_type`` is ``llm_type``: what the adapters read to
+    keep a provider's own limits (``"amazon_bedrock_converse_chat"``: langchain-aws's
+    ``ChatBedrockConverse``; ``"openai-chat"``: ``ChatOpenAI``)."""
     from langchain_builderforce_memory.testing import ScriptedChatModel
 
-    class ConverseScriptedModel(ScriptedChatModel):
+    class TypedScriptedModel(ScriptedChatModel):
         @property
         def _llm_type(self) -> str:
-            return "amazon_bedrock_converse_chat"
+            return llm_type
 
-    return ConverseScriptedModel(script=list(script))
+    return TypedScriptedModel(script=list(script))
+
+
+def converse_model(script: Sequence[Any]) -> Any:
+    """A scripted chat model that reads as ``ChatBedrockConverse`` (see :func:`typed_model`)."""
+    return typed_model(script, "amazon_bedrock_converse_chat")

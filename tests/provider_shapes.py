@@ -756,10 +756,16 @@ def openai_chat_wire(messages: Sequence[BaseMessage]) -> list[str]:
 
     Every assistant ``tool_calls`` entry (invalid ones included: langchain-openai sends
     their raw arguments) is answered by the ``tool`` messages right after it; a ``tool``
-    message answers the assistant message before it; no system message mid-conversation.
+    message answers the assistant message before it; no system message mid-conversation;
+    at most 2,048 messages, and 128 calls an assistant message (OpenAI's array limits).
     """
     wire = [_convert_message_to_dict(m) for m in messages]
-    problems: list[str] = []
+    problems: list[str] = [f"{len(wire)} messages"] if len(wire) > 2_048 else []
+    problems += [
+        f"wire {i}: {len(m['tool_calls'])} tool calls"
+        for i, m in enumerate(wire)
+        if len(m.get("tool_calls") or []) > 128
+    ]
     lead = 0
     while lead < len(wire) and wire[lead]["role"] in ("system", "developer"):
         lead += 1

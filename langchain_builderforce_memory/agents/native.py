@@ -51,6 +51,7 @@ __all__ = [
     "compacting_claude",
     "delegation_for",
     "kept_tool_uses",
+    "limits_calls_per_message",
     "limits_media_per_message",
     "native_provider",
     "served_by_openai",
@@ -151,6 +152,22 @@ def limits_media_per_message(model: object) -> bool:
     if kind == "amazon_bedrock_chat":
         return getattr(model, "beta_use_converse_api", None) is True
     return kind == "amazon_bedrock_converse_chat"
+
+
+def limits_calls_per_message(model: object) -> bool:
+    """Whether ``model``'s API refuses an assistant message of more than 128 tool calls.
+
+    OpenAI's and Azure OpenAI's (``_llm_type``), Chat Completions and Responses alike. See
+    :func:`~langchain_builderforce_memory.calls_limit.within_calls_limit`.
+
+    Example:
+        >>> from langchain_openai import ChatOpenAI
+        >>> limits_calls_per_message(ChatOpenAI(model="gpt-5", api_key="k"))
+        True
+        >>> limits_calls_per_message("not a model")
+        False
+    """
+    return getattr(model, "_llm_type", None) in ("openai-chat", "azure-openai-chat")
 
 
 def served_by_openai(model: object) -> bool:

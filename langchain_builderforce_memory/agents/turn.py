@@ -126,6 +126,9 @@ class TurnPlan:
     per_message_media: bool = False
     """The serving model's API limits media per message (Bedrock's Converse): the view's
     runs of tool results and user turns are brought within them."""
+    split_calls: bool = False
+    """The serving model's API refuses an assistant message of more than 128 calls
+    (OpenAI): such a message is sent in parts."""
 
 
 class PackOptions(TypedDict):

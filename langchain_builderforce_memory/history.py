@@ -34,14 +34,13 @@ from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMess
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 
-from langchain_builderforce_memory.agents.native import limits_media_per_message
+from langchain_builderforce_memory.agents.native import WireLimits
 from langchain_builderforce_memory.agents.policy import MaxTokens, token_budget
 from langchain_builderforce_memory.calibration import UsageCalibration
 from langchain_builderforce_memory.chat_store import ChatStore
 from langchain_builderforce_memory.errors import ContextBudgetError
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.guards import FoldGuard, aheld_or_skipped, held_or_skipped
-from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.messages import (
     as_messages,
     check_sound,
@@ -115,8 +114,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             or ``("fraction", 0.8)``: that share of its ``profile["max_input_tokens"]``,
             less its reply reserve), as the middleware takes it.
         model: The chat model the history feeds (or a ``"provider:model"`` string): read
-            to resolve a fractional ``max_tokens``, and to keep Bedrock's media limits per
-            message (``ChatBedrockConverse``: see ``within_message_media_limit``).
+            to resolve a fractional ``max_tokens``, and to keep its API's limits per
+            message (``ChatBedrockConverse``'s media, ``ChatOpenAI``'s 128 calls: see
+            ``agents.native.WireLimits``).
         max_messages: Conversation messages the view may hold (``"auto"``: see FoldPolicy).
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
             fold's share of the room left, so a small budget still folds rarely).
@@ -179,7 +179,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         )
         self.summarizer: Summarizer | None = resolve_summarizer(summarizer)
         self.token_counter: TokenCounter = resolve_token_counter(token_counter)
-        self._per_message_media = limits_media_per_message(model)
+        self._wire = WireLimits.of(model)
         guard: object = fold_guard
         if guard is not None and not isinstance(guard, FoldGuard):
             msg = (
@@ -262,7 +262,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:
         """The working view of the stored record (see the class docstring)."""
-        return self._sent(self._read())
+        return self._sent(self._store.read())
 
     @messages.setter
     def messages(self, value: list[BaseMessage]) -> None:
@@ -275,16 +275,16 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages` (reads the backing store asynchronously)."""
-        return self._sent(await self._aread())
+        return self._sent(await self._store.aread())
 
     @property
     def full_messages(self) -> list[BaseMessage]:
         """The whole stored record, markers included, oldest first (a new list)."""
-        return list(self._read())
+        return list(self._store.read())
 
     async def aget_full_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`full_messages`."""
-        return list(await self._aread())
+        return list(await self._store.aread())
 
     def view_of(self, record: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The working view of ``record``: pure, and never calls the summarizer.
@@ -320,8 +320,13 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         done = finish_working_transcript(plan, None)
         with self._state_lock:
             self._state = replace(self._state, horizon=done.horizon)
-        view = done.messages
-        return within_message_media_limit(view) if self._per_message_media else view
+        view, sent = done.messages, self._wire.applied(done.messages)
+        if len(sent) > len(view):  # the parts of a split message cost a few tokens each
+            over = count_tokens(sent, self.token_counter) - policy.max_tokens
+            if over > 0:
+                room = max(1, policy.max_tokens - over)
+                return self._view(record, policy.scaled(policy.max_tokens / room))
+        return sent
 
     def _plan(self, record: Sequence[BaseMessage], policy: FoldPolicy, *, fold: bool) -> FoldPlan:
         """The view policy's plan of ``record``: a fold's (``fold``) or a read's (no summarizer)."""
@@ -344,12 +349,12 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         Exact text first, then BM25 on the words (:mod:`~langchain_builderforce_memory.
         search`); never calls the summarizer. Render it for a model with ``render_search``.
         """
-        record = self._read()
+        record = self._store.read()
         return search_outside_view(self._index, record, self.view_of(record), query, limit=limit)
 
     async def asearch(self, query: str, limit: int = 5) -> SearchResult:
         """Async twin of :meth:`search` (the index is searched in a worker thread)."""
-        record = await self._aread()
+        record = await self._store.aread()
         view = self.view_of(record)
         return await asyncio.to_thread(
             search_outside_view, self._index, record, view, query, limit=limit
@@ -375,14 +380,14 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         with self._lock:
             new = self._incoming(messages, "add_messages")
-            self._append(new)
+            self._store.append(new)
             plan = self._fold_plan(self._store.known())
             if plan is None:
                 return
             with self._guard() as held:
                 if held and self.fold_guard is not None:
                     # Another process may have folded since: plan on what is stored now.
-                    plan = self._fold_plan(self._read())
+                    plan = self._fold_plan(self._store.read())
                 if not held or plan is None or self.summarizer is None:
                     return
                 summary = summarize_transcript(
@@ -393,7 +398,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 )
                 marker = self._after_fold(plan, summary)
                 if marker is not None:
-                    self._append([marker])
+                    self._store.append([marker])
                     if self._markers_kept is None:
                         self._markers_kept = self._store.keeps_marker(marker)
 
@@ -405,13 +410,13 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         async with self._lock:
             new = self._incoming(messages, "aadd_messages")
-            await self._aappend(new)
+            await self._store.aappend(new)
             plan = self._fold_plan(await self._store.aknown())
             if plan is None:
                 return
             async with self._aguard() as held:
                 if held and self.fold_guard is not None:
-                    plan = self._fold_plan(await self._aread())
+                    plan = self._fold_plan(await self._store.aread())
                 if not held or plan is None or self.summarizer is None:
                     return
                 summary = await asummarize_transcript(
@@ -422,7 +427,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
                 )
                 marker = self._after_fold(plan, summary)
                 if marker is not None:
-                    await self._aappend([marker])
+                    await self._store.aappend([marker])
                     if self._markers_kept is None:
                         self._markers_kept = await self._store.akeeps_marker(marker)
 
@@ -438,26 +443,26 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         """
         summarizer = self._require_summarizer("consolidate")
         with self._lock, self._guard() as held:
-            convo = consolidation_input(self._read()) if held else None
+            convo = consolidation_input(self._store.read()) if held else None
             if convo is None:
                 return None
             note = summarize_transcript(summarizer, convo, timeout=self.policy.timeout)
             marker = manual_marker(note)
             if marker is not None:
-                self._append([marker])
+                self._store.append([marker])
             return marker
 
     async def aconsolidate(self) -> AIMessage | None:
         """Async twin of :meth:`consolidate`."""
         summarizer = self._require_summarizer("aconsolidate")
         async with self._lock, self._aguard() as held:
-            convo = consolidation_input(await self._aread()) if held else None
+            convo = consolidation_input(await self._store.aread()) if held else None
             if convo is None:
                 return None
             note = await asummarize_transcript(summarizer, convo, timeout=self.policy.timeout)
             marker = manual_marker(note)
             if marker is not None:
-                await self._aappend([marker])
+                await self._store.aappend([marker])
             return marker
 
     def clear(self) -> None:
@@ -471,18 +476,6 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             await self._store.aclear()
 
     # ------------------------------------------------------------------ the backing store
-
-    def _read(self) -> Sequence[BaseMessage]:
-        return self._store.read()
-
-    async def _aread(self) -> Sequence[BaseMessage]:
-        return await self._store.aread()
-
-    def _append(self, messages: Sequence[BaseMessage]) -> None:
-        self._store.append(messages)
-
-    async def _aappend(self, messages: Sequence[BaseMessage]) -> None:
-        await self._store.aappend(messages)
 
     def _guard(self) -> contextlib.AbstractContextManager[bool]:
         return held_or_skipped(self.fold_guard, logger)

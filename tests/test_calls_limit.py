@@ -14,9 +14,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_builderforce_memory import request_problems
+from langchain_builderforce_memory import CompactingChatMessageHistory, request_problems
 from langchain_builderforce_memory.calls_limit import MAX_MESSAGE_TOOL_CALLS, within_calls_limit
 from langchain_builderforce_memory.testing import ScriptedChatModel
+from langchain_builderforce_memory.tokens import count_tokens, resolve_token_counter
 
 from .helpers import AGENT_KINDS, build_agent, typed_model
 from .provider_shapes import openai_chat_wire
@@ -116,3 +117,35 @@ def test_agents_send_200_parallel_calls_in_parts_only_to_openai(kind: str, opena
     sent = model.requests[-1]
     assert _calls(sent) == ([128, 72] if openai else [200])
     assert request_problems(sent) == []
+
+
+@pytest.mark.parametrize("openai", [True, False], ids=["OpenAI", "other model"])
+def test_the_history_sends_200_parallel_calls_in_parts_only_to_openai(openai: bool) -> None:
+    model = typed_model([], "openai-chat") if openai else ScriptedChatModel(script=[])
+    history = CompactingChatMessageHistory(max_tokens=64_000, model=model)
+    history.add_messages(_wide(200))
+    view = history.messages
+    assert _calls(view) == ([128, 72] if openai else [200])
+    assert openai_chat_wire(view) == ([] if openai else ["wire 1: 200 tool calls"])
+    assert request_problems(view) == []
+    assert len(history.full_messages) == 202  # the record keeps the one message
+
+
+def test_the_history_plans_for_the_tokens_of_the_parts() -> None:
+    """A record that fits its budget exactly whole no longer fits sent in parts: the view
+    is planned again under a budget that leaves room for them."""
+    record = [HumanMessage("Look around first.", id="s0"), AIMessage("Done: 3 dirs.", id="s1")]
+    record += _wide(200)
+    counter = resolve_token_counter(None)
+    budget = count_tokens(record, counter)
+    history = CompactingChatMessageHistory(
+        max_tokens=budget,
+        max_messages=None,
+        model=typed_model([], "openai-chat"),
+        usage_calibration=False,
+    )
+    history.add_messages(record)
+    view = history.messages
+    assert count_tokens(view, counter) <= budget
+    assert all(n <= MAX_MESSAGE_TOOL_CALLS for n in _calls(view))
+    assert request_problems(view) == []

@@ -23,11 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
-from langchain_builderforce_memory.agents.native import (
-    limits_calls_per_message,
-    limits_media_per_message,
-    native_provider,
-)
+from langchain_builderforce_memory.agents.native import WireLimits, native_provider
 from langchain_builderforce_memory.agents.policy import CodeMapScope, MemoryPolicy
 from langchain_builderforce_memory.agents.report import turn_events
 from langchain_builderforce_memory.agents.sizing import (
@@ -258,8 +254,7 @@ class MemoryCore:
             copies=facts.copies,
             reader=reader,
             plain=plain,
-            per_message_media=limits_media_per_message(model),
-            split_calls=limits_calls_per_message(model),
+            wire=WireLimits.of(model),
         )
         native = delegation_of(self.policy, plan, model, model_settings, self.counter)
         if native is not None:

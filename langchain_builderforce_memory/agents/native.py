@@ -38,6 +38,8 @@ from urllib.parse import urlsplit
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import result_messages
+from langchain_builderforce_memory.calls_limit import within_calls_limit
+from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_PROMPT
 
@@ -47,6 +49,7 @@ __all__ = [
     "NATIVE_MODES",
     "Delegation",
     "NativeMode",
+    "WireLimits",
     "check_native",
     "compacting_claude",
     "delegation_for",
@@ -168,6 +171,40 @@ def limits_calls_per_message(model: object) -> bool:
         False
     """
     return getattr(model, "_llm_type", None) in ("openai-chat", "azure-openai-chat")
+
+
+@dataclass(frozen=True, slots=True)
+class WireLimits:
+    """What the serving model's API refuses beyond the token budget, and brought within.
+
+    Read once from the model (:meth:`of`); every adapter applies it to the view it sends
+    (:meth:`applied`), last, so one declaration serves the agents and the history.
+
+    Example:
+        >>> from langchain_openai import ChatOpenAI
+        >>> WireLimits.of(ChatOpenAI(model="gpt-5", api_key="k"))
+        WireLimits(per_message_media=False, split_calls=True)
+    """
+
+    per_message_media: bool = False
+    """The API limits media per message (Bedrock's Converse): the view's runs of tool
+    results and user turns are brought within them."""
+    split_calls: bool = False
+    """The API refuses an assistant message of more than 128 calls (OpenAI): such a
+    message is sent in parts, each followed by its results."""
+
+    @classmethod
+    def of(cls, model: object) -> WireLimits:
+        """The limits of ``model``'s API (none for a model not read as one that has them)."""
+        return cls(
+            per_message_media=limits_media_per_message(model),
+            split_calls=limits_calls_per_message(model),
+        )
+
+    def applied(self, view: list[BaseMessage]) -> list[BaseMessage]:
+        """``view`` within these limits (``view`` itself when it already is, or none apply)."""
+        view = within_calls_limit(view) if self.split_calls else view
+        return within_message_media_limit(view) if self.per_message_media else view
 
 
 def served_by_openai(model: object) -> bool:

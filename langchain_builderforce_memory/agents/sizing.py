@@ -24,11 +24,9 @@ from langchain_builderforce_memory.agents.native import (
 )
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.turn import TurnPlan
-from langchain_builderforce_memory.calls_limit import within_calls_limit
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.handoff import volatile_tail
-from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.native import for_reader
 from langchain_builderforce_memory.tokens import TokenCounter
@@ -101,15 +99,13 @@ def turn_view(
 
     The volatile tail last (:func:`cut_tail`); another provider's compactions made readable
     where the record holds one (:attr:`~TurnPlan.plain`); an assistant message of more
-    calls than the model's API takes in parts (:attr:`~TurnPlan.split_calls`); each wire
-    message within its media limits where the model's API limits them
-    (:attr:`~TurnPlan.per_message_media`).
+    calls than the model's API takes in parts, and each wire message within its media
+    limits where the model's API limits them (:attr:`~TurnPlan.wire`).
     """
     tail = cut_tail(plan, counter)
     view = [*messages, tail] if tail is not None else list(messages)
     view = for_reader(view, plan.reader) if plan.plain else view
-    view = within_calls_limit(view) if plan.split_calls else view
-    return within_message_media_limit(view) if plan.per_message_media else view
+    return plan.wire.applied(view)
 
 
 def sized_plan(plan: TurnPlan, counter: TokenCounter, *, asked: object, where: str) -> TurnPlan:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import TypedDict
 
-from langchain_builderforce_memory.agents.native import Delegation
+from langchain_builderforce_memory.agents.native import Delegation, WireLimits
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import RunMemoryState
 from langchain_builderforce_memory.agents.toolstate import CompactRequest
@@ -123,12 +123,9 @@ class TurnPlan:
     plain: bool = False
     """The record holds a provider compaction: the view's are made readable for
     :attr:`reader` (another provider's summary as text, an unreadable item left out)."""
-    per_message_media: bool = False
-    """The serving model's API limits media per message (Bedrock's Converse): the view's
-    runs of tool results and user turns are brought within them."""
-    split_calls: bool = False
-    """The serving model's API refuses an assistant message of more than 128 calls
-    (OpenAI): such a message is sent in parts."""
+    wire: WireLimits = field(default_factory=WireLimits)
+    """What the serving model's API refuses beyond the budget (Bedrock's media per
+    message, OpenAI's calls per message): the view is brought within it last."""
 
 
 class PackOptions(TypedDict):

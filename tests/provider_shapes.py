@@ -14,10 +14,12 @@ from __future__ import annotations
 import base64
 import io
 import itertools
+import json
 import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from langchain_anthropic import ChatAnthropic
@@ -495,6 +497,11 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
         wire = anthropic_request(messages)
     except (ValueError, KeyError, TypeError) as exc:
         return [f"langchain-anthropic could not format the request: {exc}"]
+    return anthropic_wire_problems(wire, thinking=thinking)
+
+
+def anthropic_wire_problems(wire: Sequence[dict[str, Any]], *, thinking: bool = False) -> list[str]:
+    """The Messages API's rules (see :func:`anthropic_wire`) checked on its own payload."""
     problems: list[str] = []
     if not wire or wire[0]["role"] != "user":
         problems.append("the first message is not a user turn")
@@ -528,8 +535,8 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
             )
             if uses and sorted(answered) != sorted(uses):
                 problems.append(f"wire {i}: tool_use {uses} answered by {answered}")
-        if m["role"] == "user" and i > 0:
-            prev = wire[i - 1]
+        if m["role"] == "user":
+            prev = wire[i - 1] if i else {"content": []}  # a first tool_result answers nothing
             prev_uses = (
                 {
                     b.get("id")
@@ -566,6 +573,30 @@ def anthropic_wire(messages: Sequence[BaseMessage], *, thinking: bool = False) -
     if (media := anthropic_media(wire)) > 100:
         problems.append(f"Too much media: {media} images and document pages > 100")
     return problems + anthropic_image_problems(wire)
+
+
+class CountTokensEndpoint:
+    """Anthropic's ``messages/count_tokens``, offline: it refuses what the Messages API
+    refuses (inspect_ai#3108), and counts a quarter of the payload's JSON plus 7."""
+
+    def __init__(self) -> None:
+        self.requests: list[list[dict[str, Any]]] = []
+
+    def count_tokens(self, *, model: str, messages: list[dict[str, Any]], **_: Any) -> Any:
+        if problems := anthropic_wire_problems(messages):
+            raise ValueError(f"400 invalid_request_error from count_tokens: {problems}")
+        self.requests.append(messages)
+        return SimpleNamespace(input_tokens=len(json.dumps(messages, default=str)) // 4 + 7)
+
+
+def counting_claude() -> tuple[ChatAnthropic, CountTokensEndpoint]:
+    """A real ``ChatAnthropic`` whose client is :class:`CountTokensEndpoint`: what
+    ``get_num_tokens_from_messages`` (its server-side count) is sent, checked offline."""
+    model = ChatAnthropic(model="claude-sonnet-4-5", api_key="offline-test-key")  # type: ignore[call-arg]
+    endpoint = CountTokensEndpoint()
+    client = SimpleNamespace(messages=endpoint, beta=SimpleNamespace(messages=endpoint))
+    model.__dict__["_client"] = client  # the cached_property's slot: no network
+    return model, endpoint
 
 
 def _wire_blocks(wire: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,114 @@
+"""A chat model's token count, asked for messages a count endpoint takes.
+
+``token_counter=model`` counts with the model's ``get_num_tokens_from_messages``, one
+message at a time (so each is counted once and cached). Some providers count on their
+server, with the request's own rules: Anthropic's ``messages/count_tokens`` refuses a
+``tool_result`` whose ``tool_use`` is not in front of it, a ``tool_use`` left unanswered,
+and a conversation that does not open with a user turn, just as its Messages API does
+(inspect_ai#3108 hit it trimming a record). Counted alone, every tool call and tool result
+of a tool loop was refused, and the error surfaced inside the user's graph.
+
+:func:`in_frame` puts such a message in the shortest conversation those rules take: an
+opening user turn, a stand-in call before a result and a stand-in answer after a call.
+The stand-ins are counted too, so the message is counted a few tokens high, never low:
+a budget stays a promise, and the usage calibration learns the provider's own count. A
+model known to count locally, which takes any message alone (``ChatOpenAI``: tiktoken), is
+asked for the message itself (:func:`counts_locally`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_builderforce_memory.blocks import call_ids, tool_result_ids
+
+__all__ = ["LOCAL_COUNTERS", "CountedInFrame", "counts_locally", "in_frame"]
+
+LOCAL_COUNTERS: Final = frozenset({"openai-chat", "azure-openai-chat"})
+"""The ``_llm_type`` of chat models whose ``get_num_tokens_from_messages`` reads the
+messages locally, one at a time, whatever they answer (langchain-openai's tiktoken)."""
+
+_OPENER = "."
+"""The opening user turn's text, and a stand-in answer's: one token, and not empty (an
+empty text block is refused)."""
+
+
+def _stand_in_call(ids: Sequence[str]) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "tool", "args": {}, "id": i} for i in ids])
+
+
+def in_frame(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` within the rules a count endpoint checks.
+
+    Each call answered, each result after its call, a user turn first after the system
+    messages; ``messages`` themselves unchanged and in order.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> [type(m).__name__ for m in in_frame([ToolMessage("a.py", tool_call_id="c1")])]
+        ['HumanMessage', 'AIMessage', 'ToolMessage']
+        >>> in_frame([HumanMessage("hi")])[0].content
+        'hi'
+    """
+    called = {i for m in messages if isinstance(m, AIMessage) for i, _ in call_ids(m)}
+    answered = {i for m in messages for i in _answers(m)}
+    out: list[BaseMessage] = []
+    for message in messages:
+        if orphans := [i for i in _answers(message) if i not in called]:
+            out.append(_stand_in_call(orphans))
+        out.append(message)
+        if isinstance(message, AIMessage):
+            out += [
+                ToolMessage(_OPENER, tool_call_id=i)
+                for i, _ in call_ids(message)
+                if i not in answered
+            ]
+    lead = 0
+    while lead < len(out) and isinstance(out[lead], SystemMessage):
+        lead += 1
+    if lead == len(out) or not isinstance(out[lead], HumanMessage) or tool_result_ids(out[lead]):
+        out.insert(lead, HumanMessage(_OPENER))
+    return out
+
+
+def counts_locally(model: object) -> bool:
+    """Whether ``model`` counts any message alone, so needs no frame (:data:`LOCAL_COUNTERS`).
+
+    Example:
+        >>> from langchain_openai import ChatOpenAI
+        >>> counts_locally(ChatOpenAI(model="gpt-5", api_key="k"))
+        True
+    """
+    return getattr(model, "_llm_type", None) in LOCAL_COUNTERS
+
+
+def _answers(message: BaseMessage) -> list[str]:
+    if isinstance(message, ToolMessage):
+        return [message.tool_call_id]
+    return tool_result_ids(message)
+
+
+@dataclass(frozen=True, slots=True)
+class CountedInFrame:
+    """A chat model's ``get_num_tokens_from_messages``, asked only for messages in a frame.
+
+    What :func:`~langchain_builderforce_memory.tokens.resolve_token_counter` makes of a
+    chat model.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> count = CountedInFrame(lambda messages: len(messages))
+        >>> count([ToolMessage("a.py", tool_call_id="c1")])
+        3
+    """
+
+    count: Callable[[list[BaseMessage]], int]
+    """The model's own counter."""
+
+    def __call__(self, messages: list[BaseMessage]) -> int:
+        """The model's count of ``messages`` in their frame."""
+        return self.count(in_frame(messages))

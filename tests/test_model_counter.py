@@ -1,0 +1,84 @@
+"""``token_counter=model`` with a model that counts on its provider's server: Anthropic's
+``messages/count_tokens`` refuses what its Messages API refuses (inspect_ai#3108), so each
+message is counted in the shortest conversation it takes, never alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_builderforce_memory import request_problems
+from langchain_builderforce_memory.count_frame import in_frame
+from langchain_builderforce_memory.testing import ScriptedChatModel
+from langchain_builderforce_memory.tokens import resolve_token_counter
+
+from .helpers import AGENT_KINDS, build_agent
+from .provider_shapes import anthropic_native_response, anthropic_wire, counting_claude
+
+_CALLS: list[dict[str, Any]] = [
+    {"name": "read_file", "args": {"path": "src/app.py"}, "id": "toolu_01"},
+    {"name": "read_file", "args": {"path": "src/db.py"}, "id": "toolu_02"},
+]
+_NATIVE = anthropic_native_response(0)
+_MESSAGES: dict[str, BaseMessage] = {
+    "system": SystemMessage("You fix bugs."),
+    "user": HumanMessage("Fix the login bug."),
+    "assistant text": AIMessage("The bug is in app.py."),
+    "assistant calls": AIMessage("Reading both.", tool_calls=_CALLS),
+    "tool result": ToolMessage("def login(): ...", tool_call_id="toolu_01", name="read_file"),
+    "invalid call": AIMessage(
+        "", invalid_tool_calls=[{"name": "ls", "args": "{bad", "id": "toolu_03", "error": None}]
+    ),
+    "native tool_use": _NATIVE,
+    "native tool_result": HumanMessage(
+        [{"type": "tool_result", "tool_use_id": "toolu_native", "content": "ok"}]
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(_MESSAGES))
+def test_a_server_side_counter_is_asked_for_every_message_in_a_request_it_takes(kind: str) -> None:
+    model, endpoint = counting_claude()
+    counter = resolve_token_counter(model)
+    assert counter.count_message(_MESSAGES[kind]) > 0
+    assert len(endpoint.requests) == 1
+
+
+@pytest.mark.parametrize("kind", list(_MESSAGES))
+def test_the_frame_keeps_the_message_and_is_a_request_anthropic_takes(kind: str) -> None:
+    message = _MESSAGES[kind]
+    framed = in_frame([message])
+    assert message in framed
+    assert anthropic_wire(framed) == []
+
+
+def test_a_whole_valid_request_is_counted_as_it_is() -> None:
+    request = [_MESSAGES[k] for k in ("system", "user", "assistant calls")]
+    request += [ToolMessage("ok", tool_call_id=c["id"]) for c in _CALLS]
+    assert in_frame(request) == request
+
+
+@pytest.mark.parametrize("kind", AGENT_KINDS)
+def test_agents_count_a_tool_loop_with_a_server_side_counter(kind: str) -> None:
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    again = [{**_CALLS[0], "id": "toolu_04"}]
+    script = [AIMessage("", tool_calls=_CALLS), AIMessage("", tool_calls=again), "fixed"]
+    model = ScriptedChatModel(script=script)
+    counter, endpoint = counting_claude()
+    agent = build_agent(
+        kind, model, [read_file], checkpointer=InMemorySaver(), token_counter=counter
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("Fix the login bug.")]}, {"configurable": {"thread_id": "t"}}
+    )
+    assert len(model.requests) == 3
+    assert all(request_problems(r) == [] for r in model.requests)
+    assert endpoint.requests  # the view was counted by the model's endpoint

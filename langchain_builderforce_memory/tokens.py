@@ -43,7 +43,7 @@ from langchain_builderforce_memory.blocks import (
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
 # stays importable, re-exported in __all__ (tests and users import it from here).
-from langchain_builderforce_memory.count_frame import CountedInFrame, counts_locally
+from langchain_builderforce_memory.count_frame import model_count
 from langchain_builderforce_memory.estimate import estimate_text_tokens
 from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens, nested_media
@@ -496,6 +496,7 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
     Raises:
         TypeError: a value of none of these kinds, listing what is accepted.
         ValueError: a string that is no tiktoken encoding, listing what is accepted.
+        RuntimeError: a model that counts locally could not load its tokenizer (no network).
 
     Example:
         >>> resolve_token_counter(None).count_text("x" * 8)
@@ -519,7 +520,7 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
         return counter
     method = getattr(counter, "get_num_tokens_from_messages", None)
     if callable(method):
-        return CallableTokenCounter(method if counts_locally(counter) else CountedInFrame(method))
+        return CallableTokenCounter(model_count(counter, method))
     if callable(counter):
         return CallableTokenCounter(counter)
     msg = f"token_counter: got {type(counter).__name__}. Accepted: {_ACCEPTED}."

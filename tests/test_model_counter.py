@@ -13,7 +13,12 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_builderforce_memory import BuilderforceMemoryMiddleware, request_problems
+from langchain_builderforce_memory import (
+    BuilderforceMemoryMiddleware,
+    CompactingChatMessageHistory,
+    WorkingTranscriptNode,
+    request_problems,
+)
 from langchain_builderforce_memory.count_frame import in_frame
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import resolve_token_counter
@@ -119,3 +124,27 @@ def test_a_local_counter_that_cannot_load_its_tokenizer_fails_where_it_is_given(
     model = ChatOpenAI(model="gpt-5", api_key="k")  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="TIKTOKEN_CACHE_DIR"):
         BuilderforceMemoryMiddleware(token_counter=model)
+
+
+@pytest.mark.filterwarnings("ignore:Using fallback GPT-2 tokenizer")
+@pytest.mark.parametrize("entry", ["middleware", "node", "history"])
+def test_a_model_with_no_count_of_its_own_fails_where_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    """LangChain's fallback counts GPT-2 tokens with ``transformers``: not installed (or
+    not downloadable), it raised ``ImportError`` on the graph's first count."""
+    import langchain_core.language_models.base as lm_base
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    def missing() -> Any:
+        raise ImportError("Could not import transformers python package.")
+
+    monkeypatch.setattr(lm_base, "get_tokenizer", missing)
+    model = GenericFakeChatModel(messages=iter([]))
+    build = {
+        "middleware": BuilderforceMemoryMiddleware,
+        "node": WorkingTranscriptNode,
+        "history": CompactingChatMessageHistory,
+    }[entry]
+    with pytest.raises(RuntimeError, match="has no token count of its own"):
+        build(token_counter=model)

@@ -22,13 +22,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import call_ids, tool_result_ids
 
-__all__ = ["LOCAL_COUNTERS", "CountedInFrame", "counts_locally", "in_frame", "model_count"]
+__all__ = [
+    "LOCAL_COUNTERS",
+    "CountedInFrame",
+    "counting_function",
+    "counts_locally",
+    "in_frame",
+    "model_count",
+]
 
 LOCAL_COUNTERS: Final = frozenset({"openai-chat", "azure-openai-chat"})
 """The ``_llm_type`` of chat models whose ``get_num_tokens_from_messages`` reads the
@@ -114,6 +121,29 @@ class CountedInFrame:
     def __call__(self, messages: list[BaseMessage]) -> int:
         """The model's count of ``messages`` in their frame."""
         return self.count(in_frame(messages))
+
+
+def counting_function(counter: object) -> Callable[[list[BaseMessage]], int] | None:
+    """What a model, a model's counting method or a callable given as ``token_counter`` counts with.
+
+    :func:`model_count` for the first two; ``None`` for none of them. A model's bound
+    ``get_num_tokens_from_messages`` is the model's count, and is asked the same way
+    (``token_counter=model.get_num_tokens_from_messages``).
+
+    Example:
+        >>> counting_function(len) is len, counting_function(3)
+        (True, None)
+    """
+    method = getattr(counter, "get_num_tokens_from_messages", None)
+    if callable(method):
+        return model_count(counter, method)
+    if not callable(counter):
+        return None
+    fn = cast("Callable[[list[BaseMessage]], int]", counter)  # checked as it counts
+    owner = getattr(counter, "__self__", None)
+    if owner is not None and getattr(counter, "__name__", None) == "get_num_tokens_from_messages":
+        return model_count(owner, fn)
+    return fn
 
 
 def model_count(

@@ -43,7 +43,7 @@ from langchain_builderforce_memory.blocks import (
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
 # stays importable, re-exported in __all__ (tests and users import it from here).
-from langchain_builderforce_memory.count_frame import model_count
+from langchain_builderforce_memory.count_frame import counting_function
 from langchain_builderforce_memory.estimate import estimate_text_tokens
 from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens, nested_media
@@ -518,11 +518,8 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
             raise ValueError(msg) from exc
     if isinstance(counter, TokenCounter):
         return counter
-    method = getattr(counter, "get_num_tokens_from_messages", None)
-    if callable(method):
-        return CallableTokenCounter(model_count(counter, method))
-    if callable(counter):
-        return CallableTokenCounter(counter)
+    if (fn := counting_function(counter)) is not None:
+        return CallableTokenCounter(fn)
     msg = f"token_counter: got {type(counter).__name__}. Accepted: {_ACCEPTED}."
     raise TypeError(msg)
 

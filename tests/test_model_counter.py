@@ -47,10 +47,15 @@ _MESSAGES: dict[str, BaseMessage] = {
 }
 
 
+@pytest.mark.parametrize("given", ["model", "its method"])
 @pytest.mark.parametrize("kind", list(_MESSAGES))
-def test_a_server_side_counter_is_asked_for_every_message_in_a_request_it_takes(kind: str) -> None:
+def test_a_server_side_counter_is_asked_for_every_message_in_a_request_it_takes(
+    kind: str, given: str
+) -> None:
     model, endpoint = counting_claude()
-    counter = resolve_token_counter(model)
+    counter = resolve_token_counter(
+        model if given == "model" else model.get_num_tokens_from_messages
+    )
     assert counter.count_message(_MESSAGES[kind]) > 0
     assert len(endpoint.requests) == 1
 

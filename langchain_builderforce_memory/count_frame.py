@@ -20,8 +20,14 @@ graph's first count instead of where the counter was given (:func:`model_count`)
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -40,6 +46,8 @@ __all__ = [
 LOCAL_COUNTERS: Final = frozenset({"openai-chat", "azure-openai-chat"})
 """The ``_llm_type`` of chat models whose ``get_num_tokens_from_messages`` reads the
 messages locally, one at a time, whatever they answer (langchain-openai's tiktoken)."""
+
+logger = logging.getLogger(__name__)
 
 _OPENER = "."
 """The opening user turn's text, and a stand-in answer's: one token, and not empty (an
@@ -106,48 +114,107 @@ class CountedInFrame:
     """A chat model's ``get_num_tokens_from_messages``, asked only for messages in a frame.
 
     What :func:`~langchain_builderforce_memory.tokens.resolve_token_counter` makes of a
-    chat model.
+    chat model with a count of its own. Such a count is a request to the provider, so
+    each payload is asked for once: the counts are kept by a digest of what is counted
+    (not by object: the system prompt and the tool schemas are new objects every turn).
+    And it can fail as a request does (rate limits, an outage): then the messages are
+    counted with :attr:`fallback` for :attr:`pause` seconds, and the failure is logged,
+    never raised inside the user's graph.
 
     Example:
         >>> from langchain_core.messages import ToolMessage
-        >>> count = CountedInFrame(lambda messages: len(messages))
-        >>> count([ToolMessage("a.py", tool_call_id="c1")])
-        3
+        >>> asked = []
+        >>> count = CountedInFrame(lambda ms: asked.append(ms) or len(ms), fallback=len)
+        >>> result = ToolMessage("a.py", tool_call_id="c1")
+        >>> count([result]), count([result.model_copy()]), len(asked)
+        (3, 3, 1)
     """
 
     count: Callable[[list[BaseMessage]], int]
     """The model's own counter."""
+    fallback: Callable[[list[BaseMessage]], int]
+    """The count while the model's fails (the package's default estimate, as resolved)."""
+    pause: float = 60.0
+    """Seconds after a failed count during which :attr:`fallback` counts instead."""
+    size: int = 4_096
+    """The most counts kept (the least recently used go first)."""
+    _kept: OrderedDict[bytes, int] = field(default_factory=OrderedDict, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+    _failed: list[float] = field(default_factory=list, compare=False, repr=False)
 
     def __call__(self, messages: list[BaseMessage]) -> int:
         """The model's count of ``messages`` in their frame."""
-        return self.count(in_frame(messages))
+        framed = in_frame(messages)
+        key = _digest(framed)
+        with self._lock:
+            if (kept := self._kept.get(key)) is not None:
+                self._kept.move_to_end(key)
+                return kept
+            if self._failed and time.monotonic() - self._failed[-1] < self.pause:
+                return self.fallback(messages)
+        try:
+            value = self.count(framed)
+        except Exception:  # a request to the provider: any failure it has, logged below
+            logger.warning(
+                "token_counter: the model's token count failed; counting with the default "
+                "estimate for %.0f s",
+                self.pause,
+                exc_info=True,
+            )
+            with self._lock:
+                self._failed[:] = [time.monotonic()]
+            return self.fallback(messages)
+        if isinstance(value, int) and value >= 0:  # anything else is refused by the caller
+            with self._lock:
+                self._kept[key] = value
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+        return value
 
 
-def counting_function(counter: object) -> Callable[[list[BaseMessage]], int] | None:
+_UNSENT: Final[set[str]] = {"id", "response_metadata", "usage_metadata"}
+"""Message fields no provider request carries: two messages differing only there count
+the same."""
+
+
+def _digest(messages: Sequence[BaseMessage]) -> bytes:
+    payload = json.dumps(
+        [[m.type, m.model_dump(exclude=_UNSENT)] for m in messages], sort_keys=True, default=str
+    )
+    return hashlib.blake2b(payload.encode(), digest_size=16).digest()
+
+
+def counting_function(
+    counter: object, *, fallback: Callable[[list[BaseMessage]], int]
+) -> Callable[[list[BaseMessage]], int] | None:
     """What a model, a model's counting method or a callable given as ``token_counter`` counts with.
 
-    :func:`model_count` for the first two; ``None`` for none of them. A model's bound
+    :func:`model_count` for the first two (``fallback`` counting while a provider's count
+    fails); ``None`` for none of them. A model's bound
     ``get_num_tokens_from_messages`` is the model's count, and is asked the same way
     (``token_counter=model.get_num_tokens_from_messages``).
 
     Example:
-        >>> counting_function(len) is len, counting_function(3)
+        >>> counting_function(len, fallback=len) is len, counting_function(3, fallback=len)
         (True, None)
     """
     method = getattr(counter, "get_num_tokens_from_messages", None)
     if callable(method):
-        return model_count(counter, method)
+        return model_count(counter, method, fallback=fallback)
     if not callable(counter):
         return None
     fn = cast("Callable[[list[BaseMessage]], int]", counter)  # checked as it counts
     owner = getattr(counter, "__self__", None)
     if owner is not None and getattr(counter, "__name__", None) == "get_num_tokens_from_messages":
-        return model_count(owner, fn)
+        return model_count(owner, fn, fallback=fallback)
     return fn
 
 
 def model_count(
-    model: object, method: Callable[[list[BaseMessage]], int]
+    model: object,
+    method: Callable[[list[BaseMessage]], int],
+    *,
+    fallback: Callable[[list[BaseMessage]], int],
 ) -> Callable[[list[BaseMessage]], int]:
     """What a chat model's ``get_num_tokens_from_messages`` (``method``) counts with here.
 
@@ -161,7 +228,7 @@ def model_count(
         RuntimeError: a local counter could not load its tokenizer.
 
     Example:
-        >>> model_count("a model with no _llm_type", len)([])
+        >>> model_count("a model with no _llm_type", len, fallback=len)([])
         1
     """
     from langchain_core.language_models import BaseLanguageModel
@@ -176,7 +243,7 @@ def model_count(
             method([HumanMessage(_OPENER)])
         except (ImportError, OSError) as exc:  # requests' ConnectionError is an OSError
             raise RuntimeError(_unloadable(model, exc, gpt2=gpt2)) from exc
-    return method if default or counts_locally(model) else CountedInFrame(method)
+    return method if default or counts_locally(model) else CountedInFrame(method, fallback)
 
 
 def _overrides(model: object, name: str) -> bool:

@@ -518,7 +518,7 @@ def resolve_token_counter(counter: TokenCounterLike = None) -> TokenCounter:
             raise ValueError(msg) from exc
     if isinstance(counter, TokenCounter):
         return counter
-    if (fn := counting_function(counter)) is not None:
+    if (fn := counting_function(counter, fallback=count_tokens)) is not None:
         return CallableTokenCounter(fn)
     msg = f"token_counter: got {type(counter).__name__}. Accepted: {_ACCEPTED}."
     raise TypeError(msg)

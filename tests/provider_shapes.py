@@ -581,8 +581,13 @@ class CountTokensEndpoint:
 
     def __init__(self) -> None:
         self.requests: list[list[dict[str, Any]]] = []
+        self.down = False  # True: every request fails, as when rate-limited
+        self.refused = 0
 
     def count_tokens(self, *, model: str, messages: list[dict[str, Any]], **_: Any) -> Any:
+        if self.down:
+            self.refused += 1
+            raise RuntimeError("429 rate_limit_error: too many count_tokens requests")
         if problems := anthropic_wire_problems(messages):
             raise ValueError(f"400 invalid_request_error from count_tokens: {problems}")
         self.requests.append(messages)

@@ -21,7 +21,7 @@ from langchain_builderforce_memory import (
 )
 from langchain_builderforce_memory.count_frame import in_frame
 from langchain_builderforce_memory.testing import ScriptedChatModel
-from langchain_builderforce_memory.tokens import resolve_token_counter
+from langchain_builderforce_memory.tokens import count_tokens, resolve_token_counter
 
 from .helpers import AGENT_KINDS, build_agent
 from .provider_shapes import anthropic_native_response, anthropic_wire, counting_claude
@@ -153,3 +153,44 @@ def test_a_model_with_no_count_of_its_own_fails_where_it_is_given(
     }[entry]
     with pytest.raises(RuntimeError, match="has no token count of its own"):
         build(token_counter=model)
+
+
+def test_a_payload_is_asked_for_once_whatever_object_carries_it() -> None:
+    """The system prompt, the brief and the tool schemas are new objects every turn: each
+    was a new request to the provider's count."""
+    model, endpoint = counting_claude()
+    counter = resolve_token_counter(model)
+    for _ in range(3):
+        counter.count_message(SystemMessage("You fix bugs."))
+        counter.count_text('{"name": "read_file", "parameters": {}}')
+    assert len(endpoint.requests) == 2
+
+
+def test_a_failing_count_falls_back_to_the_estimate_and_is_not_retried_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A count is a request to the provider and fails as one (a 429 on a fold's burst):
+    it raised inside the user's graph."""
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}\n" + "line of code\n" * 200
+
+    calls = [
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"r{i}"}]
+        )
+        for i in range(12)
+    ]
+    model = ScriptedChatModel(script=[*calls, "done"])
+    counter, endpoint = counting_claude()
+    endpoint.down = True
+    agent = build_agent("create_agent", model, [read_file], token_counter=counter, max_tokens=4_000)
+    with caplog.at_level("WARNING"):
+        agent.invoke({"messages": [HumanMessage("Read them all.")]})
+    assert len(model.requests) == 13
+    assert all(request_problems(r) == [] for r in model.requests)
+    assert max(count_tokens(r) for r in model.requests) <= 4_000  # by the estimate
+    assert endpoint.refused == 1  # then the estimate counts for a while
+    assert "the model's token count failed" in caplog.text

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -25,6 +27,7 @@ from langchain_builderforce_memory.tokens import count_tokens, resolve_token_cou
 
 from .helpers import AGENT_KINDS, build_agent
 from .provider_shapes import anthropic_native_response, anthropic_wire, counting_claude
+from .strategies import CLAUDE_SHAPES, valid_records
 
 _CALLS: list[dict[str, Any]] = [
     {"name": "read_file", "args": {"path": "src/app.py"}, "id": "toolu_01"},
@@ -194,3 +197,17 @@ def test_a_failing_count_falls_back_to_the_estimate_and_is_not_retried_at_once(
     assert max(count_tokens(r) for r in model.requests) <= 4_000  # by the estimate
     assert endpoint.refused == 1  # then the estimate counts for a while
     assert "the model's token count failed" in caplog.text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=valid_records(max_units=8, shapes=CLAUDE_SHAPES, alternating=True), data=st.data())
+def test_any_slice_of_a_claude_run_is_framed_into_a_request_anthropic_takes(
+    record: list[BaseMessage], data: st.DataObject
+) -> None:
+    """What a counter is asked for: one message, or any run of them (``count_tokens`` of
+    a part), from Claude's own records (tool_use blocks, thinking, tool_result turns)."""
+    start = data.draw(st.integers(0, len(record) - 1))
+    part = record[start : data.draw(st.integers(start + 1, len(record)))]
+    framed = in_frame(part)
+    assert anthropic_wire(framed) == []
+    assert [m for m in framed if any(m is p for p in part)] == part  # unchanged, in order

@@ -47,6 +47,7 @@ from langchain_builderforce_memory.messages import (
     leading_system_count,
     message_id,
 )
+from langchain_builderforce_memory.models import resolve_model
 from langchain_builderforce_memory.options import from_options, keyword_options
 from langchain_builderforce_memory.search import search_outside_view
 from langchain_builderforce_memory.search_index import RecordIndex, SearchResult
@@ -113,10 +114,10 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         max_tokens: Tokens the view may hold. Or a share of ``model``'s window (``0.8``
             or ``("fraction", 0.8)``: that share of its ``profile["max_input_tokens"]``,
             less its reply reserve), as the middleware takes it.
-        model: The chat model the history feeds (or a ``"provider:model"`` string): read
-            to resolve a fractional ``max_tokens``, and to keep its API's limits per
-            message (``ChatBedrockConverse``'s media, ``ChatOpenAI``'s 128 calls: see
-            ``agents.native.WireLimits``).
+        model: The chat model the history feeds (or a ``"provider:model"`` string, built
+            here, as the node builds it): read to resolve a fractional ``max_tokens``, and
+            to keep its API's limits per message (``ChatBedrockConverse``'s media,
+            ``ChatOpenAI``'s 128 calls: see ``agents.native.WireLimits``).
         max_messages: Conversation messages the view may hold (``"auto"``: see FoldPolicy).
         tail_tokens: Tokens a fold keeps verbatim after its note (also capped at the
             fold's share of the room left, so a small budget still folds rarely).
@@ -170,7 +171,9 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
             )
             raise TypeError(msg)
         # Validates every number, naming the bad value and its default.
-        budget = token_budget(max_tokens, model, where="CompactingChatMessageHistory")
+        # A "provider:model" string is resolved once, here, as the node resolves it.
+        served = resolve_model(model, what="model") if model is not None else None
+        budget = token_budget(max_tokens, served, where="CompactingChatMessageHistory")
         self.policy = from_options(FoldPolicy, {**locals(), "max_tokens": budget})
         # Created here, inside this package, so langchain-core's deprecation of the class
         # is not reported against the user's code for a default they did not choose.
@@ -179,7 +182,7 @@ class CompactingChatMessageHistory(BaseChatMessageHistory):
         )
         self.summarizer: Summarizer | None = resolve_summarizer(summarizer)
         self.token_counter: TokenCounter = resolve_token_counter(token_counter)
-        self._wire = WireLimits.of(model)
+        self._wire = WireLimits.of(served)
         guard: object = fold_guard
         if guard is not None and not isinstance(guard, FoldGuard):
             msg = (

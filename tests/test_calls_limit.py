@@ -131,6 +131,15 @@ def test_the_history_sends_200_parallel_calls_in_parts_only_to_openai(openai: bo
     assert len(history.full_messages) == 202  # the record keeps the one message
 
 
+def test_the_history_reads_the_limit_from_a_model_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model="openai:gpt-5"`` named the model the history feeds, but was read only for a
+    share of its window: the split never ran for it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")  # never sent: no call
+    history = CompactingChatMessageHistory(max_tokens=64_000, model="openai:gpt-5")
+    history.add_messages(_wide(200))
+    assert _calls(history.messages) == [128, 72]
+
+
 def test_the_history_plans_for_the_tokens_of_the_parts() -> None:
     """A record that fits its budget exactly whole no longer fits sent in parts: the view
     is planned again under a budget that leaves room for them."""

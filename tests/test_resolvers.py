@@ -107,6 +107,7 @@ SUMMARIZER_ENTRY_POINTS: dict[str, Callable[[str], object]] = {
     ),
     "summarize_transcript": lambda s: summarize_transcript(s, _record()),
     "node model": lambda s: WorkingTranscriptNode(model=s).model,
+    "history model": lambda s: CompactingChatMessageHistory(model=s, max_tokens=0.5),
     "handoff_budget_for_model": lambda s: handoff_budget_for_model(s),
 }
 
@@ -143,6 +144,18 @@ def test_an_installed_provider_string_becomes_its_chat_model(
     model = SUMMARIZER_ENTRY_POINTS[entry]("openai:gpt-4o-mini")
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("max_tokens", [0.5, 64_000], ids=["share", "count"])
+def test_a_model_string_whose_client_cannot_be_built_names_its_key(
+    monkeypatch: pytest.MonkeyPatch, max_tokens: float
+) -> None:
+    """The history reported "the model has none" (no profile) for a model string it could
+    not build, and took a string with a token count without building it at all."""
+    pytest.importorskip("langchain_openai")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"could not be built.*OPENAI_API_KEY"):
+        CompactingChatMessageHistory(model="openai:gpt-5", max_tokens=max_tokens)
 
 
 def test_the_node_model_string_is_the_serving_model(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -198,6 +198,7 @@ def share_of_model_budget(share: float, model: Runnable[Any, Any] | str, *, wher
         >>> share_of_model_budget(0.5, model, where="demo")
         4000
     """
+    model = resolve_model(model, what="model")  # a client that cannot be built says so
     try:
         window = handoff_budget_for_model(model, reserve_output_tokens=0)
     except ValueError as exc:

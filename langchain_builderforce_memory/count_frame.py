@@ -11,11 +11,16 @@ of a tool loop was refused, and the error surfaced inside the user's graph.
 :func:`in_frame` puts such a message in the shortest conversation those rules take: an
 opening user turn, a stand-in call before a result and a stand-in answer after a call.
 The stand-ins are counted too, so the message is counted a few tokens high, never low:
-a budget stays a promise, and the usage calibration learns the provider's own count. A
-model known to count locally, which takes any message alone (``ChatOpenAI``: tiktoken), is
-asked for the message itself (:func:`counts_locally`), and tried once when resolved:
-tiktoken downloads its encoding on first use, and with no network that failed on the
-graph's first count instead of where the counter was given (:func:`model_count`).
+a budget stays a promise, and the usage calibration learns the provider's own count.
+Being requests, such counts are kept by payload and fall back to the package's estimate
+for a while when one fails (:class:`CountedInFrame`).
+
+A model that counts locally is asked for the message itself: ``ChatOpenAI`` (tiktoken,
+:func:`counts_locally`), and a model on LangChain's default count (each message's text,
+GPT-2's tokenizer from ``transformers``). Its tokenizer is tried once when the counter is
+resolved: tiktoken downloads its encoding on first use, and with no network (or no
+``transformers``) that failed on the graph's first count instead of where the counter was
+given (:func:`model_count`).
 """
 
 from __future__ import annotations
@@ -138,9 +143,14 @@ class CountedInFrame:
     """Seconds after a failed count during which :attr:`fallback` counts instead."""
     size: int = 4_096
     """The most counts kept (the least recently used go first)."""
-    _kept: OrderedDict[bytes, int] = field(default_factory=OrderedDict, compare=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
-    _failed: list[float] = field(default_factory=list, compare=False, repr=False)
+    _kept: OrderedDict[bytes, int] = field(
+        default_factory=OrderedDict, init=False, compare=False, repr=False
+    )
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, compare=False, repr=False
+    )
+    _failed: list[float] = field(default_factory=list, init=False, compare=False, repr=False)
+    """When the model's count last failed (empty: never): one cell, as the class is frozen."""
 
     def __call__(self, messages: list[BaseMessage]) -> int:
         """The model's count of ``messages`` in their frame."""

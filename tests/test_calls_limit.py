@@ -158,3 +158,21 @@ def test_the_history_plans_for_the_tokens_of_the_parts() -> None:
     assert count_tokens(view, counter) <= budget
     assert all(n <= MAX_MESSAGE_TOOL_CALLS for n in _calls(view))
     assert request_problems(view) == []
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    ["with_retry", "with_config", "fallback"],
+    ids=["with_retry", "with_config", "an OpenAI fallback"],
+)
+def test_the_limit_is_read_through_wrappers_and_fallbacks(wrap: str) -> None:
+    """``model.with_retry()`` hid the model's type: a history given it sent 200 calls whole."""
+    openai = typed_model([], "openai-chat")
+    model = {
+        "with_retry": lambda: openai.with_retry(),
+        "with_config": lambda: openai.with_config(tags=["x"]).with_retry(),
+        "fallback": lambda: ScriptedChatModel(script=[]).with_fallbacks([openai]),
+    }[wrap]()
+    history = CompactingChatMessageHistory(max_tokens=64_000, model=model)
+    history.add_messages(_wide(200))
+    assert _calls(history.messages) == [128, 72]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["chat_model_from_string", "model_name", "resolve_model"]
+__all__ = ["chat_model_from_string", "model_name", "resolve_model", "serving_models"]
 
 M = TypeVar("M")
 
@@ -134,3 +134,25 @@ def model_name(model: object) -> str:
         if isinstance(value, str) and value:
             return value
     return type(model).__name__
+
+
+def serving_models(model: object) -> list[object]:
+    """The chat models ``model`` may send a request through.
+
+    Under ``bind`` / ``bind_tools`` / ``with_config`` / ``with_retry`` wrappers (LangChain's
+    ``RunnableBindingBase``), and each model of ``with_fallbacks``, in order.
+
+    Example:
+        >>> from langchain_builderforce_memory.testing import ScriptedChatModel
+        >>> a, b = ScriptedChatModel(script=[]), ScriptedChatModel(script=[])
+        >>> serving_models(a.with_retry().with_fallbacks([b])) == [a, b]
+        True
+    """
+    from langchain_core.runnables import RunnableWithFallbacks
+    from langchain_core.runnables.base import RunnableBindingBase
+
+    if isinstance(model, RunnableWithFallbacks):
+        return [m for r in (model.runnable, *model.fallbacks) for m in serving_models(r)]
+    if isinstance(model, RunnableBindingBase):
+        return serving_models(model.bound)
+    return [model]

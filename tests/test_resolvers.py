@@ -217,3 +217,14 @@ def test_summarizer_needs_no_warning_filter() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         _pack(summarizer=lambda p: "note")
+
+
+def test_a_model_under_with_retry_keeps_its_window() -> None:
+    """``with_retry()`` hid the model's profile: its window read as unknown."""
+    from langchain_builderforce_memory.testing import ScriptedChatModel
+    from langchain_builderforce_memory.transcript.summary import summary_input_limit
+
+    model = ScriptedChatModel(script=[], profile={"max_input_tokens": 200_000})
+    retried = model.with_retry()
+    assert handoff_budget_for_model(retried) == handoff_budget_for_model(model)
+    assert summary_input_limit(retried) == summary_input_limit(model) == 150_000

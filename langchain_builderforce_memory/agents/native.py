@@ -36,12 +36,11 @@ from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-from langchain_core.runnables import RunnableWithFallbacks
-from langchain_core.runnables.base import RunnableBindingBase
 
 from langchain_builderforce_memory.blocks import result_messages
 from langchain_builderforce_memory.calls_limit import within_calls_limit
 from langchain_builderforce_memory.media_limit import within_message_media_limit
+from langchain_builderforce_memory.models import serving_models
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.summary import TRANSCRIPT_SUMMARY_PROMPT
 
@@ -203,7 +202,7 @@ class WireLimits:
         model of ``with_fallbacks`` (any of them may serve the request; each rule is valid
         for every provider, so one that needs it applies it).
         """
-        models = _serving_models(model)
+        models = serving_models(model)
         return cls(
             per_message_media=any(map(limits_media_per_message, models)),
             split_calls=any(map(limits_calls_per_message, models)),
@@ -213,15 +212,6 @@ class WireLimits:
         """``view`` within these limits (``view`` itself when it already is, or none apply)."""
         view = within_calls_limit(view) if self.split_calls else view
         return within_message_media_limit(view) if self.per_message_media else view
-
-
-def _serving_models(model: object) -> list[object]:
-    """The chat models ``model`` may send a request through (see :meth:`WireLimits.of`)."""
-    if isinstance(model, RunnableWithFallbacks):
-        return [m for r in (model.runnable, *model.fallbacks) for m in _serving_models(r)]
-    if isinstance(model, RunnableBindingBase):
-        return _serving_models(model.bound)
-    return [model]
 
 
 def served_by_openai(model: object) -> bool:

@@ -19,7 +19,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_core.runnables import Runnable
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
@@ -169,7 +170,7 @@ def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLik
     """
     bound_tools: list[ToolLike] | None = None
     inner = model
-    while isinstance(inner, RunnableBinding):
+    while isinstance(inner, RunnableBindingBase):
         found = inner.kwargs.get("tools")
         if bound_tools is None and isinstance(found, Sequence) and not isinstance(found, str):
             bound_tools = list(found)

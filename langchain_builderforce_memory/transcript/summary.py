@@ -27,7 +27,8 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
 )
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables.base import RunnableBindingBase
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import clean_text
@@ -384,7 +385,7 @@ def summary_input_limit(summarizer: Summarizer) -> int:
         100000
     """
     inner: object = summarizer
-    while isinstance(inner, RunnableBinding):
+    while isinstance(inner, RunnableBindingBase):
         inner = inner.bound
     profile = getattr(inner, "profile", None)
     window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None

@@ -12,6 +12,7 @@ pass langchain-anthropic's formatter and the Messages API's rules too.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -89,6 +90,7 @@ def _claude_records(interrupted: bool) -> st.SearchStrategy[list[BaseMessage]]:
     )
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 @settings(PROPERTY, max_examples=300)  # cheap: few of these records cut a running turn
 @given(record=_claude_records(False), budget=BUDGETS, entry=ENTRIES)
 def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
@@ -100,6 +102,7 @@ def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     _assert_anthropic_accepts(record, budget, entry)
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 @settings(PROPERTY, max_examples=300)
 @given(record=_claude_records(True), budget=BUDGETS, entry=ENTRIES)
 def test_claude_runs_the_user_spoke_into_keep_the_loops_thinking_step(

@@ -87,6 +87,7 @@ def only_latest_unit_left(view: list[BaseMessage]) -> bool:
     return len(tool_call_units(convo[rest:])) <= 1
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     record=st.one_of(valid_records(max_units=25), any_records()),

@@ -162,6 +162,7 @@ def test_a_unit_dropped_before_a_user_message_that_joined_it_keeps_the_thinking_
         assert count_tokens(out.messages) <= 2_000  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 @PROPERTY
 @given(record=valid_records(max_units=40), policy=policies(), note=NOTES)
 def test_every_turn_is_valid_covered_and_in_budget_unless_its_core_alone_is_not(
@@ -384,6 +385,7 @@ def test_a_memo_from_a_different_record_is_discarded(
     calls=st.integers(min_value=1, max_value=2),
     directive_every=st.sampled_from([0, 7, 25]),
 )
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 def test_a_300_turn_tool_loop_calls_the_summarizer_at_most_once_per_15k_tokens_of_new_work(
     result_tokens: int, note_chars: int, system_chars: int, calls: int, directive_every: int
 ) -> None:

@@ -203,6 +203,7 @@ def _agent_requests(
     return model.requests
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 def test_create_agent_never_sends_more_than_100_media() -> None:
     requests = _agent_requests(_shot, 80)
     media = [anthropic_media(anthropic_request(r)) for r in requests]

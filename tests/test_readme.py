@@ -238,6 +238,7 @@ def test_max_tokens_bounds_the_history_not_the_request() -> None:
     assert f"the largest request was {largest_request:,}" in DOCS_TEXT
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 def test_the_demo_caption_states_what_bfmem_demo_measures(tmp_path: Path) -> None:
     """The numbers under the README's figure are ``bfmem demo --turns 300``'s, today's."""
     from langchain_builderforce_memory.cli.demo import run_demo

@@ -100,6 +100,7 @@ def _turns(
         yield prefix, out
 
 
+@pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
 @PROPERTY
 @given(record=RECORDS, budget=BUDGETS)
 def test_every_entry_point_is_valid_within_budget_carries_the_directive_and_keeps_the_record(

@@ -38,6 +38,7 @@ from typing import Final, cast
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_builderforce_memory.blocks import call_ids, tool_result_ids
+from langchain_builderforce_memory.messages import answered_ids
 
 __all__ = [
     "LOCAL_COUNTERS",
@@ -109,9 +110,8 @@ def counts_locally(model: object) -> bool:
 
 
 def _answers(message: BaseMessage) -> list[str]:
-    if isinstance(message, ToolMessage):
-        return [message.tool_call_id]
-    return tool_result_ids(message)
+    """The call ids ``message`` answers (``messages.answered_ids``, less the unnamed)."""
+    return [i for i in answered_ids(message) if i is not None]
 
 
 @dataclass(frozen=True, slots=True)

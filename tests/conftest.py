@@ -115,6 +115,14 @@ def pytest_configure(config: pytest.Config) -> None:
     _tree_before = _tree_files()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Hypothesis properties are marked `property`, so a stage that checks only that the
+    # package runs (CI's oldest-Python stage) can leave them to the main stage.
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
+
+
 def _leftovers() -> list[str]:
     found: list[str] = []
     if _suite_temp is not None and _suite_temp.exists():

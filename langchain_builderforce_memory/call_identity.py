@@ -35,16 +35,13 @@ def unique_calls(
     Returns the copy and the renames (old id -> new id) its results must follow. A call
     without an id cannot be answered, so the view leaves it out (the record keeps it); a
     reused id (an app whose id counter restarted) gets a fresh one, ``<id>_<n>``, within
-    Anthropic's id alphabet.
+    Anthropic's id alphabet and OpenAI's 40 characters.
     """
     dropped = idless_calls(message)
     renames: dict[str, str] = {}
     for call_id, _name in call_ids(message):
         if call_id in used:
-            n = 2
-            while f"{call_id}_{n}" in used:
-                n += 1
-            renames[call_id] = f"{call_id}_{n}"
+            renames[call_id] = _fresh_id(call_id, used)
         used.add(renames.get(call_id, call_id))
     if not dropped and not renames:
         return message, renames
@@ -64,6 +61,27 @@ def unique_calls(
         ]
     update = {"content": content, "tool_calls": calls, "invalid_tool_calls": invalid}
     return message.model_copy(update=update), renames
+
+
+MAX_ID_CHARS = 40
+"""OpenAI refuses a tool call id longer than this ("string too long. Expected a string with
+maximum length 40"), whoever made the id."""
+
+
+def _fresh_id(call_id: str, used: set[str]) -> str:
+    """``<id>_<n>`` for the least ``n`` from 2 not in ``used``, the id cut to fit 40 chars.
+
+    Example:
+        >>> _fresh_id("t1", {"t1", "t1_2"}), len(_fresh_id("c" * 40, {"c" * 40}))
+        ('t1_3', 40)
+    """
+    n = 2
+    while True:
+        suffix = f"_{n}"
+        fresh = call_id[: MAX_ID_CHARS - len(suffix)] + suffix
+        if fresh not in used:
+            return fresh
+        n += 1
 
 
 def _renamed(call_id: object, renames: dict[str, str]) -> object:

@@ -338,6 +338,21 @@ def test_a_reused_call_id_is_renamed_with_its_result_and_nothing_is_lost() -> No
     assert any("renamed" in r for r in repairs)
 
 
+@pytest.mark.parametrize("length", [38, 40, 64])
+def test_a_reused_long_id_is_renamed_within_openais_40_characters(length: int) -> None:
+    """A reused id of 39-40 characters was renamed to 41-42 (an id of another provider's,
+    or a proxy's, within 40): OpenAI refuses a request naming it."""
+    cid = "call_" + "x" * (length - 5)
+    record = [HumanMessage("a"), *_v1_round(cid, "first"), AIMessage("k"), HumanMessage("b")]
+    record += [*_v1_round(cid, "second"), AIMessage("done")]
+    view, _ = repair_request(record)
+    ids = [c for m in view for c, _ in call_ids(m)]
+    assert len(set(ids)) == 2
+    assert len(ids[1]) <= 40
+    assert [m.tool_call_id for m in view if isinstance(m, ToolMessage)] == ids
+    assert request_problems(view) == []
+
+
 def _native_round(cid: str, out: str) -> list[BaseMessage]:
     call = AIMessage([{"type": "tool_use", "id": cid, "name": "ls", "input": {}}])
     return [call, HumanMessage([{"type": "tool_result", "tool_use_id": cid, "content": out}])]

@@ -20,6 +20,7 @@ case was). Elsewhere they explore with fresh random draws.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -30,10 +31,16 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from langchain_core.messages import content as _content
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# langchain-core re-derives its data-block types from TypedDict hints on every block it
+# checks (`typing.get_type_hints`, ~0.1 ms a block): the provider payload builders the
+# wire checks call do it tens of thousands of times a test. The answer is a constant.
+_content._get_data_content_block_types = functools.cache(_content._get_data_content_block_types)
 
 POSTGRES_URL_VAR = "BFMEM_TEST_POSTGRES_URL"
 HOW_TO_RUN = (

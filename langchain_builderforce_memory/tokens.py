@@ -43,7 +43,7 @@ from langchain_builderforce_memory.blocks import (
 # Bound here as a module global, as it was when it lived here: the counters call it on
 # every uncached count (no attribute lookup added), and `tokens.estimate_text_tokens`
 # stays importable, re-exported in __all__ (tests and users import it from here).
-from langchain_builderforce_memory.count_frame import counting_function
+from langchain_builderforce_memory.count_frame import CountedInFrame, counting_function
 from langchain_builderforce_memory.estimate import estimate_text_tokens
 from langchain_builderforce_memory.jsontext import json_text
 from langchain_builderforce_memory.media import IMAGE_MAX_TOKENS, media_tokens, nested_media
@@ -430,6 +430,11 @@ class CallableTokenCounter(_CachedCounter):
             )
             raise TypeError(msg)
         self._fn = fn
+
+    @property
+    def asks_provider(self) -> bool:
+        """Whether each new count is a request to a provider (a model counting on its server)."""
+        return isinstance(self._fn, CountedInFrame)
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text``, counted as a lone human message less the framing."""

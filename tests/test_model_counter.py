@@ -24,6 +24,8 @@ from langchain_builderforce_memory import (
 from langchain_builderforce_memory.count_frame import in_frame
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import count_tokens, resolve_token_counter
+from langchain_builderforce_memory.transcript.results import tool_results
+from langchain_builderforce_memory.transcript.view import ClearStep, summary_shown
 
 from .helpers import AGENT_KINDS, build_agent
 from .provider_shapes import anthropic_native_response, anthropic_wire, counting_claude
@@ -211,3 +213,25 @@ def test_any_slice_of_a_claude_run_is_framed_into_a_request_anthropic_takes(
     framed = in_frame(part)
     assert anthropic_wire(framed) == []
     assert [m for m in framed if any(m is p for p in part)] == part  # unchanged, in order
+
+
+def test_a_fold_cuts_the_summarizers_excerpts_without_asking_the_provider() -> None:
+    """Each cleared result a fold shows its summarizer is cut to an 80-token excerpt: four
+    or five counts a cut, a hundred requests to ``count_tokens`` on a fold turn (each
+    one counted against the account's rate limit). An excerpt's length is a shape, not
+    a budget: estimated."""
+    model, endpoint = counting_claude()
+    counter = resolve_token_counter(model)
+    convo: list[BaseMessage] = [HumanMessage("run the tests")]
+    for i in range(6):
+        convo.append(AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": f"t{i}"}]))
+        out = f"collected {i} items\n" + "." * 4_000 + f"\n{i} failed"
+        convo.append(ToolMessage(out, tool_call_id=f"t{i}"))
+    step = ClearStep(cleared=tuple(tool_results(convo, counter)))
+    asked = len(endpoint.requests)
+    shown = summary_shown(convo, step, counter)
+    assert len(endpoint.requests) == asked
+    for i in range(6):
+        assert shown[2 + 2 * i].text.startswith(f"collected {i} items")
+        assert shown[2 + 2 * i].text.endswith(f"{i} failed")
+        assert len(shown[2 + 2 * i].text) < 1_000

@@ -30,6 +30,7 @@ from langchain_builderforce_memory.copies import Copies, copy_of
 from langchain_builderforce_memory.events import ViewStepsFields
 from langchain_builderforce_memory.messages import leading_system_count, message_id, role_of, stamp
 from langchain_builderforce_memory.tokens import (
+    CallableTokenCounter,
     TokenCounter,
     TokenCounterLike,
     resolve_token_counter,
@@ -320,6 +321,10 @@ def summary_shown(
         >>> shown.startswith("collected 9 items"), shown.endswith("1 failed, 8 passed")
         (True, True)
     """
+    if isinstance(counter, CallableTokenCounter) and counter.asks_provider:
+        # An excerpt's length is a shape, not a budget, and each cut asks four or five
+        # counts: a provider's count is a request (a fold asked a hundred), so estimate.
+        counter = resolve_token_counter(None)
     out = list(convo)
     for r in step.cleared:
         out[r.index] = elide_message(out[r.index], CLEARED_EXCERPT_TOKENS, counter)

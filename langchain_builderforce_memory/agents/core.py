@@ -254,7 +254,7 @@ class MemoryCore:
             copies=facts.copies,
             reader=reader,
             plain=plain,
-            wire=WireLimits.of(model),
+            wire=WireLimits.of(model, model_settings),
         )
         native = delegation_of(self.policy, plan, model, model_settings, self.counter)
         if native is not None:

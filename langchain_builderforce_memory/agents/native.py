@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import result_messages
+from langchain_builderforce_memory.cache_point import cached_before_tail
 from langchain_builderforce_memory.calls_limit import within_calls_limit
 from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.models import serving_models
@@ -176,15 +177,16 @@ def limits_calls_per_message(model: object) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class WireLimits:
-    """What the serving model's API refuses beyond the token budget, and brought within.
+    """What the serving model's API refuses or needs beyond the token budget, and brought within.
 
-    Read once from the model (:meth:`of`); every adapter applies it to the view it sends
-    (:meth:`applied`), last, so one declaration serves the agents and the history.
+    Read once from the model and the request's settings (:meth:`of`); every adapter
+    applies it to the view it sends (:meth:`applied`), last, so one declaration serves the
+    agents and the history.
 
     Example:
         >>> from langchain_openai import ChatOpenAI
         >>> WireLimits.of(ChatOpenAI(model="gpt-5", api_key="k"))
-        WireLimits(per_message_media=False, split_calls=True)
+        WireLimits(per_message_media=False, split_calls=True, cache_point=None)
     """
 
     per_message_media: bool = False
@@ -193,25 +195,42 @@ class WireLimits:
     split_calls: bool = False
     """The API refuses an assistant message of more than 128 calls (OpenAI): such a
     message is sent in parts, each followed by its results."""
+    cache_point: Mapping[str, str] | None = None
+    """The request asks an Anthropic model to cache (``cache_control`` in its settings, as
+    ``AnthropicPromptCachingMiddleware`` sets it): the last stable message before the
+    volatile tail carries this breakpoint too (:mod:`~langchain_builderforce_memory.
+    cache_point`: the automatic one lands on the tail, whose entry is never read)."""
 
     @classmethod
-    def of(cls, model: object) -> WireLimits:
+    def of(cls, model: object, settings: Mapping[str, object] | None = None) -> WireLimits:
         """The limits of ``model``'s API (none for a model not read as one that has them).
 
         Read through ``bind`` / ``with_config`` / ``with_retry`` wrappers, and over every
         model of ``with_fallbacks`` (any of them may serve the request; each rule is valid
-        for every provider, so one that needs it applies it).
+        for every provider, so one that needs it applies it). ``settings``: the request's
+        model settings.
         """
         models = serving_models(model)
+        wanted = (settings or {}).get("cache_control")
+        claude = any(getattr(m, "_llm_type", None) == "anthropic-chat" for m in models)
         return cls(
             per_message_media=any(map(limits_media_per_message, models)),
             split_calls=any(map(limits_calls_per_message, models)),
+            cache_point=_control(wanted) if claude else None,
         )
 
     def applied(self, view: list[BaseMessage]) -> list[BaseMessage]:
         """``view`` within these limits (``view`` itself when it already is, or none apply)."""
         view = within_calls_limit(view) if self.split_calls else view
-        return within_message_media_limit(view) if self.per_message_media else view
+        view = within_message_media_limit(view) if self.per_message_media else view
+        return cached_before_tail(view, self.cache_point) if self.cache_point else view
+
+
+def _control(wanted: object) -> dict[str, str] | None:
+    """A ``cache_control`` setting as a block's breakpoint (``None``: none, or not one)."""
+    if not isinstance(wanted, Mapping) or wanted.get("type") != "ephemeral":
+        return None
+    return {str(k): str(v) for k, v in wanted.items()}
 
 
 def served_by_openai(model: object) -> bool:

@@ -1,0 +1,112 @@
+"""A prompt-cache breakpoint before the volatile tail, for a provider that caches only there.
+
+Anthropic caches a prompt only up to a ``cache_control`` breakpoint, and reads an entry
+back only when a later request repeats that prefix exactly. Its automatic caching (the
+request's top-level ``cache_control``, which LangChain's
+``AnthropicPromptCachingMiddleware`` sets) puts the breakpoint on the request's last block:
+here the brief, which changes every turn and sits after the newest messages. Each entry
+then ends with a brief the next request no longer holds, so no entry is ever read: every
+request pays the cache write on its whole prefix, and the cached prefix our view keeps
+stable (the reason its front moves only at a cut, a clear batch or a fold) is never
+billed as cached.
+
+:func:`cached_before_tail` puts the same ``cache_control`` on the last stable message
+before the tail. The entry written there is a prefix of the next request (a tool loop
+adds a call and its result after it), so the provider reads it back, within the 20
+blocks it looks back from a breakpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from langchain_builderforce_memory.messages import VOLATILE_TAIL_KIND, is_stamped
+
+__all__ = ["MAX_BREAKPOINTS", "breakpoints", "cached_before_tail"]
+
+MAX_BREAKPOINTS: Final = 4
+"""Anthropic refuses a request with more ``cache_control`` breakpoints than this."""
+
+_OTHERS: Final = 2
+"""Breakpoints the request may carry that the view does not show: the last tool schema's
+and the top-level automatic one (what ``AnthropicPromptCachingMiddleware`` adds besides
+the system prompt's)."""
+
+_UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
+
+
+def breakpoints(messages: Sequence[BaseMessage]) -> int:
+    """How many content blocks of ``messages`` carry a ``cache_control`` breakpoint.
+
+    Example:
+        >>> from langchain_core.messages import SystemMessage
+        >>> marked = {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+        >>> breakpoints([SystemMessage([marked]), HumanMessage("hi")])
+        1
+    """
+    return sum(
+        1
+        for m in messages
+        if isinstance(m.content, list)
+        for b in m.content
+        if isinstance(b, dict) and "cache_control" in b
+    )
+
+
+def cached_before_tail(view: list[BaseMessage], control: Mapping[str, str]) -> list[BaseMessage]:
+    """``view`` with ``control`` on the last user turn or tool result before its tail.
+
+    ``view`` itself when it ends with no volatile tail (the automatic breakpoint is then
+    on a stable block), when no message before the tail can carry one, or when the view
+    already holds more breakpoints than the request leaves room for. The message is a
+    copy; the caller's is not changed.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> from langchain_builderforce_memory.handoff.volatile import volatile_tail
+        >>> call = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}])
+        >>> view = [HumanMessage("list it"), call, ToolMessage("a.py", tool_call_id="c1")]
+        >>> sent = cached_before_tail([*view, volatile_tail(["brief"])], {"type": "ephemeral"})
+        >>> sent[2].content
+        [{'type': 'text', 'text': 'a.py', 'cache_control': {'type': 'ephemeral'}}]
+        >>> view[2].content
+        'a.py'
+    """
+    if len(view) < 2 or not _volatile(view[-1]):
+        return view
+    if breakpoints(view) + _OTHERS + 1 > MAX_BREAKPOINTS:
+        return view
+    for i in range(len(view) - 2, -1, -1):
+        message = view[i]
+        if not isinstance(message, HumanMessage | ToolMessage):
+            continue
+        content = _marked(message.content, control)
+        if content is not None:
+            return [*view[:i], message.model_copy(update={"content": content}), *view[i + 1 :]]
+    return view
+
+
+def _volatile(message: BaseMessage) -> bool:
+    """The brief (:func:`~.handoff.volatile.is_volatile_tail`, read here by its stamp)."""
+    return isinstance(message, HumanMessage) and is_stamped(message, VOLATILE_TAIL_KIND)
+
+
+def _marked(
+    content: str | list[str | dict[str, object]], control: Mapping[str, str]
+) -> list[str | dict[str, object]] | None:
+    """``content`` with ``control`` on its last block (``None``: no block may carry it)."""
+    if isinstance(content, str):
+        content = [content]
+    last = content[-1] if content else None
+    if isinstance(last, str):
+        block: dict[str, object] | None = {"type": "text", "text": last} if last else None
+    elif isinstance(last, dict) and last.get("type") not in _UNCACHEABLE and last.get("text") != "":
+        block = last  # Anthropic refuses a breakpoint on thinking, or on an empty text
+    else:
+        block = None
+    if block is None:
+        return None
+    return [*content[:-1], {**block, "cache_control": dict(control)}]

@@ -40,6 +40,7 @@ def record() -> list[BaseMessage]:
     return coding_transcript(turns=300, directives=4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("restore", [16_000, 24_000, 32_000])
 def test_a_large_restore_leaves_room_for_new_work_between_folds(
     record: list[BaseMessage], restore: int

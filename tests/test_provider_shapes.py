@@ -110,6 +110,7 @@ def _tools(shape: Shape) -> list[Any]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n, shape in SHAPES.items() if shape.agent_tools))
 def test_middleware_loop_sends_valid_fitting_requests(name: str) -> None:
     shape = SHAPES[name]
@@ -186,6 +187,7 @@ def _loop(shape: Shape, view_of: Any, add: Any, budget: int) -> int:
     return checked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_node_loop_sends_valid_fitting_requests(name: str) -> None:
     shape = SHAPES[name]
@@ -233,6 +235,7 @@ def test_an_mcp_approval_is_never_re_attached_as_a_files_output() -> None:
     assert [m.text for m in restored if not m.text.split("\n", 1)[1].strip()] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_packer_loop_sends_valid_fitting_requests(name: str) -> None:
     shape = SHAPES[name]
@@ -247,6 +250,7 @@ def test_packer_loop_sends_valid_fitting_requests(name: str) -> None:
     assert _loop(shape, view_of, record.extend, PACK_BUDGET) == TURNS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_history_loop_sends_valid_fitting_requests(name: str) -> None:
     shape = SHAPES[name]

@@ -110,6 +110,7 @@ async def test_the_async_twin_replays_a_recorded_run_identically(path: Path) -> 
         sync_memo, async_memo = a.memo, b.memo
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", transcript_params())
 def test_a_recorded_run_scoped_to_a_persisted_fold_marker_yields_valid_views(path: Path) -> None:
     # Persist a fold halfway as an auto marker (what an adapter writes), scope the record

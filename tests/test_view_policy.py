@@ -279,6 +279,7 @@ def test_a_request_with_more_images_than_the_budget_keeps_its_words(view_of: str
     assert view[-1].text.startswith("Describe these.")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view_of", sorted(VIEWS))
 @pytest.mark.parametrize(("budget", "kept"), [(8_000, 4), (32_000, 19)])
 def test_a_request_with_more_images_than_the_budget_keeps_the_first_that_fit(

@@ -117,7 +117,9 @@ def _labelled() -> Iterator[
     runs: dict[str, dict[str, Call]] = {}
     for line in LABELS.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        calls = runs.setdefault(row["run"], _calls(row["run"]))
+        if row["run"] not in runs:  # setdefault would map the whole run again for each label
+            runs[row["run"]] = _calls(row["run"])
+        calls = runs[row["run"]]
         call, result, seen = calls[row["id"]]
         yield HARNESS[row["run"].split("_")[0]], call, result, seen, row["effects"]
 

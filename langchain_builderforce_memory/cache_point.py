@@ -23,7 +23,7 @@ from typing import Final
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from langchain_builderforce_memory.messages import VOLATILE_TAIL_KIND, is_stamped
+from langchain_builderforce_memory.messages import is_volatile_tail
 
 __all__ = ["MAX_BREAKPOINTS", "breakpoints", "cached_before_tail"]
 
@@ -75,7 +75,7 @@ def cached_before_tail(view: list[BaseMessage], control: Mapping[str, str]) -> l
         >>> view[2].content
         'a.py'
     """
-    if len(view) < 2 or not _volatile(view[-1]):
+    if len(view) < 2 or not is_volatile_tail(view[-1]):
         return view
     if breakpoints(view) + _OTHERS + 1 > MAX_BREAKPOINTS:
         return view
@@ -87,11 +87,6 @@ def cached_before_tail(view: list[BaseMessage], control: Mapping[str, str]) -> l
         if content is not None:
             return [*view[:i], message.model_copy(update={"content": content}), *view[i + 1 :]]
     return view
-
-
-def _volatile(message: BaseMessage) -> bool:
-    """The brief (:func:`~.handoff.volatile.is_volatile_tail`, read here by its stamp)."""
-    return isinstance(message, HumanMessage) and is_stamped(message, VOLATILE_TAIL_KIND)
 
 
 def _marked(

@@ -48,6 +48,7 @@ __all__ = [
     "clean_text",
     "is_generated",
     "is_stamped",
+    "is_volatile_tail",
     "leading_system_count",
     "message_id",
     "role_of",
@@ -301,6 +302,23 @@ def is_stamped(message: BaseMessage, kind: str | None = None) -> bool:
 
 VOLATILE_TAIL_KIND = "volatile_tail"
 """The stamp ``kind`` that, alone, makes a message a volatile tail (the brief)."""
+
+
+def is_volatile_tail(message: BaseMessage) -> bool:
+    r"""True for a user message built by :func:`~.handoff.volatile.volatile_tail`.
+
+    Read by its stamp, not its text.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> tail = stamp(HumanMessage("<run-state>brief</run-state>"), VOLATILE_TAIL_KIND)
+        >>> is_volatile_tail(tail)
+        True
+        >>> is_volatile_tail(HumanMessage("<run-state>\nmy real request\n</run-state>"))
+        False
+    """
+    return role_of(message) == "user" and is_stamped(message, VOLATILE_TAIL_KIND)
+
 
 DIRECTIVE_KIND = "directive"
 """The stamp ``kind`` of a user turn restated in front of a view that cut past it.

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from langchain_builderforce_memory.copies import Copies, copy_of
-from langchain_builderforce_memory.messages import VOLATILE_TAIL_KIND, is_stamped, role_of, stamp
+from langchain_builderforce_memory.messages import VOLATILE_TAIL_KIND, is_volatile_tail, stamp
 
 __all__ = [
     "VOLATILE_TAIL_CLOSE",
@@ -76,16 +76,3 @@ def volatile_tail(
     return copy_of(
         copies, ("volatile_tail", text), (), lambda: stamp(HumanMessage(text), VOLATILE_TAIL_KIND)
     )
-
-
-def is_volatile_tail(message: BaseMessage) -> bool:
-    r"""True for a user message built by :func:`volatile_tail` (by its stamp, not its text).
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> is_volatile_tail(volatile_tail(["brief"]))
-        True
-        >>> is_volatile_tail(HumanMessage("<run-state>\nmy real request\n</run-state>"))
-        False
-    """
-    return role_of(message) == "user" and is_stamped(message, VOLATILE_TAIL_KIND)

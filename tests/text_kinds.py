@@ -13,6 +13,7 @@ import json
 import random
 import string
 import uuid
+from functools import cache
 from pathlib import Path
 
 from tests.helpers import load_transcript, transcript_files
@@ -394,8 +395,12 @@ def _rare_unicode() -> list[str]:
     return out
 
 
+@cache  # two test modules ask at import; building the texts takes seconds
 def text_kinds() -> dict[str, list[str]]:
-    """Every kind's texts (``transcripts`` is empty when the recorded runs are absent)."""
+    """Every kind's texts (``transcripts`` is empty when the recorded runs are absent).
+
+    Built once per process: callers read the lists, never change them.
+    """
     return {
         "prose": _prose(),
         "code": _code(),

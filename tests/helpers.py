@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
 
 TRANSCRIPTS_DIR = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 """The recorded agent runs, laid beside the project root (as CI lays them)."""
+
+CI_EXAMPLES = 40
+"""A property's example count under CI, at most: there the draws are derandomized (the same
+examples every run, see ``tests/conftest.py``); a developer's run draws its full count
+afresh each time, which is where new counterexamples come from."""
+
+
+def examples(n: int) -> int:
+    """``n`` hypothesis examples, or :data:`CI_EXAMPLES` under CI when ``n`` is more."""
+    return min(n, CI_EXAMPLES) if os.environ.get("CI") else n
 
 
 def transcript_files() -> list[Path]:

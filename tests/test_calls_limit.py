@@ -19,7 +19,7 @@ from langchain_builderforce_memory.calls_limit import MAX_MESSAGE_TOOL_CALLS, wi
 from langchain_builderforce_memory.testing import ScriptedChatModel
 from langchain_builderforce_memory.tokens import count_tokens, resolve_token_counter
 
-from .helpers import AGENT_KINDS, build_agent, typed_model
+from .helpers import AGENT_KINDS, build_agent, examples, typed_model
 from .provider_shapes import openai_chat_wire
 
 
@@ -87,7 +87,7 @@ def _wide_runs(draw: st.DrawFn) -> list[BaseMessage]:
     return record
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=_wide_runs())
 def test_any_turns_of_calls_go_in_parts_openai_takes(record: list[BaseMessage]) -> None:
     view = within_calls_limit(record)

@@ -28,12 +28,14 @@ from langchain_builderforce_memory.messages import (
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import agent_views
+from .helpers import agent_views, examples
 from .provider_shapes import anthropic_wire
 from .strategies import CLAUDE_SHAPES, thinks, valid_records
 
 COUNTER = ApproximateTokenCounter()
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+PROPERTY = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 ENTRY_POINTS = agent_views(COUNTER)
@@ -91,7 +93,7 @@ def _claude_records(interrupted: bool) -> st.SearchStrategy[list[BaseMessage]]:
 
 
 @pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
-@settings(PROPERTY, max_examples=300)  # cheap: few of these records cut a running turn
+@settings(PROPERTY, max_examples=examples(300))  # cheap: few of these records cut a running turn
 @given(record=_claude_records(False), budget=BUDGETS, entry=ENTRIES)
 def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     record: list[BaseMessage], budget: int, entry: str
@@ -103,7 +105,7 @@ def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
 
 
 @pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
-@settings(PROPERTY, max_examples=300)
+@settings(PROPERTY, max_examples=examples(300))
 @given(record=_claude_records(True), budget=BUDGETS, entry=ENTRIES)
 def test_claude_runs_the_user_spoke_into_keep_the_loops_thinking_step(
     record: list[BaseMessage], budget: int, entry: str

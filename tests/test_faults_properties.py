@@ -36,7 +36,7 @@ from langchain_builderforce_memory.transcript.plan import (
 from langchain_builderforce_memory.turns import thinking_span
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import model_turns
+from .helpers import examples, model_turns
 from .strategies import any_records, valid_records
 
 COUNTERS: dict[str, TokenCounter] = {
@@ -88,7 +88,7 @@ def only_latest_unit_left(view: list[BaseMessage]) -> bool:
 
 
 @pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     record=st.one_of(valid_records(max_units=25), any_records()),
     fault=st.sampled_from(FAULTS),

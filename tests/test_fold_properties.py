@@ -36,6 +36,7 @@ from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
     ScriptedSummarizer,
+    examples,
     floor_tokens,
     fold_coverage_gaps,
     keeps_front,
@@ -45,7 +46,9 @@ from .helpers import (
 from .provider_shapes import anthropic_wire
 from .strategies import valid_records
 
-PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite
@@ -352,7 +355,7 @@ def _assert_front_kept(record: list[BaseMessage], policy: FoldPolicy) -> None:
         previous = (view, mode, elided)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=valid_records(min_units=10, max_units=40), b=valid_records(min_units=10, max_units=40))
 def test_a_memo_from_a_different_record_is_discarded(
     a: list[BaseMessage], b: list[BaseMessage]
@@ -377,7 +380,7 @@ def test_a_memo_from_a_different_record_is_discarded(
     assert request_problems(out.messages) == []
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     result_tokens=st.integers(min_value=1_500, max_value=3_000),
     note_chars=st.sampled_from([100, 1_200, 10_000]),

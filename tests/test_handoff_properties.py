@@ -34,11 +34,11 @@ from langchain_builderforce_memory.transcript.elide import (
 from langchain_builderforce_memory.turns import has_thinking, thinking_span
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
-from .helpers import ScriptedRecall, ScriptedSummarizer
+from .helpers import ScriptedRecall, ScriptedSummarizer, examples
 from .strategies import any_records, valid_records
 
 PROPERTY_SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

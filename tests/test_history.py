@@ -39,7 +39,7 @@ from langchain_builderforce_memory.transcript.stored import scoped_record, with_
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import IdDroppingHistory, RacyHistory, ScriptedSummarizer
+from .helpers import IdDroppingHistory, RacyHistory, ScriptedSummarizer, examples
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:.*InMemoryChatMessageHistory.*:DeprecationWarning"),
@@ -524,7 +524,7 @@ def exchanges(draw: st.DrawFn) -> list[BaseMessage]:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(exchanges(), min_size=12, max_size=40))
 def test_every_stored_message_is_in_the_note_or_in_the_view(
     turns: list[list[BaseMessage]],

@@ -31,10 +31,12 @@ from langchain_builderforce_memory.transcript.markers import (
 from langchain_builderforce_memory.transcript.results import ToolResult, tool_results
 from langchain_builderforce_memory.turns import current_turn_start
 
-from .helpers import ScriptedSummarizer, model_turns
+from .helpers import ScriptedSummarizer, examples, model_turns
 from .strategies import valid_records
 
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _call(cid: str, name: str = "read_file", path: str = "a.py") -> AIMessage:

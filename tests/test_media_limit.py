@@ -43,7 +43,7 @@ from langchain_builderforce_memory.media_limit import (
 )
 from langchain_builderforce_memory.testing import ScriptedChatModel
 
-from .helpers import AGENT_KINDS, build_agent, converse_model, pdf_with_object_streams
+from .helpers import AGENT_KINDS, build_agent, converse_model, examples, pdf_with_object_streams
 from .provider_shapes import (
     anthropic_image_problems,
     anthropic_media,
@@ -354,7 +354,7 @@ def _media_runs(draw: st.DrawFn) -> list[BaseMessage]:
     return record
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=_media_runs())
 def test_any_run_of_images_gets_views_a_provider_takes(record: list[BaseMessage]) -> None:
     before = copy.deepcopy(record)
@@ -472,7 +472,7 @@ def _crowded_runs(draw: st.DrawFn) -> list[BaseMessage]:
     return record
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=_crowded_runs())
 def test_any_run_keeps_bedrock_s_limits_per_message_labelling_no_more_than_needed(
     record: list[BaseMessage],

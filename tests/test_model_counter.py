@@ -27,7 +27,7 @@ from langchain_builderforce_memory.tokens import count_tokens, resolve_token_cou
 from langchain_builderforce_memory.transcript.results import tool_results
 from langchain_builderforce_memory.transcript.view import ClearStep, summary_shown
 
-from .helpers import AGENT_KINDS, build_agent
+from .helpers import AGENT_KINDS, build_agent, examples
 from .provider_shapes import anthropic_native_response, anthropic_wire, counting_claude
 from .strategies import CLAUDE_SHAPES, valid_records
 
@@ -201,7 +201,7 @@ def test_a_failing_count_falls_back_to_the_estimate_and_is_not_retried_at_once(
     assert "the model's token count failed" in caplog.text
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=valid_records(max_units=8, shapes=CLAUDE_SHAPES, alternating=True), data=st.data())
 def test_any_slice_of_a_claude_run_is_framed_into_a_request_anthropic_takes(
     record: list[BaseMessage], data: st.DataObject

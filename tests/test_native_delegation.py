@@ -37,7 +37,7 @@ from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_
 from langchain_builderforce_memory.transcript.results import CLEARED_KIND
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, anthropic_native, read_loop
+from .helpers import ScriptedSummarizer, anthropic_native, examples, read_loop
 from .test_native import compacted_records
 
 COUNTER = ApproximateTokenCounter()
@@ -372,7 +372,7 @@ def test_auto_leaves_a_claude_without_compaction_to_the_client_side_tiers() -> N
     assert summarizer.calls  # our fold, as without native
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     record=compacted_records(),
     budget=st.integers(min_value=50_000, max_value=120_000),

@@ -50,9 +50,12 @@ from langchain_builderforce_memory.transcript.results import tool_results
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 from langchain_builderforce_memory.working.memory import WorkingMemory
 
+from .helpers import examples
 from .strategies import any_records, valid_records
 
-PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # What happens to a record between two turns: it grows, a message is edited (LangGraph's
 # add_messages replaces it with a new object), it is cut short (RemoveMessage), or it is

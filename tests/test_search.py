@@ -23,7 +23,7 @@ from langchain_builderforce_memory.search_index import (
     message_search_text,
 )
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-from tests.helpers import anthropic_native, load_transcript, transcript_params
+from tests.helpers import anthropic_native, examples, load_transcript, transcript_params
 
 
 def _run(n_rounds: int, *, needle_at: int | None = None) -> list[BaseMessage]:
@@ -247,7 +247,7 @@ def test_recorded_transcripts_agree_with_a_plain_scan(path: Path) -> None:
 _texts = st.text(alphabet="abcXYZ _./:-\"'*()", min_size=0, max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(_texts, min_size=1, max_size=25), st.data())
 def test_property_hits_are_honest(texts: list[str], data: st.DataObject) -> None:
     record: list[BaseMessage] = [HumanMessage(t, id=f"m{i}") for i, t in enumerate(texts)]

@@ -42,10 +42,12 @@ from langchain_builderforce_memory.transcript.view import RESTORED_KIND
 from langchain_builderforce_memory.transcript.window import windowed
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, model_turns, read_loop
+from .helpers import ScriptedSummarizer, examples, model_turns, read_loop
 from .strategies import any_records, valid_records
 
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite

@@ -28,10 +28,12 @@ from langchain_builderforce_memory.transcript.window import (
 from langchain_builderforce_memory.turns import has_thinking, opens_turn_at, thinking_span
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import floor_tokens, load_transcript, model_turns, transcript_params
+from .helpers import examples, floor_tokens, load_transcript, model_turns, transcript_params
 from .strategies import any_records, units, valid_records
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 BUDGETS = st.tuples(
     st.integers(min_value=4, max_value=120), st.integers(min_value=500, max_value=80_000)
 )

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import settings
 from langchain_core.messages import content as _content
 
-# Under CI each property also runs at most 40 examples (``tests.helpers.examples``): the
+# Under CI a slow property also runs at most 40 examples (``tests.helpers.examples``): the
 # same draws every run, so the breadth comes from developers' runs, which draw afresh.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

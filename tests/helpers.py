@@ -32,9 +32,10 @@ TRANSCRIPTS_DIR = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 """The recorded agent runs, laid beside the project root (as CI lays them)."""
 
 CI_EXAMPLES = 40
-"""A property's example count under CI, at most: there the draws are derandomized (the same
-examples every run, see ``tests/conftest.py``); a developer's run draws its full count
-afresh each time, which is where new counterexamples come from."""
+"""An expensive property's example count under CI, at most: there the draws are
+derandomized (the same examples every run, see ``tests/conftest.py``); a developer's run
+draws its full count afresh each time, which is where new counterexamples come from.
+Properties whose examples are cheap keep their full count under CI too."""
 
 
 def examples(n: int) -> int:

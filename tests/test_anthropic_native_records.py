@@ -23,7 +23,7 @@ from langchain_builderforce_memory.transcript.fold import (
 )
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import anthropic_native, examples, read_loop, read_write_loop, replay_turns
+from .helpers import anthropic_native, read_loop, read_write_loop, replay_turns
 from .provider_shapes import anthropic_wire
 from .strategies import valid_records
 
@@ -126,7 +126,8 @@ def test_the_clear_tier_cuts_an_old_native_write_and_keeps_its_path() -> None:
     assert anthropic_wire(out.messages) == []
 
 
-@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Cheap examples: the full count under CI too.
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=valid_records())
 def test_any_record_in_the_native_shape_gives_the_same_working_memory(
     record: list[BaseMessage],

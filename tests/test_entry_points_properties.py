@@ -93,7 +93,7 @@ def _claude_records(interrupted: bool) -> st.SearchStrategy[list[BaseMessage]]:
 
 
 @pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
-@settings(PROPERTY, max_examples=examples(300))  # cheap: few of these records cut a running turn
+@settings(PROPERTY, max_examples=300)  # cheap: few cut a running turn; the full count under CI
 @given(record=_claude_records(False), budget=BUDGETS, entry=ENTRIES)
 def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
     record: list[BaseMessage], budget: int, entry: str
@@ -105,7 +105,7 @@ def test_every_entry_point_sends_claude_runs_what_anthropic_accepts(
 
 
 @pytest.mark.slow  # long: the main stage runs it; the Python 3.10 stage does not
-@settings(PROPERTY, max_examples=examples(300))
+@settings(PROPERTY, max_examples=300)  # cheap: the full count under CI too
 @given(record=_claude_records(True), budget=BUDGETS, entry=ENTRIES)
 def test_claude_runs_the_user_spoke_into_keep_the_loops_thinking_step(
     record: list[BaseMessage], budget: int, entry: str

@@ -63,7 +63,7 @@ from langchain_builderforce_memory.native import (
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter, count_tokens
 from langchain_builderforce_memory.validity import request_problems
 
-from .helpers import ScriptedSummarizer, agent_views, examples, read_loop
+from .helpers import ScriptedSummarizer, agent_views, read_loop
 from .provider_shapes import anthropic_wire
 from .strategies import units, user_turn
 
@@ -293,7 +293,8 @@ def _windowed(record: list[BaseMessage], budget: int) -> list[BaseMessage]:
 ENTRY_POINTS = {"build": _built, "windowed": _windowed, **agent_views(COUNTER)}
 
 
-@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
+# Cheap examples: the full count under CI too.
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     record=compacted_records(),
     budget=st.integers(min_value=6_000, max_value=40_000),

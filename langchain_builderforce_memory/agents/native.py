@@ -91,6 +91,8 @@ def check_native(value: object) -> None:
         raise ValueError(msg)
 
 
+_ANTHROPIC_CHAT: Final = "anthropic-chat"
+"""``ChatAnthropic``'s ``_llm_type``: compaction and the request's cache breakpoint read it."""
 _CLAUDE = re.compile(r"claude-(?:(opus|sonnet)-(\d+)-(\d+)|mythos)")
 
 
@@ -126,7 +128,7 @@ def native_provider(model: object) -> Provider | None:
         >>> native_provider("not a model")
     """
     kind = getattr(model, "_llm_type", None)
-    if kind == "anthropic-chat":
+    if kind == _ANTHROPIC_CHAT:
         name = getattr(model, "model", None) or getattr(model, "model_name", None)
         return "anthropic" if compacting_claude(name) else None
     responses = getattr(model, "use_responses_api", None) is True
@@ -212,7 +214,7 @@ class WireLimits:
         """
         models = serving_models(model)
         wanted = (settings or {}).get("cache_control")
-        claude = any(getattr(m, "_llm_type", None) == "anthropic-chat" for m in models)
+        claude = any(getattr(m, "_llm_type", None) == _ANTHROPIC_CHAT for m in models)
         return cls(
             per_message_media=any(map(limits_media_per_message, models)),
             split_calls=any(map(limits_calls_per_message, models)),

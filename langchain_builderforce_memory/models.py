@@ -148,8 +148,10 @@ def serving_models(model: object) -> list[object]:
         >>> serving_models(a.with_retry().with_fallbacks([b])) == [a, b]
         True
     """
-    from langchain_core.runnables import RunnableWithFallbacks
+    # From the defining modules: ``langchain_core.runnables`` resolves its names through a
+    # lazy ``__getattr__`` that imports afresh on each lookup (~45 us, on every turn).
     from langchain_core.runnables.base import RunnableBindingBase
+    from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
     if isinstance(model, RunnableWithFallbacks):
         return [m for r in (model.runnable, *model.fallbacks) for m in serving_models(r)]

@@ -35,6 +35,7 @@ from langchain_builderforce_memory.handoff import (
     pack_handoff,
     volatile_tail,
 )
+from langchain_builderforce_memory.handoff.budget import SchemaTexts, tools_tokens
 from langchain_builderforce_memory.handoff.note import WORK_CONDENSED, compose_note
 from langchain_builderforce_memory.messages import (
     is_stamped,
@@ -42,7 +43,11 @@ from langchain_builderforce_memory.messages import (
     role_of,
     stamp_of,
 )
-from langchain_builderforce_memory.tokens import count_tokens, estimate_text_tokens
+from langchain_builderforce_memory.tokens import (
+    ApproximateTokenCounter,
+    count_tokens,
+    estimate_text_tokens,
+)
 from langchain_builderforce_memory.validity import request_problems
 
 from .helpers import (
@@ -169,6 +174,30 @@ def test_counts_the_tool_schemas_bound_to_the_model_and_lets_explicit_tools_repl
     explicit = handoff_budget_for_model(bound, tools=[read_file])
     assert 6_900 < explicit < 7_000
     assert handoff_budget_for_model(model, tools=[read_file]) == explicit
+
+
+class _TextCounts(ApproximateTokenCounter):
+    """The default estimate, noting each text it is asked to count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def count_text(self, text: str) -> int:
+        self.texts.append(text)
+        return super().count_text(text)
+
+
+def test_kept_schema_texts_are_counted_once_per_counter() -> None:
+    """The middleware counts its tools every turn: a kept schema's count is kept with it."""
+    schema = {"type": "function", "function": {"name": "grep", "description": "g" * 400}}
+    texts, counter, other = SchemaTexts(), _TextCounts(), _TextCounts()
+    first = tools_tokens([read_file, schema], token_counter=counter, schemas=texts)
+    again = tools_tokens([read_file, schema], token_counter=counter, schemas=texts)
+    assert first == again == tools_tokens([read_file, schema], token_counter=other)
+    assert len(counter.texts) == 2  # once each, not once a turn
+    tools_tokens([read_file], token_counter=other, schemas=texts)
+    assert len(other.texts) == 3  # another counter counts afresh
 
 
 def test_a_missing_profile_is_an_error_naming_the_argument_to_pass() -> None:

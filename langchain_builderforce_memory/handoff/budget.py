@@ -26,7 +26,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from langchain_builderforce_memory.models import resolve_model
-from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
+from langchain_builderforce_memory.tokens import (
+    TokenCounter,
+    TokenCounterLike,
+    resolve_token_counter,
+)
 
 __all__ = [
     "DEFAULT_RESERVE_FRACTION_DIVISOR",
@@ -113,13 +117,15 @@ class SchemaTexts:
         True
     """
 
-    __slots__ = ("_held", "_limit", "_lock")
+    __slots__ = ("_counted", "_held", "_limit", "_lock")
 
     def __init__(self, *, limit: int = 256) -> None:
         """Texts of up to ``limit`` tools (the least recently used go first)."""
         self._held: OrderedDict[int, tuple[object, tuple[object, object, int], str]] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
+        # The counter the counts are by, and each text's count by it.
+        self._counted: tuple[TokenCounter, dict[str, int]] | None = None
 
     def json(self, tool: ToolLike) -> str:
         """The JSON ``tool``'s schema is counted as."""
@@ -141,6 +147,36 @@ class SchemaTexts:
                 self._held.popitem(last=False)
         return text
 
+    def tokens(self, tool: ToolLike, counter: TokenCounter) -> int:
+        """Tokens ``tool``'s schema costs by ``counter``: counted once, kept with its text.
+
+        A counter is deterministic (:class:`~langchain_builderforce_memory.tokens.
+        TokenCounter`), so a kept text counts the same every turn; another counter starts
+        the counts over.
+
+        Example:
+            >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
+            >>> schema, counter = {"type": "function", "function": {"name": "ls"}}, (
+            ...     ApproximateTokenCounter()
+            ... )
+            >>> SchemaTexts().tokens(schema, counter)
+            20
+        """
+        text = self.json(tool)
+        with self._lock:
+            if self._counted is None or self._counted[0] is not counter:
+                self._counted = (counter, {})
+            counts = self._counted[1]
+            kept = counts.get(text)
+        if kept is not None:
+            return kept
+        n = counter.count_text(text)
+        with self._lock:
+            if len(counts) >= self._limit:
+                counts.clear()
+            counts[text] = n
+        return n
+
 
 def tools_tokens(
     tools: Sequence[ToolLike],
@@ -160,7 +196,7 @@ def tools_tokens(
     """
     counter = resolve_token_counter(token_counter)
     texts = schemas if schemas is not None else SchemaTexts()
-    return sum(counter.count_text(texts.json(t)) for t in tools)
+    return sum(texts.tokens(t, counter) for t in tools)
 
 
 def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLike] | None]:

@@ -3,7 +3,9 @@
 Plays the standard workload of ``benchmarks/contenders.py`` (the same scripted coding run,
 tools, budget and step timer) at several lengths, and prints each contender's median and
 p95 context-step time. A step whose cost grows with the transcript shows it here: its
-median climbs with ``--turns``; one that costs O(new messages) stays flat.
+median climbs with ``--turns``; one that costs O(new messages) stays flat. The last column
+is the first step of each directive after the first: a new ``invoke`` of the thread, whose
+messages are the checkpointer's copies.
 
 Times are from one process on one machine, contenders played one after the other; expect
 them to move by up to ~2x between runs on a loaded machine. Compare the rows of one run.
@@ -15,6 +17,7 @@ Run (from the project root):
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 from pathlib import Path
@@ -38,15 +41,21 @@ def main() -> None:
         "--only", nargs="*", choices=sorted(KEYS), default=["ours", "summarization"]
     )
     args = parser.parse_args()
-    print("| model calls | contender | step p50 ms | step p95 ms |")
-    print("|---:|---|---:|---:|")
+    print("| model calls | contender | step p50 ms | step p95 ms | a new run's first step, ms |")
+    print("|---:|---|---:|---:|---|")
     for turns in args.turns:
-        work = Workload("standard", coding_agent_script(turns=turns, directives=4), 2_000, 20_000)
+        run = coding_agent_script(turns=turns, directives=4)
+        work = Workload("standard", run, 2_000, 20_000)
+        # Each directive is a new run of the thread: its first step reads the
+        # checkpointer's copies of every message so far.
+        starts = list(itertools.accumulate(run.calls_per_directive))[:-1]
         for key in args.only:
             out = play(KEYS[key], work, args.budget)
             steps = [s * 1_000 for s in out.step_seconds]
+            first = ", ".join(f"{steps[i]:.1f}" for i in starts if i < len(steps))
             print(
-                f"| {turns} | {KEYS[key]} | {statistics.median(steps):.2f} | {_p95(steps):.2f} |",
+                f"| {turns} | {KEYS[key]} | {statistics.median(steps):.2f} | {_p95(steps):.2f} "
+                f"| {first} |",
                 flush=True,
             )
 

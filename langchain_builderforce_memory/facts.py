@@ -259,13 +259,22 @@ class RecordFacts:
 
         The new messages are appended first and the whole lists compared: one C-speed
         comparison, without copying the record's front.
+
+        A checkpointer hands each new run of a thread copies of the messages it stored:
+        equal, not the same objects. The facts are facts of the messages' values, so they
+        still hold, and the copies take the originals' places (the next turn compares by
+        identity again): a new run's first turn counts its new messages, not the thread.
         """
         seen = self._seen
         known = len(seen)
-        if known and record[known - 1] is not seen[-1]:
-            return False
-        seen.extend(record[known:])
-        return seen == (record if isinstance(record, list) else list(record))
+        whole = record if isinstance(record, list) else list(record)
+        if known and whole[known - 1] is not seen[-1]:
+            front = whole[:known]
+            if front != seen:
+                return False
+            self._seen = seen = front
+        seen.extend(whole[known:])
+        return seen == whole
 
     @property
     def directive(self) -> int:

@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langchain_builderforce_memory import (
     RecordFacts,
@@ -33,6 +35,7 @@ from langchain_builderforce_memory.agents.state import (
 from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import PerThread, Prefix
 from langchain_builderforce_memory.messages import leading_system_count
+from langchain_builderforce_memory.testing import ScriptedChatModel, coding_tools
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript import clear
 from langchain_builderforce_memory.transcript.clear import (
@@ -50,7 +53,14 @@ from langchain_builderforce_memory.transcript.results import tool_results
 from langchain_builderforce_memory.working.mapper import ToolObservationMapper
 from langchain_builderforce_memory.working.memory import WorkingMemory
 
-from .helpers import examples
+from .helpers import (
+    AGENT_KINDS,
+    ScriptedSummarizer,
+    build_agent,
+    examples,
+    run_directives,
+    tool_calls_message,
+)
 from .strategies import any_records, valid_records
 
 PROPERTY = settings(
@@ -58,14 +68,15 @@ PROPERTY = settings(
 )
 
 # What happens to a record between two turns: it grows, a message is edited (LangGraph's
-# add_messages replaces it with a new object), it is cut short (RemoveMessage), or it is
-# replaced by another conversation's record.
+# add_messages replaces it with a new object), it is cut short (RemoveMessage), it is
+# replaced by another conversation's record, or by equal copies (a checkpointer's).
 STEPS = st.lists(
     st.one_of(
         st.tuples(st.just("grow"), st.integers(1, 6)),
         st.tuples(st.just("edit"), st.integers(0, 10_000)),
         st.tuples(st.just("cut"), st.integers(1, 8)),
         st.tuples(st.just("other"), st.just(0)),
+        st.tuples(st.just("copy"), st.just(0)),
     ),
     min_size=1,
     max_size=12,
@@ -97,6 +108,8 @@ def _turns(
             shown = [*shown[:i], _edited(shown[i]), *shown[i + 1 :]]
         elif kind == "cut":
             shown = shown[: max(1, len(shown) - k)]
+        elif kind == "copy":  # a new run: the checkpointer's copies
+            shown = [m.model_copy(deep=True) for m in shown]
         else:
             shown, record, other = other, other, record
         out.append(shown)
@@ -253,6 +266,74 @@ def test_a_thread_served_after_many_others_counts_only_its_new_messages() -> Non
     asked = counter.asked
     run_turn(core, record, state, config={"configurable": {"thread_id": "t0"}})
     assert counter.asked - asked < len(record) // 4
+
+
+def _checkpointed(record: list[BaseMessage]) -> list[BaseMessage]:
+    """``record`` as a checkpointer hands it to the thread's next run: equal copies."""
+    serde = JsonPlusSerializer()
+    copies: list[BaseMessage] = serde.loads_typed(serde.dumps_typed(record))
+    assert copies == record
+    assert copies[-1] is not record[-1]
+    return copies
+
+
+def test_a_record_of_checkpointed_copies_keeps_its_facts() -> None:
+    counter = _Counting()
+    facts = RecordFacts(counter)
+    record = _read_loop(0, 400)
+    facts.sync(record)
+    sums, asked = list(facts.sums), counter.asked
+    copies = _checkpointed(record)
+    facts.sync([*copies, HumanMessage("and now the docs")])
+    assert (counter.asked - asked, facts.rebuilds) == (1, 0)
+    assert facts.sums[:-1] == sums
+    assert facts.directive == len(record)
+    facts.sync([*copies, HumanMessage("and now the docs")])  # the copies are the ones seen
+    assert (counter.asked - asked, facts.rebuilds) == (1, 0)
+    edited = [*copies[:10], _edited(copies[10]), *copies[11:]]
+    facts.sync(edited)  # equal up to a point is not equal: counted afresh
+    assert facts.rebuilds == 1
+    assert facts.sums == [0, *accumulate(counter.count_message(m) for m in edited)]
+
+
+class _Uncached(ApproximateTokenCounter):
+    """The approximate counter, cached, counting the messages it had to count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted = 0
+
+    def _count_uncached(self, message: BaseMessage) -> int:
+        self.counted += 1
+        return super()._count_uncached(message)
+
+
+@pytest.mark.parametrize("kind", AGENT_KINDS)
+def test_a_new_run_on_a_checkpointed_thread_counts_its_new_messages_not_the_thread(
+    kind: str,
+) -> None:
+    """Every run of a thread starts from the checkpointer's copies of its messages; a
+    chat's every new message used to cost O(thread) (benchmarks/context_step.txt)."""
+    reads = [
+        tool_calls_message(("read_file", {"path": f"m{i}.py"}), prefix=f"c{i}") for i in range(150)
+    ]
+    model = ScriptedChatModel(script=[*reads, "Read them all.", "Here is the summary."])
+    counter = _Uncached()
+    agent = build_agent(
+        kind,
+        model,
+        coding_tools(min_tokens=500, max_tokens=1_000),
+        summarizer=ScriptedSummarizer(),
+        checkpointer=InMemorySaver(),
+        max_tokens=8_000,
+        token_counter=counter,
+    )
+    run_directives(agent, ["Read every module."])
+    counted = counter.counted
+    run_directives(agent, ["Now summarize them."])  # one model call
+    thread = agent.get_state({"configurable": {"thread_id": "thread-1"}}).values["messages"]
+    assert len(model.requests[-1]) < 40 < 300 < len(thread)
+    assert counter.counted - counted < 40  # the view and its copies, not the thread
 
 
 def test_a_threads_facts_are_never_handed_to_two_turns_at_once() -> None:

@@ -27,6 +27,7 @@ re-exports :func:`estimate_text_tokens`, so both import paths work.
 
 from __future__ import annotations
 
+import re
 import threading
 
 from langchain_builderforce_memory._char_costs import costs
@@ -284,4 +285,11 @@ def _wide_cost(text: str) -> int:
     charges. Merges across characters only make a text cheaper than its characters' sum:
     natural Chinese costs 0.87 of it, random characters of any block 1.00.
     """
-    return _UNIT * sum(map(costs().__getitem__, map(ord, text)))
+    # ASCII characters cost nothing here (their weights are above): only the others are
+    # looked up, so a brief with one dash is not priced character by character.
+    wide = _ASCII_RUNS.sub("", text)
+    return _UNIT * sum(map(costs().__getitem__, map(ord, wide)))
+
+
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+"""Runs of ASCII characters: what :func:`_wide_cost` leaves out."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import logging
 import operator
 import threading
 from collections import OrderedDict
@@ -55,6 +56,8 @@ __all__ = [
 
 S = TypeVar("S")
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 V = TypeVar("V")
 
 
@@ -207,7 +210,7 @@ class RecordFacts:
         if (
             known == len(record)
             and (not known or record[-1] is self._seen[-1])
-            and self._seen == (record if isinstance(record, list) else list(record))
+            and _equal(self._seen, record if isinstance(record, list) else list(record))
         ):
             return
         if known > len(record) or not self._extends(record):
@@ -270,11 +273,11 @@ class RecordFacts:
         whole = record if isinstance(record, list) else list(record)
         if known and whole[known - 1] is not seen[-1]:
             front = whole[:known]
-            if front != seen:
+            if not _equal(front, seen):
                 return False
             self._seen = seen = front
         seen.extend(whole[known:])
-        return seen == whole
+        return _equal(seen, whole)
 
     @property
     def directive(self) -> int:
@@ -324,6 +327,20 @@ class RecordFacts:
         grown = fact.grow(cast("S | None", state), self._seen, known, self.counter)
         self._derived[fact] = (len(self._seen), grown)
         return grown
+
+
+def _equal(these: list[BaseMessage], those: list[BaseMessage]) -> bool:
+    """Whether two lists hold equal messages; ``False`` when that cannot be told.
+
+    Equality compares every field, a tool result's ``artifact`` too, and an artifact may be
+    any object (an array's ``==`` answers element by element, and reading that as one
+    answer raises): such a record is counted afresh rather than failing the turn.
+    """
+    try:
+        return these == those
+    except Exception:  # noqa: BLE001  (a user object's __eq__: any failure means "not known")
+        logger.debug("the record's messages could not be compared; its facts are rebuilt")
+        return False
 
 
 def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:

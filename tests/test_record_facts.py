@@ -296,6 +296,31 @@ def test_a_record_of_checkpointed_copies_keeps_its_facts() -> None:
     assert facts.sums == [0, *accumulate(counter.count_message(m) for m in edited)]
 
 
+class _Ambiguous:
+    """An artifact whose ``==`` cannot be read as one answer (as a numpy array's)."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("The truth value of an array with more than one element is ambiguous")
+
+    __hash__ = object.__hash__
+
+
+def test_a_record_whose_copies_cannot_be_compared_is_counted_afresh() -> None:
+    record = [
+        HumanMessage("Plot the data."),
+        tool_calls_message(("plot", {})),
+        ToolMessage("plotted", tool_call_id="call-0", artifact=_Ambiguous()),
+    ]
+    facts = RecordFacts()
+    facts.sync(record)
+    copies = [m.model_copy(deep=True) for m in record]
+    facts.sync([*copies, HumanMessage("Again.")])
+    assert facts.rebuilds == 1
+    fresh = RecordFacts(facts.counter)
+    fresh.sync([*copies, HumanMessage("Again.")])
+    assert facts.sums == fresh.sums
+
+
 class _Uncached(ApproximateTokenCounter):
     """The approximate counter, cached, counting the messages it had to count."""
 
@@ -522,3 +547,25 @@ def test_the_working_set_before_a_horizon_is_the_same_asked_of_the_records_resul
         n = min(count, len(results))
         assert working_set(results, keep, count=n) == working_set(list(results)[:n], keep)
         assert in_use_files(results, count=n) == in_use_files(list(results)[:n])
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_an_edit_after_an_uncomparable_artifact_is_counted_afresh(grown: bool) -> None:
+    """An edit in the record's middle: the messages before it are compared field by field."""
+    record = [
+        HumanMessage("Plot the data."),
+        tool_calls_message(("plot", {})),
+        ToolMessage("plotted", tool_call_id="call-0", artifact=_Ambiguous()),
+        AIMessage("Here is the plot."),
+        HumanMessage("Thanks."),
+    ]
+    facts = RecordFacts()
+    facts.sync(record)
+    edited = list(record)
+    edited[2] = record[2].model_copy(deep=True)  # the artifact's message, another object
+    edited[3] = _edited(record[3])
+    edited += [AIMessage("You are welcome.")] if grown else []
+    facts.sync(edited)
+    fresh = RecordFacts(facts.counter)
+    fresh.sync(edited)
+    assert (facts.rebuilds, facts.sums) == (1, fresh.sums)

@@ -56,9 +56,9 @@ __all__ = [
 
 S = TypeVar("S")
 T = TypeVar("T")
+V = TypeVar("V")
 
 logger = logging.getLogger(__name__)
-V = TypeVar("V")
 
 
 class Fact(Protocol[S]):

@@ -149,7 +149,7 @@ def serving_models(model: object) -> list[object]:
         True
     """
     # From the defining modules: ``langchain_core.runnables`` resolves its names through a
-    # lazy ``__getattr__`` that imports afresh on each lookup (~45 us, on every turn).
+    # lazy ``__getattr__`` that imports afresh on each lookup, and this runs every turn.
     from langchain_core.runnables.base import RunnableBindingBase
     from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 

@@ -156,10 +156,8 @@ class SchemaTexts:
 
         Example:
             >>> from langchain_builderforce_memory.tokens import ApproximateTokenCounter
-            >>> schema, counter = {"type": "function", "function": {"name": "ls"}}, (
-            ...     ApproximateTokenCounter()
-            ... )
-            >>> SchemaTexts().tokens(schema, counter)
+            >>> schema = {"type": "function", "function": {"name": "ls"}}
+            >>> SchemaTexts().tokens(schema, ApproximateTokenCounter())
             20
         """
         text = self.json(tool)

@@ -192,10 +192,16 @@ class NoteModel(BaseChatModel):
     """
 
     note: str = NOTE
-    agent: Any = None
-    """The agent's scripted model: each call records how many requests it had served."""
+    _agent: Any = PrivateAttr(default=None)
+    """The agent's scripted model: each call records how many requests it had served. Not
+    a field: LangChain serializes a chat model's fields on its first call, and the agent's
+    whole script with them, inside the step it times."""
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _at: list[int] = PrivateAttr(default_factory=list)
+
+    def __init__(self, *, agent: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._agent = agent
 
     @property
     def _llm_type(self) -> str:
@@ -219,7 +225,7 @@ class NoteModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self._calls.append(list(messages))
-        self._at.append(len(self.agent.requests) if self.agent is not None else 0)
+        self._at.append(len(self._agent.requests) if self._agent is not None else 0)
         note = f"Summary #{len(self._calls)}. {self.note}"
         return ChatResult(generations=[ChatGeneration(message=AIMessage(note))])
 

@@ -10,8 +10,13 @@ same turns, in another order. Facts kept per thread (issue 23) make the two equa
 kept in module-level caches of a few records fall off the incremental path once more
 threads than they hold take turns.
 
+``--new-runs``: each step is a new run of its thread, as when a server answers every
+request with one run: the record and the state are the checkpointer's copies (LangGraph's
+serializer, round-tripped before the step's clock starts), equal to the last turn's but
+new objects.
+
 Run: python benchmarks/served_in_turn.py [--conversations 64] [--sizes 600 4800]
-     [--turns 20]
+     [--turns 20] [--new-runs]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langchain_builderforce_memory.agents.core import MemoryCore
 from langchain_builderforce_memory.agents.driver import run_turn
@@ -51,8 +57,9 @@ def loop_of(thread: int, n: int) -> list[BaseMessage]:
 class Conversation:
     """One thread: its record, its state and its config."""
 
-    def __init__(self, thread: int, size: int) -> None:
+    def __init__(self, thread: int, size: int, *, new_runs: bool = False) -> None:
         self.thread = thread
+        self.new_runs = new_runs
         self.record = loop_of(thread, size)
         self.state: dict[str, Any] = {}
         self.config: Any = {"configurable": {"thread_id": f"thread-{thread}"}}
@@ -62,21 +69,34 @@ class Conversation:
         """Grow the record by a tool round, then time one context step."""
         self.record = self.record + tool_round(self.thread, self.rounds)
         self.rounds += 2
+        record, state = self.record, self.state
+        if self.new_runs:
+            record, state = _checkpointed(record), _checkpointed(state)
         start = time.perf_counter()
-        turn = run_turn(core, self.record, self.state, config=self.config)
+        turn = run_turn(core, record, state, config=self.config)
         took = time.perf_counter() - start
         self.state.update(turn.update)
         return took
 
 
-def median_step(conversations: int, size: int, turns: int, *, in_turn: bool) -> float:
+_SERDE = JsonPlusSerializer()
+
+
+def _checkpointed(value: Any) -> Any:
+    """``value`` as a checkpointer hands it to a new run: serialized and read back."""
+    return _SERDE.loads_typed(_SERDE.dumps_typed(value))
+
+
+def median_step(
+    conversations: int, size: int, turns: int, *, in_turn: bool, new_runs: bool = False
+) -> float:
     """Median seconds of a step: each thread served ``turns`` times, in turn or one by one.
 
     The same turns of the same threads either way, so only the order differs: one thread
     after another (each served alone), or round-robin (as a server sees them).
     """
     core = MemoryCore(MemoryPolicy(max_tokens=32_000), summarizer=lambda prompt: "the note")
-    threads = [Conversation(k, size) for k in range(conversations)]
+    threads = [Conversation(k, size, new_runs=new_runs) for k in range(conversations)]
     for c in threads:  # first sight: every thread's record counted once, folds made
         c.step(core)
         c.step(core)
@@ -92,13 +112,18 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=64)
     parser.add_argument("--sizes", type=int, nargs="+", default=[600, 4_800])
     parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--new-runs", action="store_true", help="each step a new run")
     args = parser.parse_args()
     n = args.conversations
     print(f"| messages | {n} one by one p50 ms | {n} in turn p50 ms | in turn / one by one |")
     print("|---:|---:|---:|---:|")
     for size in args.sizes:
-        one = median_step(args.conversations, size, args.turns, in_turn=False)
-        many = median_step(args.conversations, size, args.turns, in_turn=True)
+        one = median_step(
+            args.conversations, size, args.turns, in_turn=False, new_runs=args.new_runs
+        )
+        many = median_step(
+            args.conversations, size, args.turns, in_turn=True, new_runs=args.new_runs
+        )
         print(f"| {size:,} | {one * 1e3:.2f} | {many * 1e3:.2f} | {many / one:.2f}x |", flush=True)
 
 

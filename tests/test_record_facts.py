@@ -8,6 +8,7 @@ exactly the view it shows without them, whatever happens to the record between t
 from __future__ import annotations
 
 from itertools import accumulate
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -62,6 +63,8 @@ from .helpers import (
     tool_calls_message,
 )
 from .strategies import any_records, valid_records
+
+_V = TypeVar("_V")
 
 PROPERTY = settings(
     max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -268,13 +271,13 @@ def test_a_thread_served_after_many_others_counts_only_its_new_messages() -> Non
     assert counter.asked - asked < len(record) // 4
 
 
-def _checkpointed(record: list[BaseMessage]) -> list[BaseMessage]:
-    """``record`` as a checkpointer hands it to the thread's next run: equal copies."""
+def _checkpointed(value: _V) -> _V:
+    """``value`` as a checkpointer hands it to the thread's next run: an equal copy."""
     serde = JsonPlusSerializer()
-    copies: list[BaseMessage] = serde.loads_typed(serde.dumps_typed(record))
-    assert copies == record
-    assert copies[-1] is not record[-1]
-    return copies
+    copy: _V = serde.loads_typed(serde.dumps_typed(value))
+    assert copy == value
+    assert copy is not value
+    return copy
 
 
 def test_a_record_of_checkpointed_copies_keeps_its_facts() -> None:
@@ -426,6 +429,25 @@ def test_the_working_memory_a_thread_wrote_is_reused_not_rebuilt(
     fresh = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper)
     assert again.state == fresh.state
     assert len(rebuilt) == 2
+
+
+def test_the_working_memory_a_thread_wrote_is_reused_from_a_checkpointed_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new run of the thread reads the checkpointer's copy of the state: equal, not it."""
+    rebuilt: list[object] = []
+    rebuild = WorkingMemory.from_snapshot
+    monkeypatch.setattr(
+        WorkingMemory, "from_snapshot", lambda snap: rebuilt.append(snap) or rebuild(snap)
+    )
+    held, mapper = WrittenMemory(), ToolObservationMapper()
+    record = _read_loop(0, 41)
+    first = read_run_memory(record, {}, mapper, held=held)
+    grown = [*_checkpointed(record), *_read(0, 41)]
+    state = _checkpointed({WORKING_MEMORY_KEY: first.state})
+    again = read_run_memory(grown, state, mapper, held=held)
+    assert len(rebuilt) == 1  # the first turn's empty state only
+    assert again.state == read_run_memory(grown, state, mapper).state
 
 
 def test_the_working_memory_a_thread_wrote_is_taken_over_not_copied(

@@ -256,8 +256,9 @@ def _prior_memory(
         # changes it in place, so until it writes back, nothing claims to match.
         held.written = None
         # The snapshot this thread's last turn wrote, unchanged since (compared by value
-        # with the copy kept of it): its memory and brief, instead of re-reading.
-        if known[0] is snapshot and known[1] == snapshot:
+        # with the copy kept of it): its memory and brief, instead of re-reading. By value
+        # alone: a new run of the thread reads the checkpointer's copy of the state.
+        if known[1] == snapshot:
             return prior, known[2]
     try:
         return prior, WorkingMemory.from_snapshot(snapshot if isinstance(snapshot, Mapping) else {})

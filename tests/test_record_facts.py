@@ -412,8 +412,9 @@ def _with_markers(record: list[BaseMessage], at: list[int]) -> list[BaseMessage]
     return out
 
 
+@pytest.mark.parametrize("new_run", [False, True], ids=["the same state", "a new run's copy"])
 def test_the_working_memory_a_thread_wrote_is_reused_not_rebuilt(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, new_run: bool
 ) -> None:
     rebuilt: list[object] = []
     rebuild = WorkingMemory.from_snapshot
@@ -424,30 +425,14 @@ def test_the_working_memory_a_thread_wrote_is_reused_not_rebuilt(
     record = _read_loop(0, 41)
     first = read_run_memory(record, {}, mapper, held=held)
     grown = [*record, *_read(0, 41)]
-    again = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper, held=held)
-    assert len(rebuilt) == 1  # the first turn's empty state only
-    fresh = read_run_memory(grown, {WORKING_MEMORY_KEY: first.state}, mapper)
-    assert again.state == fresh.state
-    assert len(rebuilt) == 2
-
-
-def test_the_working_memory_a_thread_wrote_is_reused_from_a_checkpointed_state(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A new run of the thread reads the checkpointer's copy of the state: equal, not it."""
-    rebuilt: list[object] = []
-    rebuild = WorkingMemory.from_snapshot
-    monkeypatch.setattr(
-        WorkingMemory, "from_snapshot", lambda snap: rebuilt.append(snap) or rebuild(snap)
-    )
-    held, mapper = WrittenMemory(), ToolObservationMapper()
-    record = _read_loop(0, 41)
-    first = read_run_memory(record, {}, mapper, held=held)
-    grown = [*_checkpointed(record), *_read(0, 41)]
-    state = _checkpointed({WORKING_MEMORY_KEY: first.state})
+    state = {WORKING_MEMORY_KEY: first.state}
+    if new_run:  # the checkpointer's copies: equal to what the last turn wrote, not it
+        grown, state = [*_checkpointed(record), *_read(0, 41)], _checkpointed(state)
     again = read_run_memory(grown, state, mapper, held=held)
     assert len(rebuilt) == 1  # the first turn's empty state only
-    assert again.state == read_run_memory(grown, state, mapper).state
+    fresh = read_run_memory(grown, state, mapper)
+    assert again.state == fresh.state
+    assert len(rebuilt) == 2
 
 
 def test_the_working_memory_a_thread_wrote_is_taken_over_not_copied(

@@ -40,7 +40,7 @@ from langchain_builderforce_memory.outputs import (
 )
 from langchain_builderforce_memory.turns import thinking_first, thinking_problems, thinking_restart
 
-__all__ = ["repair_request", "request_problems", "system_as_user"]
+__all__ = ["as_sent_opening", "repair_request", "request_problems", "system_as_user"]
 
 _NO_KINDS: Mapping[str, str] = MappingProxyType({})
 Pending = tuple[str, str | None, str]
@@ -148,6 +148,29 @@ def _kind_problem(kinds: Mapping[str, str], call_id: str | None, m: BaseMessage)
 def _plain(m: BaseMessage) -> bool:
     """A text answer to a call with no call block: a function call's output, as it must be."""
     return isinstance(m.content, str) and not m.additional_kwargs
+
+
+def _placeholder(message: BaseMessage) -> HumanMessage:
+    """What an empty user turn is sent as: a stamped placeholder text."""
+    placeholder = HumanMessage("[empty message]", id=message.id)
+    return stamp(placeholder, "repair", reason="empty", of=message_id(message))
+
+
+def as_sent_opening(message: BaseMessage) -> BaseMessage:
+    """``message`` as a request opening on it sends it.
+
+    A view's floor is the system prompt plus the turn it opens on; an empty user turn is
+    sent as a placeholder text (see :func:`repair_request`), which may count more than the
+    empty turn itself, so the floor counts the placeholder.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> as_sent_opening(HumanMessage("")).content
+        '[empty message]'
+        >>> as_sent_opening(HumanMessage("hi")).content
+        'hi'
+    """
+    return _placeholder(message) if _is_empty_turn(message) else message
 
 
 def _is_empty_turn(message: BaseMessage) -> bool:
@@ -457,12 +480,7 @@ class _Walk:
         if role == "user" and tool_result_ids(m):
             m = _keep_answers(m, self.pending, self.repairs) or m
         if role == "user" and _is_empty_turn(m):  # empty, or left empty by dropped results
-            m = stamp(
-                HumanMessage("[empty message]", id=m.id),
-                "repair",
-                reason="empty",
-                of=message_id(m),
-            )
+            m = _placeholder(m)
             self.repairs.append("gave an empty user turn a placeholder text")
         self.close_unit()
         self.renames = {}

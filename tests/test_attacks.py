@@ -7,6 +7,7 @@ import base64
 import logging
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -264,6 +265,42 @@ def test_a_record_smaller_than_the_stub_fits_a_budget_smaller_than_the_stub() ->
     assert [
         m.content for m in build_working_transcript([HumanMessage("hi")], max_tokens=10).messages
     ] == ["hi"]
+
+
+def _empty_directive_loop(directive: str, rounds: int) -> list[BaseMessage]:
+    record: list[BaseMessage] = [SystemMessage("sys"), HumanMessage(directive)]
+    for i in range(rounds):
+        call = {"name": "read_file", "args": {"path": f"src/f{i}.py"}, "id": f"c{i}"}
+        record.append(AIMessage("", tool_calls=[call]))
+        record.append(ToolMessage("x" * 300, tool_call_id=f"c{i}"))
+    return record
+
+
+@pytest.mark.parametrize("entry", ["middleware", "node"])
+@pytest.mark.parametrize("directive", ["", "  "])
+def test_an_empty_directive_under_a_brief_larger_than_the_budget_is_served(
+    entry: str, directive: str
+) -> None:
+    # The brief's reserve left the view only the system prompt plus the empty turn, which
+    # the request is sent as a longer placeholder text: the fold raised at max_tokens=300.
+    view = agent_views(EXACT)[entry](_empty_directive_loop(directive, 20), 300)
+    assert request_problems(view) == []
+    assert count_tokens(view, EXACT) <= 300
+
+
+@pytest.mark.parametrize("entry", ["middleware", "node", "history"])
+def test_the_budget_a_floor_error_names_is_enough(entry: str) -> None:
+    view_of = agent_views(EXACT)[entry]
+    record = _empty_directive_loop("", 3)
+    for budget in range(5, 40):
+        try:
+            view_of(record, budget)
+            return
+        except ContextBudgetError as err:
+            named = int(re.search(r"at least (\d+)", str(err)).group(1))  # type: ignore[union-attr]
+            assert named > budget
+            view_of(record, named)  # the budget the error names is served
+    raise AssertionError("no budget up to 40 was served")
 
 
 def test_pack_handoffs_error_names_the_budget_it_takes() -> None:

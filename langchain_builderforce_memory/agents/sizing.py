@@ -33,6 +33,7 @@ from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
     minimal_human_tokens,
+    opening_size,
 )
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.memo import FoldPolicy
@@ -125,7 +126,7 @@ def sized_plan(plan: TurnPlan, counter: TokenCounter, *, asked: object, where: s
     directive = plan.directive
     if directive is None:
         directive = latest_directive_index(plan.record)
-    opening = counter.count_message(plan.record[directive]) if directive >= lead else None
+    opening = opening_size(plan.record[directive], counter) if directive >= lead else None
     floor = minimal_human_tokens(counter)
     floor = floor if opening is None else min(floor, opening)
     check_budget_floor(

@@ -63,7 +63,7 @@ from langchain_builderforce_memory.transcript.drops import (
     live,
 )
 from langchain_builderforce_memory.turns import has_thinking
-from langchain_builderforce_memory.validity import log_repairs, repair_request
+from langchain_builderforce_memory.validity import as_sent_opening, log_repairs, repair_request
 
 __all__ = [
     "ELIDED_KIND",
@@ -74,6 +74,7 @@ __all__ = [
     "elide_message",
     "fit_to_budget",
     "minimal_human_tokens",
+    "opening_size",
     "opening_tokens",
 ]
 
@@ -163,7 +164,20 @@ def opening_tokens(convo: Sequence[BaseMessage], counter: TokenCounter) -> int |
     ``None`` when ``convo`` has no user turn (the floor is then the elision stub).
     """
     directive = latest_directive_index(convo)
-    return counter.count_message(convo[directive]) if directive >= 0 else None
+    return opening_size(convo[directive], counter) if directive >= 0 else None
+
+
+def opening_size(message: BaseMessage, counter: TokenCounter, size: int | None = None) -> int:
+    """Tokens of the user turn ``message`` as a view opening on it sends it.
+
+    ``size``: ``message``'s own count, when the caller has it. An empty turn is sent as a
+    placeholder text (:func:`~langchain_builderforce_memory.validity.as_sent_opening`); a
+    floor sized to the empty turn would leave the view no room for it.
+    """
+    sent = as_sent_opening(message)
+    if sent is not message:
+        return counter.count_message(sent)
+    return counter.count_message(message) if size is None else size
 
 
 def _text_of(message: BaseMessage) -> str:
@@ -448,7 +462,9 @@ def fit_to_budget(
         budget,
         counter,
         where=where,
-        opening_tokens=sizes[directive] if directive >= 0 else None,
+        opening_tokens=opening_size(convo[directive], counter, sizes[directive])
+        if directive >= 0
+        else None,
         budget_name=budget_name,
     )
     if system_tokens + sum(sizes) <= budget:  # then the media (a label costs less than they)

@@ -27,7 +27,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_builderforce_memory.facts import DIRECTIVES, RecordFacts, counter_of
 from langchain_builderforce_memory.native import fixed_prefix_count
 from langchain_builderforce_memory.tokens import TokenCounter, TokenCounterLike
-from langchain_builderforce_memory.transcript.elide import check_budget_floor
+from langchain_builderforce_memory.transcript.elide import check_budget_floor, opening_size
 from langchain_builderforce_memory.transcript.fold_state import FoldState, SummarizerBackoff
 from langchain_builderforce_memory.transcript.horizon import ClearHorizon
 from langchain_builderforce_memory.transcript.memo import CompactMemo, FoldPolicy
@@ -142,12 +142,17 @@ def _turn_of(
         policy.max_tokens,
         counter,
         where="build_working_transcript",
-        opening_tokens=_directive_tokens(convo, facts),
+        opening_tokens=_directive_tokens(convo, facts, counter),
     )
     return Turn(plan, sums, anchors, system_tokens, facts, state.memo, asked)
 
 
-def _directive_tokens(convo: Sequence[BaseMessage], facts: RecordFacts) -> int | None:
-    """The latest user turn's size, or ``None`` without one."""
+def _directive_tokens(
+    convo: Sequence[BaseMessage], facts: RecordFacts, counter: TokenCounter
+) -> int | None:
+    """The latest user turn's size as a view sends it, or ``None`` without one."""
     last_user = facts.directive
-    return facts.sums[last_user + 1] - facts.sums[last_user] if last_user >= 0 else None
+    if last_user < 0:
+        return None
+    size = facts.sums[last_user + 1] - facts.sums[last_user]
+    return opening_size(convo[last_user], counter, size)

@@ -41,7 +41,11 @@ from langchain_builderforce_memory.facts import RecordFacts, counter_of, prefix_
 from langchain_builderforce_memory.messages import as_messages, role_of
 from langchain_builderforce_memory.native import fixed_prefix_count, scope_to_compaction
 from langchain_builderforce_memory.tokens import TokenCounter, TokenCounterLike
-from langchain_builderforce_memory.transcript.elide import check_budget_floor, fit_to_budget
+from langchain_builderforce_memory.transcript.elide import (
+    check_budget_floor,
+    fit_to_budget,
+    opening_size,
+)
 from langchain_builderforce_memory.turns import (
     current_turn_start,
     opening_span,
@@ -349,7 +353,7 @@ def windowed(
         max_tokens,
         counter,
         where="windowed",
-        opening_tokens=counter.count_message(convo[directive]) if directive >= 0 else None,
+        opening_tokens=opening_size(convo[directive], counter) if directive >= 0 else None,
     )
     cut = window_cut(
         convo,

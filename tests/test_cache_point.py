@@ -20,7 +20,7 @@ from langchain_builderforce_memory.cache_point import breakpoints, cached_before
 from langchain_builderforce_memory.handoff.volatile import is_volatile_tail, volatile_tail
 
 from .helpers import build_agent, typed_model
-from .provider_shapes import anthropic_request, anthropic_wire
+from .provider_shapes import anthropic_request, anthropic_wire, anthropic_wire_problems
 
 CONTROL = {"type": "ephemeral", "ttl": "5m"}
 LOOKBACK = 20  # the blocks Anthropic looks back from a breakpoint for an entry
@@ -70,9 +70,14 @@ def _blocks(messages: list[BaseMessage]) -> tuple[list[str], list[int]]:
     """The request's blocks as Anthropic hashes them (without the markers), and the
     positions of its breakpoints: each marked block, and the last block (the automatic
     one the top-level ``cache_control`` places)."""
+    return _wire_blocks(anthropic_request(messages))
+
+
+def _wire_blocks(wire: list[dict[str, Any]]) -> tuple[list[str], list[int]]:
+    """:func:`_blocks` of a Messages API ``messages`` list."""
     keys: list[str] = []
     marked: list[int] = []
-    for m in anthropic_request(messages):
+    for m in wire:
         content = m["content"] if isinstance(m["content"], list) else [m["content"]]
         for block in content:
             if isinstance(block, dict) and "cache_control" in json.dumps(block):
@@ -83,8 +88,13 @@ def _blocks(messages: list[BaseMessage]) -> tuple[list[str], list[int]]:
 
 def _reads(before: list[BaseMessage], after: list[BaseMessage]) -> bool:
     """Whether ``after`` reads back an entry ``before`` wrote."""
-    old, written = _blocks(before)
-    new, points = _blocks(after)
+    return _reads_blocks(_blocks(before), _blocks(after))
+
+
+def _reads_blocks(before: tuple[list[str], list[int]], after: tuple[list[str], list[int]]) -> bool:
+    """:func:`_reads` of two requests' :func:`_blocks`."""
+    old, written = before
+    new, points = after
     entries = {tuple(old[: p + 1]) for p in written}
     return any(
         tuple(new[: r + 1]) in entries for q in points for r in range(max(0, q - LOOKBACK), q + 1)
@@ -159,3 +169,107 @@ def test_the_breakpoint_goes_on_the_last_message_that_may_carry_one(
     assert changed == ([] if marked_at is None else [marked_at])
     assert sent[-1] is tail
     assert cached_before_tail(view, CONTROL) is view  # no tail: the automatic one serves
+
+
+# --- Claude on Bedrock: BedrockPromptCachingMiddleware asks the same of ChatBedrock ------
+
+
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def read(self) -> bytes:
+        return self._data
+
+
+class FakeBedrockRuntime:
+    """A ``bedrock-runtime`` client: keeps each InvokeModel body (what langchain-aws sends,
+    markers included), answers with a scripted Claude message calling ``read_file``."""
+
+    def __init__(self, calls: int) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.calls = calls
+
+    def invoke_model(self, **request: Any) -> dict[str, Any]:
+        self.bodies.append(json.loads(request["body"]))
+        i = len(self.bodies) - 1
+        call = {"type": "tool_use", "id": f"t{i}", "name": "read_file", "input": _read(i)["args"]}
+        content = [call] if i < self.calls else [{"type": "text", "text": "done"}]
+        answer = {
+            "id": f"msg_{i}",
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": "tool_use" if i < self.calls else "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+        return {"body": _Body(json.dumps(answer).encode())}
+
+
+CLAUDE_ON_BEDROCK = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+def test_claude_on_bedrock_reads_back_the_cache_the_request_before_wrote() -> None:
+    # ChatBedrock puts the breakpoint BedrockPromptCachingMiddleware asks for on the last
+    # block, our brief: once the brief showed, no request read the one before's entry.
+    from langchain.agents import create_agent
+    from langchain_aws import ChatBedrock
+    from langchain_aws.middleware.prompt_caching import BedrockPromptCachingMiddleware
+
+    from langchain_builderforce_memory import BuilderforceMemoryMiddleware
+
+    from .helpers import ScriptedSummarizer
+
+    client = FakeBedrockRuntime(calls=24)
+    model = ChatBedrock(model_id=CLAUDE_ON_BEDROCK, region_name="us-east-1", client=client)
+    ours = BuilderforceMemoryMiddleware(ScriptedSummarizer(), max_tokens=16_000)
+    agent = create_agent(model, [read_file], middleware=[BedrockPromptCachingMiddleware(), ours])
+    agent.invoke({"messages": [HumanMessage("Read every file.")]}, {"recursion_limit": 100})
+    sent = [_wire_blocks(body["messages"]) for body in client.bodies]
+    briefed = [i for i, body in enumerate(client.bodies) if "<run-state>" in json.dumps(body)]
+    steady = [i for i in briefed if sent[i][0][: len(sent[i - 1][0]) - 1] == sent[i - 1][0][:-1]]
+    assert len(steady) >= 8  # the others follow a clear batch: the front moved
+    assert all(_reads_blocks(sent[i - 1], sent[i]) for i in steady)
+    for body in client.bodies:
+        assert anthropic_wire_problems(body["messages"]) == []
+        assert json.dumps(body).count("cache_control") <= 2  # ours and langchain-aws's
+
+
+@pytest.mark.parametrize(
+    ("model", "marked"),
+    [
+        ("ChatBedrock", True),
+        ("ChatBedrock-arn", True),
+        ("ChatBedrock-llama", False),
+        ("ChatBedrock-converse", False),
+        ("ChatBedrockConverse", False),
+    ],
+)
+def test_bedrock_models_that_mark_only_the_last_block_get_the_breakpoint(
+    model: str, marked: bool
+) -> None:
+    # Converse marks the message before the last too, but only in a request that carries
+    # no marker of its own: one of ours would take that read-back away.
+    from langchain_aws import ChatBedrock, ChatBedrockConverse
+
+    from langchain_builderforce_memory.agents.native import WireLimits
+
+    region = {"region_name": "us-east-1"}
+    models = {
+        "ChatBedrock": lambda: ChatBedrock(model_id=CLAUDE_ON_BEDROCK, **region),
+        "ChatBedrock-arn": lambda: ChatBedrock(
+            model_id="arn:aws:bedrock:us-east-1:1:inference-profile/x",
+            provider="anthropic",
+            base_model_id="anthropic.claude-sonnet-4-5-20250929-v1:0",
+            **region,
+        ),
+        "ChatBedrock-llama": lambda: ChatBedrock(
+            model_id="meta.llama3-70b-instruct-v1:0", **region
+        ),
+        "ChatBedrock-converse": lambda: ChatBedrock(
+            model_id=CLAUDE_ON_BEDROCK, beta_use_converse_api=True, **region
+        ),
+        "ChatBedrockConverse": lambda: ChatBedrockConverse(model=CLAUDE_ON_BEDROCK, **region),
+    }
+    limits = WireLimits.of(models[model](), {"cache_control": CONTROL})
+    assert (limits.cache_point == CONTROL) is marked

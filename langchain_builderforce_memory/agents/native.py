@@ -52,6 +52,7 @@ __all__ = [
     "Delegation",
     "NativeMode",
     "WireLimits",
+    "caches_at_last_block",
     "check_native",
     "compacting_claude",
     "delegation_for",
@@ -161,6 +162,38 @@ def limits_media_per_message(model: object) -> bool:
     return kind == "amazon_bedrock_converse_chat"
 
 
+def caches_at_last_block(model: object) -> bool:
+    """Whether ``model``'s API puts a request's ``cache_control`` on its last block alone.
+
+    Anthropic's through ``ChatAnthropic`` (``AnthropicPromptCachingMiddleware``), and
+    Claude on Bedrock's InvokeModel through langchain-aws's ``ChatBedrock``
+    (``BedrockPromptCachingMiddleware``): the last block is our brief, whose entry no later
+    request reads. ``ChatBedrockConverse`` also marks the message before the last, which
+    the next request does read back; it marks it only in a request that carries no mark
+    of its own, so it gets none from us.
+
+    Example:
+        >>> from langchain_aws import ChatBedrock, ChatBedrockConverse
+        >>> claude = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+        >>> caches_at_last_block(ChatBedrock(model_id=claude, region_name="us-east-1"))
+        True
+        >>> caches_at_last_block(ChatBedrockConverse(model=claude, region_name="us-east-1"))
+        False
+    """
+    kind = getattr(model, "_llm_type", None)
+    if kind == _ANTHROPIC_CHAT:
+        return True
+    if kind != "amazon_bedrock_chat" or getattr(model, "beta_use_converse_api", None) is True:
+        return False
+    provider = getattr(model, "provider", None)
+    if isinstance(provider, str) and provider:
+        return provider.lower() == "anthropic"
+    model_id = getattr(model, "model_id", None)
+    # "anthropic.claude-...", or a cross-region profile: "us.anthropic.claude-..."
+    parts = model_id.lower().split(".", 2)[:2] if isinstance(model_id, str) else []
+    return "anthropic" in parts
+
+
 def limits_calls_per_message(model: object) -> bool:
     """Whether ``model``'s API refuses an assistant message of more than 128 tool calls.
 
@@ -198,10 +231,12 @@ class WireLimits:
     """The API refuses an assistant message of more than 128 calls (OpenAI): such a
     message is sent in parts, each followed by its results."""
     cache_point: Mapping[str, str] | None = None
-    """The request asks an Anthropic model to cache (``cache_control`` in its settings, as
-    ``AnthropicPromptCachingMiddleware`` sets it): the last stable message before the
-    volatile tail carries this breakpoint too (:mod:`~langchain_builderforce_memory.
-    cache_point`: the automatic one lands on the tail, whose entry is never read)."""
+    """The request asks Claude to cache (``cache_control`` in its settings, as
+    ``AnthropicPromptCachingMiddleware`` and ``BedrockPromptCachingMiddleware`` set it) on
+    an API that marks only the last block (:func:`caches_at_last_block`): the last stable
+    message before the volatile tail carries this breakpoint too
+    (:mod:`~langchain_builderforce_memory.cache_point`: the automatic one lands on the
+    tail, whose entry is never read)."""
 
     @classmethod
     def of(cls, model: object, settings: Mapping[str, object] | None = None) -> WireLimits:
@@ -214,7 +249,7 @@ class WireLimits:
         """
         models = serving_models(model)
         wanted = (settings or {}).get("cache_control")
-        claude = any(getattr(m, "_llm_type", None) == _ANTHROPIC_CHAT for m in models)
+        claude = any(map(caches_at_last_block, models))
         return cls(
             per_message_media=any(map(limits_media_per_message, models)),
             split_calls=any(map(limits_calls_per_message, models)),

@@ -24,10 +24,8 @@ import bisect
 import itertools
 import logging
 import operator
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Generic, Protocol, TypeVar, cast, overload
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeVar, cast, overload
 
 from langchain_core.messages import BaseMessage
 
@@ -46,7 +44,6 @@ __all__ = [
     "AllIndices",
     "Fact",
     "LastIndex",
-    "PerThread",
     "Prefix",
     "RecordFacts",
     "bisect_index",
@@ -280,6 +277,14 @@ class RecordFacts:
         return _equal(seen, whole)
 
     @property
+    def held_tokens(self) -> int:
+        """The tokens of the record these facts hold.
+
+        What a :class:`~langchain_builderforce_memory.per_thread.PerThread` weighs them by.
+        """
+        return self.sums[-1]
+
+    @property
     def directive(self) -> int:
         """Index of the latest directive in the record, or -1 (no fallback)."""
         return self._directive
@@ -441,44 +446,3 @@ class AllIndices:
 
 DIRECTIVES = AllIndices(is_directive)
 """Every directive's index in the record (a held note's restated turn is looked up here)."""
-
-
-class PerThread(Generic[V]):
-    """What an adapter serving many threads keeps for each (its record facts, say).
-
-    A turn checks its thread's value out and back in, so two turns of one thread running
-    at once (a retry beside the call it retries) never share one: the second gets a new
-    one from ``factory``, which only costs it the work the value saves. The least
-    recently used thread's value goes past ``limit`` threads.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> threads = PerThread(RecordFacts)
-        >>> facts = threads.take("t1")
-        >>> facts.sync([HumanMessage("hi")])
-        >>> threads.give("t1", facts)
-        >>> threads.take("t1") is facts, threads.take("t1") is facts  # checked out: new ones
-        (True, False)
-    """
-
-    __slots__ = ("_factory", "_held", "_limit", "_lock")
-
-    def __init__(self, factory: Callable[[], V], *, limit: int = 2_048) -> None:
-        """Values made by ``factory``, kept for up to ``limit`` threads."""
-        self._factory = factory
-        self._held: OrderedDict[Hashable, V] = OrderedDict()
-        self._limit = limit
-        self._lock = threading.Lock()
-
-    def take(self, thread: Hashable) -> V:
-        """``thread``'s value, checked out (a new one when it has none here)."""
-        with self._lock:
-            held = self._held.pop(thread, None)
-        return held if held is not None else self._factory()
-
-    def give(self, thread: Hashable, value: V) -> None:
-        """Check ``value`` back in as ``thread``'s."""
-        with self._lock:
-            self._held[thread] = value
-            while len(self._held) > self._limit:
-                self._held.popitem(last=False)

@@ -34,8 +34,9 @@ from langchain_builderforce_memory.agents.state import (
     scoped_record,
 )
 from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.facts import PerThread, Prefix
+from langchain_builderforce_memory.facts import Prefix
 from langchain_builderforce_memory.messages import leading_system_count
+from langchain_builderforce_memory.per_thread import PerThread
 from langchain_builderforce_memory.testing import ScriptedChatModel, coding_tools
 from langchain_builderforce_memory.tokens import ApproximateTokenCounter
 from langchain_builderforce_memory.transcript import clear
@@ -370,6 +371,56 @@ def test_a_threads_facts_are_never_handed_to_two_turns_at_once() -> None:
     assert threads.take("t1") is not mine  # checked out: a turn running beside gets its own
     threads.give("t1", mine)
     assert threads.take("t1") is mine
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _weight(value: int) -> int:
+    return value
+
+
+def test_idle_threads_records_past_the_capacity_are_let_go_oldest_first() -> None:
+    # Each record was held until 2,048 threads: a database checkpointer reads new copies
+    # each run, so idle threads' records stayed in memory for nothing (~5.7 MB a thread
+    # for a 300-call run).
+    clock = _Clock()
+    threads = PerThread(int, weigh=_weight, capacity=2_500, grace=60, clock=clock)
+    for name in "abc":
+        threads.give(name, 1_000)
+        clock.now += 1
+    assert threads.held == 3_000  # over the capacity, but none idle yet
+    clock.now += 60
+    threads.give("d", 1_000)  # a and b go, the oldest; c stays within 2,500
+    assert threads.held == 2_000
+    assert (threads.take("a"), threads.take("b"), threads.take("c")) == (0, 0, 1_000)
+
+
+def test_threads_in_use_keep_their_facts_past_the_capacity() -> None:
+    clock = _Clock()
+    threads = PerThread(int, weigh=_weight, capacity=100, grace=60, clock=clock)
+    for _ in range(5):
+        for name in "abcdefgh":  # served in turn, a second apart: none is ever idle
+            threads.give(name, threads.take(name) + 200)
+            clock.now += 1
+    assert threads.held == 8 * 1_000
+    clock.now += 600
+    threads.give("h", threads.take("h"))  # the one in use stays, alone over the capacity
+    assert threads.held == 1_000
+
+
+def test_the_middleware_weighs_each_threads_facts_by_its_record() -> None:
+    core = MemoryCore(MemoryPolicy(max_tokens=4_000))
+    record = _read_loop(0, 41)
+    run_turn(core, record, {"messages": record}, config={"configurable": {"thread_id": "t"}})
+    facts = RecordFacts()
+    facts.sync(record)
+    assert core._facts.held == 2 * facts.held_tokens  # the record's and the conversation's
 
 
 def test_a_snapshot_of_the_tool_results_stays_as_it_was_while_the_facts_grow() -> None:

@@ -63,7 +63,7 @@ from langchain_builderforce_memory.agents.turn import (
 from langchain_builderforce_memory.calibration import CALIBRATION_KEY, UsageCalibration
 from langchain_builderforce_memory.callbacks import ToolObservationMapper
 from langchain_builderforce_memory.events import EVENT_KEY
-from langchain_builderforce_memory.facts import PerThread, RecordFacts
+from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.handoff import (
     HandoffPack,
     ToolLike,
@@ -76,6 +76,7 @@ from langchain_builderforce_memory.messages import is_stamped, message_id, role_
 from langchain_builderforce_memory.models import model_name
 from langchain_builderforce_memory.native import LAST_COMPACTION
 from langchain_builderforce_memory.options import from_options
+from langchain_builderforce_memory.per_thread import PerThread, held_tokens
 from langchain_builderforce_memory.store import CodeMap, CodeMapStore, scope_labels, scope_of_run
 from langchain_builderforce_memory.tokens import (
     TokenCounterLike,
@@ -161,7 +162,7 @@ class MemoryCore:
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
         # Per thread, grown turn by turn: the record's facts, the memory its last turn wrote.
-        self._facts = PerThread(functools.partial(RecordFacts, self.counter))
+        self._facts = PerThread(functools.partial(RecordFacts, self.counter), weigh=held_tokens)
         self._memories = PerThread(WrittenMemory)
         self._schemas = SchemaTexts()
 

@@ -234,7 +234,7 @@ class WrittenMemory:
     The state holds only the snapshot; rebuilding the memory (and its brief) from it
     each turn costs the size of the memory. The next turn takes the memory over and
     changes it in place; the turn's reader only reads it. Kept per thread (see
-    :class:`~langchain_builderforce_memory.facts.PerThread`), never in a module cache.
+    :class:`~langchain_builderforce_memory.per_thread.PerThread`), never in a module cache.
     """
 
     __slots__ = ("written",)

@@ -26,7 +26,9 @@ HELD_TOKENS: Final = 20_000_000
 bytes of memory a token so counted, some 100 MB."""
 
 IDLE_SECONDS: Final = 60.0
-"""A thread unused this long is idle: a run between two model calls is busier."""
+"""A thread unused this long is idle. A running tool loop comes back within seconds; a
+tool that runs longer only costs its thread one count of its record, and only when the
+idle threads hold more than :data:`HELD_TOKENS`."""
 
 
 class PerThread(Generic[V]):

@@ -21,7 +21,7 @@ __all__ = ["HELD_TOKENS", "IDLE_SECONDS", "PerThread", "held_tokens"]
 V = TypeVar("V")
 
 HELD_TOKENS: Final = 20_000_000
-"""What a :class:`PerThread` of record facts keeps of idle threads' records, in tokens
+"""What a :class:`PerThread` of record facts may hold before idle threads' go, in tokens
 (each conversation counted twice: the record's facts and its conversation's). At 3-5
 bytes of memory a token so counted, some 100 MB."""
 

@@ -311,9 +311,33 @@ def test_a_bad_native_mode_names_the_value_and_the_fix() -> None:
         MemoryPolicy(native="on")  # type: ignore[arg-type]
 
 
-def test_the_node_says_native_needs_the_middleware() -> None:
-    with pytest.raises(ValueError, match=r"native='auto' needs BuilderforceMemoryMiddleware"):
-        WorkingTranscriptNode(native="auto")
+@pytest.mark.parametrize(
+    ("native", "said"),
+    [
+        ("auto", r"native='auto' needs BuilderforceMemoryMiddleware"),
+        ("yes", r"native must be 'off', 'auto' or 'only'; got 'yes'"),  # not "needs"
+    ],
+)
+def test_the_node_says_native_needs_the_middleware(native: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        WorkingTranscriptNode(native=native)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        (None, r"and no model was given\. Fix: pass the model the node serves as model="),
+        ("scripted", r"and scripted has none\. Fix: give the model a profile"),
+    ],
+)
+def test_a_share_of_the_window_without_a_window_names_what_is_missing(
+    model: str | None, said: str
+) -> None:
+    from langchain_builderforce_memory.testing import ScriptedChatModel
+
+    served = ScriptedChatModel(script=["ok"]) if model else None
+    with pytest.raises(ValueError, match=said):
+        WorkingTranscriptNode(max_tokens=0.8, model=served)
 
 
 def test_a_run_compacted_by_anthropic_is_handed_to_an_openai_fallback_in_plain_text() -> None:

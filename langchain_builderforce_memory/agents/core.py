@@ -339,12 +339,14 @@ class MemoryCore:
         """``share`` of the serving model's window, less its reply reserve and tool schemas."""
         window = self.model_budget(model, [], None, reserve=0) if model is not None else None
         if model is None or window is None:
-            name = model_name(model) if model is not None else "no model"
+            share_of = f"max_tokens={self.policy.max_tokens!r} is a share of the serving model's"
             msg = (
-                f"max_tokens={self.policy.max_tokens!r} is a share of the serving model's "
-                f"profile['max_input_tokens'], and {name} has none. Fix: give the model a "
-                "profile (ChatModel(..., profile={'max_input_tokens': 128_000})), or pass "
-                "max_tokens as a token count (max_tokens=64_000)."
+                f"{share_of} profile['max_input_tokens'], and {model_name(model)} has none. "
+                "Fix: give the model a profile (ChatModel(..., profile={'max_input_tokens': "
+                "128_000})), or pass max_tokens as a token count (max_tokens=64_000)."
+                if model is not None
+                else f"{share_of} window, and no model was given. Fix: pass the model the "
+                "node serves as model=, or max_tokens as a token count (max_tokens=64_000)."
             )
             raise ValueError(msg)
         budget = self.model_budget(

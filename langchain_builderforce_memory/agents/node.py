@@ -47,7 +47,7 @@ from langchain_builderforce_memory.agents.driver import (
     run_turn,
     save_code_maps,
 )
-from langchain_builderforce_memory.agents.native import NativeMode, unchained
+from langchain_builderforce_memory.agents.native import NativeMode, check_native, unchained
 from langchain_builderforce_memory.agents.policy import (
     CODE_MAP_LIMIT,
     TAIL_RESERVE_TOKENS,
@@ -250,6 +250,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
         if given is not None and not isinstance(given, Sequence):
             msg = f"tools must be a list of tools (or None); got {type(given).__name__}."
             raise TypeError(msg)
+        check_native(native)
         if native != "off":
             msg = (
                 f"native={native!r} needs BuilderforceMemoryMiddleware (create_agent), which "

@@ -326,7 +326,10 @@ def test_the_node_says_native_needs_the_middleware(native: str, said: str) -> No
 @pytest.mark.parametrize(
     ("model", "said"),
     [
-        (None, r"and no model was given\. Fix: pass the model the node serves as model="),
+        (
+            None,
+            r"and no model was given\. Fix: pass the model the node serves as model= \(its profile",
+        ),
         ("scripted", r"and scripted has none\. Fix: give the model a profile"),
     ],
 )

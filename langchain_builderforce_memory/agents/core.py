@@ -346,7 +346,8 @@ class MemoryCore:
                 "128_000})), or pass max_tokens as a token count (max_tokens=64_000)."
                 if model is not None
                 else f"{share_of} window, and no model was given. Fix: pass the model the "
-                "node serves as model=, or max_tokens as a token count (max_tokens=64_000)."
+                "node serves as model= (its profile['max_input_tokens'] is the window), or "
+                "max_tokens as a token count (max_tokens=64_000)."
             )
             raise ValueError(msg)
         budget = self.model_budget(

@@ -175,7 +175,9 @@ OPTION_DOCS: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "code_maps": (
             "A ``CodeMapStore`` keeping finished runs' code maps: recalled into the brief "
-            "when a task arrives, written when the run ends. ``None``: no code maps."
+            "when a task arrives, written when the run ends; a store that fails or "
+            "outlives ``timeout`` is logged and skipped, the run goes on without its maps. "
+            "``None``: no code maps."
         ),
         "code_map_scope": (
             "Whose code maps a run reads and writes: a label, a sequence of labels, or a "

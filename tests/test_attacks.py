@@ -22,6 +22,8 @@ from langchain_core.messages import (
     ToolMessage,
     messages_to_dict,
 )
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from langchain_builderforce_memory import (
     CompactingChatMessageHistory,
@@ -41,7 +43,12 @@ from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
 from langchain_builderforce_memory.media import media_tokens
 from langchain_builderforce_memory.messages import is_stamped
 from langchain_builderforce_memory.search_index import message_search_text
-from langchain_builderforce_memory.testing import ScriptedChatModel
+from langchain_builderforce_memory.store import CodeMapStore
+from langchain_builderforce_memory.testing import (
+    ScriptedChatModel,
+    coding_agent_script,
+    coding_tools,
+)
 from langchain_builderforce_memory.tokens import (
     ApproximateTokenCounter,
     TiktokenCounter,
@@ -61,11 +68,13 @@ from langchain_builderforce_memory.transcript.summary import (
 from langchain_builderforce_memory.validity import repair_request, request_problems
 
 from .helpers import (
+    AGENT_KINDS,
     agent_views,
     build_agent,
     load_transcript,
     mp4_bytes,
     pdf_with_object_streams,
+    run_directives,
     transcript_params,
     wav_bytes,
 )
@@ -846,3 +855,43 @@ def test_the_history_refuses_a_malformed_message_before_storing_it(kind: str) ->
     with pytest.raises(TypeError, match="constructors"):
         history.add_messages([_unvalidated(kind)])
     assert [m.text for m in history.messages] == ["fix it", "on it"]
+
+
+# --- a code-map store that is down --------------------------------------------------
+
+
+class _DownStore(InMemoryStore):
+    """A LangGraph store whose every operation fails, as a database that is down does."""
+
+    def batch(self, ops: object) -> list[object]:
+        raise ConnectionError("the store is down")
+
+    async def abatch(self, ops: object) -> list[object]:
+        raise ConnectionError("the store is down")
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("kind", AGENT_KINDS)
+def test_a_code_map_store_that_is_down_costs_the_run_its_maps_not_its_turns(
+    kind: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The recall at the task's start and the save at the run's end raised out of the
+    # user's graph: a memory store's outage ended a run the model could serve. They now go
+    # through the fallback boundary the summarizer and the hand-off's recall use.
+    run = coding_agent_script(turns=12, directives=1)
+    model = ScriptedChatModel(script=run.script)
+    agent = build_agent(
+        kind,
+        model,
+        coding_tools(min_tokens=50, max_tokens=100),
+        checkpointer=InMemorySaver(),
+        code_maps=CodeMapStore(_DownStore()),
+        code_map_scope="repo-1",
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_builderforce_memory"):
+        run_directives(agent, run.directives, mode=mode)
+    assert model.remaining == 0
+    said = caplog.text
+    assert "code-map recall gave no answer (ConnectionError: the store is down)" in said
+    if kind == "create_agent":  # the node has no end of the run to save at
+        assert "code-map save gave no answer (ConnectionError: the store is down)" in said

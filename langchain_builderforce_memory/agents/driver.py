@@ -29,7 +29,8 @@ any other middleware. Only successful calls are recorded (see
 
 The sync and async drivers share every step; only the summarizer / store calls differ
 (``fold_turn`` vs ``afold_turn``, ``pack_handoff`` vs
-``apack_handoff``, ``maps_for`` vs ``amaps_for``).
+``apack_handoff``, ``maps_for`` vs ``amaps_for``). A store's failure costs the run its
+code maps, never the turn (:func:`_recall`).
 """
 
 from __future__ import annotations
@@ -47,15 +48,14 @@ from langchain_builderforce_memory.agents.core import (
     EVENT_KEY,
     MemoryCore,
 )
-from langchain_builderforce_memory.agents.turn import (
-    TurnView,
-)
+from langchain_builderforce_memory.agents.turn import TurnPlan, TurnView
+from langchain_builderforce_memory.guarded import acall_guarded, call_guarded
 from langchain_builderforce_memory.handoff import (
     ToolLike,
     apack_handoff,
     pack_handoff,
 )
-from langchain_builderforce_memory.store import CodeMap
+from langchain_builderforce_memory.store import CodeMap, CodeMapStore
 from langchain_builderforce_memory.tokens import count_tokens
 from langchain_builderforce_memory.transcript.fold import (
     afold_turn,
@@ -105,6 +105,20 @@ def emit_events(
 # ----------------------------------------------------------------------- the drivers
 
 
+def _recall(
+    core: MemoryCore, plan: TurnPlan
+) -> tuple[CodeMapStore, str, tuple[str, ...], int] | None:
+    """The code-map lookup this turn owes its run (store, task, scope, limit), if any.
+
+    The lookup and the save at the run's end go through the fallback boundary
+    (:mod:`~langchain_builderforce_memory.guarded`), as the hand-off's recall does: a store
+    that is down or slow costs the run its code maps (logged), never the user's turn.
+    """
+    if plan.recall_task is None or core.code_maps is None or plan.scope is None:
+        return None
+    return core.code_maps, plan.recall_task, plan.scope, core.policy.code_map_limit
+
+
 def run_turn(
     core: MemoryCore,
     record: Sequence[BaseMessage],
@@ -139,11 +153,14 @@ def run_turn(
         model_settings=model_settings,
         overflowed=overflowed,
     )
-    if plan.recall_task is not None and core.code_maps is not None and plan.scope is not None:
-        found = core.code_maps.maps_for(
-            plan.recall_task, scope=plan.scope, limit=core.policy.code_map_limit
+    if (lookup := _recall(core, plan)) is not None:
+        maps, task, scope, limit = lookup
+        found = call_guarded(
+            lambda: maps.maps_for(task, scope=scope, limit=limit),
+            what="code-map recall",
+            timeout=core.policy.timeout,
         )
-        plan = core.with_code_maps(plan, found)
+        plan = core.with_code_maps(plan, found or ())
     transcript = plan.cached or core.remember(
         plan, fold_turn(core.fold_plan(plan), core.summarizer)
     )
@@ -177,11 +194,14 @@ async def arun_turn(
         model_settings=model_settings,
         overflowed=overflowed,
     )
-    if plan.recall_task is not None and core.code_maps is not None and plan.scope is not None:
-        found = await core.code_maps.amaps_for(
-            plan.recall_task, scope=plan.scope, limit=core.policy.code_map_limit
+    if (lookup := _recall(core, plan)) is not None:
+        maps, task, scope, limit = lookup
+        found = await acall_guarded(
+            lambda: maps.amaps_for(task, scope=scope, limit=limit),
+            what="code-map recall",
+            timeout=core.policy.timeout,
         )
-        plan = core.with_code_maps(plan, found)
+        plan = core.with_code_maps(plan, found or ())
     transcript = plan.cached or core.remember(
         plan, await afold_turn(core.fold_plan(plan), core.summarizer)
     )
@@ -199,7 +219,10 @@ def save_code_maps(
     """Consolidate a finished run's working memory into the code-map store."""
     if core.code_maps is None or snapshot is None or scope is None:
         return None
-    saved = core.code_maps.save(snapshot, scope=scope)
+    maps, seen = core.code_maps, snapshot
+    saved = call_guarded(
+        lambda: maps.save(seen, scope=scope), what="code-map save", timeout=core.policy.timeout
+    )
     _log_saved(saved, scope)
     return saved
 
@@ -210,7 +233,10 @@ async def asave_code_maps(
     """Async twin of :func:`save_code_maps`."""
     if core.code_maps is None or snapshot is None or scope is None:
         return None
-    saved = await core.code_maps.asave(snapshot, scope=scope)
+    maps, seen = core.code_maps, snapshot
+    saved = await acall_guarded(
+        lambda: maps.asave(seen, scope=scope), what="code-map save", timeout=core.policy.timeout
+    )
     _log_saved(saved, scope)
     return saved
 

@@ -14,6 +14,11 @@ billed as cached.
 before the tail. The entry written there is a prefix of the next request (a tool loop
 adds a call and its result after it), so the provider reads it back, within the 20
 blocks it looks back from a breakpoint.
+
+A caching middleware listed AFTER ours asks for the cache only once we have built the
+view, so the request we are handed says nothing. The provider's last answer does: its
+usage reports the cache it wrote and for how long (:func:`learned_control`), and from the
+next request on the view carries the breakpoint as if it had been asked.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_builderforce_memory.messages import is_volatile_tail
 
-__all__ = ["MAX_BREAKPOINTS", "breakpoints", "cached_before_tail"]
+__all__ = ["MAX_BREAKPOINTS", "breakpoints", "cached_before_tail", "learned_control"]
 
 MAX_BREAKPOINTS: Final = 4
 """Anthropic refuses a request with more ``cache_control`` breakpoints than this."""
@@ -105,3 +110,42 @@ def _marked(
     if block is None:
         return None
     return [*content[:-1], {**block, "cache_control": dict(control)}]
+
+
+def learned_control(
+    record: Sequence[BaseMessage],
+    system: BaseMessage | None = None,
+    tools: Sequence[object] = (),
+) -> dict[str, str] | None:
+    """The breakpoint a request was given after us, read off the provider's last answer.
+
+    Its usage says Anthropic wrote a prompt cache, and for how long (langchain-anthropic's
+    ``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), though neither the
+    system prompt nor the tools we were handed carry a breakpoint: a caching middleware
+    listed after ours, or ``cache_control`` in the model's own arguments, marks the last
+    block, which is our brief. ``None`` when the answer says no such thing, or not for how
+    long: a 5-minute breakpoint before a 1-hour one is refused, and a provider that caches
+    on its own (OpenAI's ``cache_read``) reports no such write.
+
+    Example:
+        >>> usage = {"input_tokens": 900, "output_tokens": 9, "total_tokens": 909,
+        ...          "input_token_details": {"ephemeral_1h_input_tokens": 800}}
+        >>> learned_control([HumanMessage("hi"), AIMessage("ok", usage_metadata=usage)])
+        {'type': 'ephemeral', 'ttl': '1h'}
+        >>> learned_control([HumanMessage("hi")]) is None
+        True
+    """
+    marked_tools = any(
+        "cache_control" in (t if isinstance(t, Mapping) else getattr(t, "extras", None) or {})
+        for t in tools
+    )
+    if marked_tools or (system is not None and breakpoints([system])):
+        return None  # the caller places its own breakpoints: add none it did not ask for
+    answer = next((m for m in reversed(record) if isinstance(m, AIMessage)), None)
+    usage = answer.usage_metadata if answer is not None else None
+    written: Mapping[str, object] = dict(usage.get("input_token_details") or {}) if usage else {}
+    for ttl in ("1h", "5m"):  # the longer one when both were written: it must come first
+        count = written.get(f"ephemeral_{ttl}_input_tokens")
+        if isinstance(count, int) and count > 0:
+            return {"type": "ephemeral", "ttl": ttl}
+    return None

@@ -505,15 +505,16 @@ def build_agent(
     checkpointer: Any = None,
     system_prompt: str = AGENT_SYSTEM_PROMPT,
     before: Sequence[Any] = (),
+    after: Sequence[Any] = (),
     **options: Any,
 ) -> Any:
     """A compiled agent of ``kind`` (see :data:`AGENT_KINDS`) using this package's adapter.
 
     ``before`` is middleware placed ahead of ours (``create_agent`` only), e.g. a
-    ``ModelFallbackMiddleware``. ``options`` go to the middleware / node. These agent tests
-    pin the fold's mechanics, so the clear tier is off unless a test passes
-    ``clear_tool_results=True`` (the view policy is tested in test_view_policy.py and
-    measured end to end in benchmarks/contenders.py).
+    ``ModelFallbackMiddleware``; ``after``, middleware placed after it. ``options`` go to
+    the middleware / node. These agent tests pin the fold's mechanics, so the clear tier
+    is off unless a test passes ``clear_tool_results=True`` (the view policy is tested in
+    test_view_policy.py and measured end to end in benchmarks/contenders.py).
     """
     import warnings
 
@@ -533,7 +534,7 @@ def build_agent(
             model,
             list(tools),
             system_prompt=system_prompt,
-            middleware=[*before, BuilderforceMemoryMiddleware(summarizer, **options)],
+            middleware=[*before, BuilderforceMemoryMiddleware(summarizer, **options), *after],
             checkpointer=checkpointer,
         )
     node = WorkingTranscriptNode(

@@ -12,11 +12,21 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_builderforce_memory.cache_point import breakpoints, cached_before_tail
+from langchain_builderforce_memory.cache_point import (
+    breakpoints,
+    cached_before_tail,
+    learned_control,
+)
 from langchain_builderforce_memory.handoff.volatile import is_volatile_tail, volatile_tail
 
 from .helpers import build_agent, typed_model
@@ -24,6 +34,7 @@ from .provider_shapes import anthropic_request, anthropic_wire, anthropic_wire_p
 
 CONTROL = {"type": "ephemeral", "ttl": "5m"}
 LOOKBACK = 20  # the blocks Anthropic looks back from a breakpoint for an entry
+_MARKED_SYSTEM = {"type": "text", "text": "Be brief.", "cache_control": CONTROL}
 
 
 class AskToCache(AgentMiddleware[Any, Any]):
@@ -105,18 +116,31 @@ def _read(i: int) -> dict[str, Any]:
     return {"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"t{i}"}
 
 
-def _run(llm_type: str, calls: int = 24) -> list[list[BaseMessage]]:
-    script: list[Any] = [AIMessage("", tool_calls=[_read(i)]) for i in range(calls)]
+def _written(ttl: str) -> dict[str, Any]:
+    """An answer's usage as langchain-anthropic reports a cache write of ``ttl``."""
+    details = {"cache_creation": 0, f"ephemeral_{ttl}_input_tokens": 1_500}
+    usage = {"input_tokens": 2_000, "output_tokens": 9, "total_tokens": 2_009}
+    return {**usage, "input_token_details": details}
+
+
+def _run(
+    llm_type: str, calls: int = 24, *, asked: str = "before", usage: dict[str, Any] | None = None
+) -> list[list[BaseMessage]]:
+    script: list[Any] = [
+        AIMessage("", tool_calls=[_read(i)], usage_metadata=usage) for i in range(calls)
+    ]
     model = typed_model([*script, "done"], llm_type)
     agent = build_agent(
         "create_agent",
         model,
         [read_file],
-        before=[AskToCache()],
+        before=[AskToCache()] if asked == "before" else [],
+        after=[AskToCache()] if asked == "after" else [],
         checkpointer=InMemorySaver(),
         max_tokens=16_000,
         summarizer=typed_model(["a note " * 50] * calls, llm_type),
         clear_tool_results=True,
+        usage_calibration=False,  # the scripted usage reports the cache, not our count
     )
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 4 * calls + 10}
     agent.invoke({"messages": [HumanMessage("Read every file.")]}, config)
@@ -137,6 +161,72 @@ def test_each_request_reads_back_the_cache_the_one_before_wrote_unless_its_front
         assert anthropic_wire(request) == []
         # One, leaving room for the system prompt's, the tools' and the automatic one.
         assert breakpoints(request) == (1 if is_volatile_tail(request[-1]) else 0)
+
+
+def test_a_caching_middleware_listed_after_ours_is_read_off_the_providers_usage() -> None:
+    # Listed after ours it asks once the view is built: its breakpoint landed on the brief
+    # and no entry was ever read back. The answers' usage says Anthropic writes a cache;
+    # from the second request on the view carries the breakpoint before the brief.
+    requests = _run("anthropic-chat", asked="after", usage=_written("5m"))
+    assert breakpoints(requests[0]) == 0  # nothing answered yet: nothing learned
+    steady = 0
+    for before, after in itertools.pairwise(requests[1:]):
+        kept, _ = _blocks(before[:-1])
+        if _blocks(after)[0][: len(kept)] == kept:
+            steady += 1
+            assert _reads(before, after)
+    assert steady >= len(requests) // 2
+    for request in requests[1:]:
+        assert anthropic_wire(request) == []
+        assert breakpoints(request) == (1 if is_volatile_tail(request[-1]) else 0)
+
+
+_USAGE = {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}
+
+
+@pytest.mark.parametrize(
+    ("details", "system", "tools", "learned"),
+    [
+        ({"ephemeral_5m_input_tokens": 800}, None, [], {"type": "ephemeral", "ttl": "5m"}),
+        (
+            {"ephemeral_5m_input_tokens": 800, "ephemeral_1h_input_tokens": 90},
+            None,
+            [],
+            {"type": "ephemeral", "ttl": "1h"},
+        ),
+        ({"cache_read": 800}, None, [], None),
+        ({"cache_creation": 800}, None, [], None),
+        ({"ephemeral_5m_input_tokens": 800}, SystemMessage([_MARKED_SYSTEM]), [], None),
+        ({"ephemeral_5m_input_tokens": 800}, None, [{"name": "f", "cache_control": CONTROL}], None),
+        (
+            {"ephemeral_5m_input_tokens": 800},
+            None,
+            [read_file.model_copy(update={"extras": {"cache_control": CONTROL}})],
+            None,
+        ),
+        ({"ephemeral_5m_input_tokens": 0}, None, [], None),
+    ],
+    ids=[
+        "5m",
+        "1h-first",
+        "openai-read",
+        "no-ttl",
+        "marked-system",
+        "marked-dict-tool",
+        "marked-tool",
+        "nothing-written",
+    ],
+)
+def test_the_breakpoint_learned_from_usage_is_one_the_provider_takes(
+    details: dict[str, int],
+    system: SystemMessage | None,
+    tools: list[Any],
+    learned: dict[str, str] | None,
+) -> None:
+    # A 5-minute breakpoint before a 1-hour one is refused: the TTL must be the one the
+    # provider wrote, never a guess. OpenAI's own caching reports reads, not writes.
+    answer = AIMessage("ok", usage_metadata={**_USAGE, "input_token_details": details})
+    assert learned_control([HumanMessage("hi"), answer], system, tools) == learned
 
 
 def test_a_model_that_is_not_claude_gets_no_breakpoint() -> None:

@@ -255,7 +255,7 @@ class MemoryCore:
             copies=facts.copies,
             reader=reader,
             plain=plain,
-            wire=WireLimits.of(model, model_settings),
+            wire=WireLimits.of(model, model_settings, (source, system, tools or ())),
         )
         native = delegation_of(self.policy, plan, model, model_settings, self.counter)
         if native is not None:

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_builderforce_memory.blocks import result_messages
-from langchain_builderforce_memory.cache_point import cached_before_tail
+from langchain_builderforce_memory.cache_point import cached_before_tail, learned_control
 from langchain_builderforce_memory.calls_limit import within_calls_limit
 from langchain_builderforce_memory.media_limit import within_message_media_limit
 from langchain_builderforce_memory.models import serving_models
@@ -239,21 +239,32 @@ class WireLimits:
     tail, whose entry is never read)."""
 
     @classmethod
-    def of(cls, model: object, settings: Mapping[str, object] | None = None) -> WireLimits:
+    def of(
+        cls,
+        model: object,
+        settings: Mapping[str, object] | None = None,
+        request: tuple[Sequence[BaseMessage], BaseMessage | None, Sequence[object]] | None = None,
+    ) -> WireLimits:
         """The limits of ``model``'s API (none for a model not read as one that has them).
 
         Read through ``bind`` / ``with_config`` / ``with_retry`` wrappers, and over every
         model of ``with_fallbacks`` (any of them may serve the request; each rule is valid
         for every provider, so one that needs it applies it). ``settings``: the request's
-        model settings.
+        model settings. ``request``: its record, system prompt and tools; when the
+        settings ask for no cache, the provider's last answer may say a request was given
+        one after us (:func:`~langchain_builderforce_memory.cache_point.learned_control`).
         """
         models = serving_models(model)
         wanted = (settings or {}).get("cache_control")
         claude = any(map(caches_at_last_block, models))
+        if wanted is not None or not claude or request is None:
+            control = _control(wanted) if claude else None
+        else:
+            control = learned_control(*request)
         return cls(
             per_message_media=any(map(limits_media_per_message, models)),
             split_calls=any(map(limits_calls_per_message, models)),
-            cache_point=_control(wanted) if claude else None,
+            cache_point=control,
         )
 
     def applied(self, view: list[BaseMessage]) -> list[BaseMessage]:

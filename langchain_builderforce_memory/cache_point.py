@@ -135,10 +135,8 @@ def learned_control(
         >>> learned_control([HumanMessage("hi")]) is None
         True
     """
-    marked_tools = any(
-        "cache_control" in (t if isinstance(t, Mapping) else getattr(t, "extras", None) or {})
-        for t in tools
-    )
+    extras = [t if isinstance(t, Mapping) else getattr(t, "extras", None) for t in tools]
+    marked_tools = any(isinstance(e, Mapping) and "cache_control" in e for e in extras)
     if marked_tools or (system is not None and breakpoints([system])):
         return None  # the caller places its own breakpoints: add none it did not ask for
     answer = next((m for m in reversed(record) if isinstance(m, AIMessage)), None)

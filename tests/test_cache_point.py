@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -205,6 +206,12 @@ _USAGE = {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}
             None,
         ),
         ({"ephemeral_5m_input_tokens": 0}, None, [], None),
+        (
+            {"ephemeral_5m_input_tokens": 800},
+            None,
+            [SimpleNamespace(extras=5)],  # a tool object whose extras is no mapping
+            {"type": "ephemeral", "ttl": "5m"},
+        ),
     ],
     ids=[
         "5m",
@@ -215,6 +222,7 @@ _USAGE = {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}
         "marked-dict-tool",
         "marked-tool",
         "nothing-written",
+        "odd-extras",
     ],
 )
 def test_the_breakpoint_learned_from_usage_is_one_the_provider_takes(

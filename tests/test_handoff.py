@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -866,3 +867,19 @@ async def test_a_pinned_memory_note_stays_first_and_the_packer_note_follows_it(m
     )
     assert pack.estimated_tokens <= budget
     assert_valid(pack)
+
+
+@pytest.mark.parametrize(
+    ("window", "budget"), [(8e3, 8_000), (8_000, 8_000), ("8000", None), (8_000.5, None)]
+)
+def test_a_profile_window_set_as_a_whole_float_is_read(window: object, budget: int | None) -> None:
+    # A profile set after the model is built is not validated (pydantic converts 8e3 only
+    # in the constructor): 8e3 read as "no window", and the model's requests went
+    # unfitted. A value that is no whole count still is none, and the error quotes it.
+    model = small_model(max_input_tokens=1)
+    model.profile = {"max_input_tokens": window}  # type: ignore[typeddict-item]
+    if budget is not None:
+        assert handoff_budget_for_model(model) == budget
+        return
+    with pytest.raises(ValueError, match=re.escape(f"unusable ({window!r}, not a positive int)")):
+        handoff_budget_for_model(model)

@@ -213,7 +213,14 @@ def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLik
 
 
 def _profile_int(profile: Mapping[str, object], key: str) -> int | None:
+    """``profile[key]`` as a positive token count; ``None`` when absent or no such count.
+
+    A whole float is taken (``128e3`` in a profile written by hand): read as absent, the
+    model's window went unfitted and its requests could run past it.
+    """
     value = profile.get(key)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         return None
     return value
@@ -295,8 +302,10 @@ def handoff_budget_for_model(
         else _profile_int(profile, "max_input_tokens")
     )
     if window is None:
+        given = profile.get("max_input_tokens")
+        what = "no " if given is None else f"an unusable ({given!r}, not a positive int) "
         msg = (
-            f"handoff_budget_for_model: {type(inner).__name__} has no "
+            f"handoff_budget_for_model: {type(inner).__name__} has {what}"
             "profile['max_input_tokens'], so its context window is unknown. Pass "
             "max_input_tokens=<the model's window in tokens>, or build the model with "
             "profile={'max_input_tokens': ..., 'max_output_tokens': ...}."

@@ -140,8 +140,10 @@ def learned_control(
     if marked_tools or (system is not None and breakpoints([system])):
         return None  # the caller places its own breakpoints: add none it did not ask for
     answer = next((m for m in reversed(record) if isinstance(m, AIMessage)), None)
-    usage = answer.usage_metadata if answer is not None else None
-    written: Mapping[str, object] = dict(usage.get("input_token_details") or {}) if usage else {}
+    # Read as untrusted: a message built without validation may carry any usage at all.
+    usage: object = answer.usage_metadata if answer is not None else None
+    details = usage.get("input_token_details") if isinstance(usage, Mapping) else None
+    written: Mapping[str, object] = details if isinstance(details, Mapping) else {}
     for ttl in ("1h", "5m"):  # the longer one when both were written: it must come first
         count = written.get(f"ephemeral_{ttl}_input_tokens")
         if isinstance(count, int) and count > 0:

@@ -237,6 +237,14 @@ def test_the_breakpoint_learned_from_usage_is_one_the_provider_takes(
     assert learned_control([HumanMessage("hi"), answer], system, tools) == learned
 
 
+@pytest.mark.parametrize("usage", ["x", 5, {"input_token_details": "y"}])
+def test_a_usage_built_without_validation_learns_nothing(usage: object) -> None:
+    # Read for the breakpoint, such a usage raised inside the graph (the calibration
+    # reads it safely); it says nothing about a cache.
+    answer = AIMessage.model_construct(content="ok", usage_metadata=usage, tool_calls=[])
+    assert learned_control([HumanMessage("hi"), answer]) is None
+
+
 def test_a_model_that_is_not_claude_gets_no_breakpoint() -> None:
     for request in _run("openai-chat", calls=6):
         assert breakpoints(request) == 0

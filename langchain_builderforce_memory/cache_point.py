@@ -35,10 +35,13 @@ __all__ = ["MAX_BREAKPOINTS", "breakpoints", "cached_before_tail", "learned_cont
 MAX_BREAKPOINTS: Final = 4
 """Anthropic refuses a request with more ``cache_control`` breakpoints than this."""
 
-_OTHERS: Final = 2
-"""Breakpoints the request may carry that the view does not show: the last tool schema's
-and the top-level automatic one (what ``AnthropicPromptCachingMiddleware`` adds besides
-the system prompt's)."""
+_OTHERS: Final = 3
+"""Breakpoints the request may carry that the view does not show: the system prompt's, the
+last tool schema's and the top-level automatic one (what ``AnthropicPromptCachingMiddleware``
+adds, before or after us). With 2, a view holding one breakpoint of the caller's (a
+document cached in the first user turn) got ours too: five in all, and Anthropic refuses
+more than four. A view that shows its system prompt counts that one twice: ours is then
+left out, which costs a cache read, never a refused request."""
 
 _UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
 

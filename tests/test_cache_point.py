@@ -261,9 +261,12 @@ _EMPTY = {"type": "text", "text": ""}
         ([HumanMessage("ls"), _CALL, ToolMessage("a.py", tool_call_id="c1")], 2),
         ([HumanMessage("ls"), _CALL, ToolMessage([_EMPTY], tool_call_id="c1")], 0),
         ([HumanMessage([_MARKED]), HumanMessage([_MARKED]), AIMessage("ok")], None),
+        # One of the caller's beside the system prompt's, the tools' and the automatic one
+        # makes four: a fifth, ours, was refused.
+        ([HumanMessage([_MARKED]), _CALL, ToolMessage("a.py", tool_call_id="c1")], None),
         ([HumanMessage("ls"), AIMessage("ok")], 0),
     ],
-    ids=["tool-result", "empty-text-skipped", "no-room-left", "user-turn"],
+    ids=["tool-result", "empty-text-skipped", "no-room-left", "one-of-the-callers", "user-turn"],
 )
 def test_the_breakpoint_goes_on_the_last_message_that_may_carry_one(
     view: list[BaseMessage], marked_at: int | None

@@ -10,12 +10,19 @@ so a missing provider package is an error there, not a silent fallback on the fi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["chat_model_from_string", "model_name", "resolve_model", "serving_models"]
+__all__ = [
+    "chat_model_from_string",
+    "model_name",
+    "profile_tokens",
+    "resolve_model",
+    "serving_models",
+]
 
 M = TypeVar("M")
 
@@ -158,3 +165,25 @@ def serving_models(model: object) -> list[object]:
     if isinstance(model, RunnableBindingBase):
         return serving_models(model.bound)
     return [model]
+
+
+def profile_tokens(profile: object, key: str) -> int | None:
+    """``profile[key]`` as a positive token count; ``None`` when absent or no such count.
+
+    A model's ``profile`` (``max_input_tokens``, ``max_output_tokens``) is validated when
+    the model is built, not when it is set later (``model.profile = {...}``): a whole float
+    is taken then (``128e3``, written by hand), since read as absent the model's window went
+    unfitted and its requests could run past it.
+
+    Example:
+        >>> profile_tokens({"max_input_tokens": 128e3}, "max_input_tokens")
+        128000
+        >>> profile_tokens({"max_input_tokens": "8k"}, "max_input_tokens") is None
+        True
+    """
+    value = profile.get(key) if isinstance(profile, Mapping) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value

@@ -228,3 +228,14 @@ def test_a_model_under_with_retry_keeps_its_window() -> None:
     retried = model.with_retry()
     assert handoff_budget_for_model(retried) == handoff_budget_for_model(model)
     assert summary_input_limit(retried) == summary_input_limit(model) == 150_000
+
+
+def test_a_summarizers_window_set_as_a_whole_float_is_read() -> None:
+    """Set after the model was built (unvalidated), 32e3 read as no window: the summarizer
+    was sent requests sized for 100k tokens, past its 32k."""
+    from langchain_builderforce_memory.testing import ScriptedChatModel
+    from langchain_builderforce_memory.transcript.summary import summary_input_limit
+
+    model = ScriptedChatModel(script=[])
+    model.profile = {"max_input_tokens": 32e3}  # type: ignore[typeddict-item]
+    assert summary_input_limit(model) == 24_000

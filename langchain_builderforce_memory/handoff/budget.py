@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from langchain_builderforce_memory.models import resolve_model
+from langchain_builderforce_memory.models import profile_tokens, resolve_model
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -212,20 +212,6 @@ def _unwrap(model: Runnable[Any, Any]) -> tuple[Runnable[Any, Any], list[ToolLik
     return inner, bound_tools
 
 
-def _profile_int(profile: Mapping[str, object], key: str) -> int | None:
-    """``profile[key]`` as a positive token count; ``None`` when absent or no such count.
-
-    A whole float is taken (``128e3`` in a profile written by hand): read as absent, the
-    model's window went unfitted and its requests could run past it.
-    """
-    value = profile.get(key)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        return None
-    return value
-
-
 def share_of_model_budget(share: float, model: Runnable[Any, Any] | str, *, where: str) -> int:
     """``share`` of ``model``'s window, less its reply reserve and bound tool schemas.
 
@@ -299,7 +285,7 @@ def handoff_budget_for_model(
     window = (
         _check_tokens("max_input_tokens", max_input_tokens, minimum=1)
         if max_input_tokens is not None
-        else _profile_int(profile, "max_input_tokens")
+        else profile_tokens(profile, "max_input_tokens")
     )
     if window is None:
         given = profile.get("max_input_tokens")
@@ -312,7 +298,7 @@ def handoff_budget_for_model(
         )
         raise ValueError(msg)
     if reserve_output_tokens is None:
-        ceiling = _profile_int(profile, "max_output_tokens") or 0
+        ceiling = profile_tokens(profile, "max_output_tokens") or 0
         reserve_output_tokens = min(ceiling, window // DEFAULT_RESERVE_FRACTION_DIVISOR)
     schemas = tools if tools is not None else (bound_tools or [])
     return handoff_budget(

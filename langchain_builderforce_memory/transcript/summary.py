@@ -17,7 +17,7 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeGuard
 
@@ -32,7 +32,7 @@ from langchain_core.runnables.base import RunnableBindingBase
 
 from langchain_builderforce_memory.guarded import acall_guarded, call_guarded, log_no_answer
 from langchain_builderforce_memory.messages import clean_text
-from langchain_builderforce_memory.models import chat_model_from_string
+from langchain_builderforce_memory.models import chat_model_from_string, profile_tokens
 from langchain_builderforce_memory.tokens import TokenCounterLike, resolve_token_counter
 from langchain_builderforce_memory.transcript.render import (
     ARG_VALUE_CHARS,
@@ -387,11 +387,8 @@ def summary_input_limit(summarizer: Summarizer) -> int:
     inner: object = summarizer
     while isinstance(inner, RunnableBindingBase):
         inner = inner.bound
-    profile = getattr(inner, "profile", None)
-    window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-        return max(1, window * 3 // 4)
-    return SUMMARY_INPUT_MAX_TOKENS
+    window = profile_tokens(getattr(inner, "profile", None), "max_input_tokens")
+    return max(1, window * 3 // 4) if window is not None else SUMMARY_INPUT_MAX_TOKENS
 
 
 def _part_notes(

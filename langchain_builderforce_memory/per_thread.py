@@ -22,7 +22,8 @@ V = TypeVar("V")
 
 HELD_TOKENS: Final = 20_000_000
 """What a :class:`PerThread` of record facts may hold before idle threads' go, in tokens
-(each conversation counted twice: the record's facts and its conversation's). At 3-5
+(a conversation counted twice when its record's facts and its conversation's differ: a
+system message or a provider's compaction before it). At 3-5
 bytes of memory a token so counted, some 100 MB."""
 
 IDLE_SECONDS: Final = 60.0

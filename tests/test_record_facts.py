@@ -13,7 +13,7 @@ from typing import TypeVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
@@ -414,13 +414,19 @@ def test_threads_in_use_keep_their_facts_past_the_capacity() -> None:
     assert threads.held == 1_000
 
 
-def test_the_middleware_weighs_each_threads_facts_by_its_record() -> None:
+@pytest.mark.parametrize("lead", [0, 1], ids=["conversation-is-record", "system-first"])
+def test_the_middleware_weighs_each_threads_facts_by_its_record(lead: int) -> None:
+    # A record that is all conversation has one set of facts (a new run compares the
+    # checkpointer's copies once); one led by a system message, its own and its
+    # conversation's.
     core = MemoryCore(MemoryPolicy(max_tokens=4_000))
-    record = _read_loop(0, 41)
+    record = [SystemMessage("You are a coding agent.")][:lead] + _read_loop(0, 41)
     run_turn(core, record, {"messages": record}, config={"configurable": {"thread_id": "t"}})
-    facts = RecordFacts()
-    facts.sync(record)
-    assert core._facts.held == 2 * facts.held_tokens  # the record's and the conversation's
+    whole, conversation = RecordFacts(), RecordFacts()
+    whole.sync(record)
+    conversation.sync(record[lead:])
+    expected = whole.held_tokens + (conversation.held_tokens if lead else 0)
+    assert core._facts.held == expected
 
 
 def test_a_snapshot_of_the_tool_results_stays_as_it_was_while_the_facts_grow() -> None:

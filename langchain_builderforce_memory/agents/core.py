@@ -30,6 +30,7 @@ from langchain_builderforce_memory.agents.sizing import (
     cut_tail,
     delegated_plan,
     delegation_of,
+    facts_role,
     sized_plan,
     turn_fold_plan,
     turn_view,
@@ -154,11 +155,8 @@ class MemoryCore:
         self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
-        self.code_map_scope = (
-            code_map_scope
-            if callable(code_map_scope)
-            else scope_labels(code_map_scope, "code_map_scope")
-        )
+        scope = code_map_scope
+        self.code_map_scope = scope if callable(scope) else scope_labels(scope, "code_map_scope")
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
         # Per thread, grown turn by turn: the record's facts, the memory its last turn wrote.
@@ -395,11 +393,12 @@ class MemoryCore:
 
     def fold_plan(self, plan: TurnPlan) -> FoldPlan:
         """This turn's fold, planned (pure): the summarizer call is the driver's."""
-        facts = self._facts.take((plan.thread, "conversation"))
+        key = (plan.thread, facts_role(plan))
+        facts = self._facts.take(key)
         try:
             return turn_fold_plan(plan, facts, can_summarize=self.summarizer is not None)
         finally:
-            self._facts.give((plan.thread, "conversation"), facts)
+            self._facts.give(key, facts)
 
     def remember(self, plan: TurnPlan, transcript: WorkingTranscript) -> WorkingTranscript:
         """Keep ``transcript`` for a retry of the same model call (see :class:`FoldCache`)."""

@@ -28,7 +28,7 @@ from langchain_builderforce_memory.directive import latest_directive_index
 from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.handoff import volatile_tail
 from langchain_builderforce_memory.messages import leading_system_count
-from langchain_builderforce_memory.native import for_reader
+from langchain_builderforce_memory.native import for_reader, pinned_count
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.elide import (
     check_budget_floor,
@@ -45,6 +45,7 @@ __all__ = [
     "cut_tail",
     "delegated_plan",
     "delegation_of",
+    "facts_role",
     "full_tail",
     "sized_plan",
     "turn_fold_plan",
@@ -212,6 +213,19 @@ def delegated_plan(
     lifted = replace(policy, max_tokens=top, clear_tool_results=False, max_messages=count)
     limit = max(plan.limit, top)
     return replace(plan, policy=lifted, scaled=lifted, limit=limit, native=native)
+
+
+def facts_role(plan: TurnPlan) -> str:
+    """Which of its thread's record facts a turn's fold plans with.
+
+    The record's own when the conversation the fold plans is the whole record (nothing
+    scoped off, no system message or pinned block before it): the two facts would then
+    hold the same messages, and a new run of the thread would compare the checkpointer's
+    copies with them twice. Otherwise the conversation's own.
+    """
+    record = plan.record
+    whole = record is plan.source and not leading_system_count(record)
+    return "record" if whole and not pinned_count(record, 0) else "conversation"
 
 
 def turn_fold_plan(plan: TurnPlan, facts: RecordFacts, *, can_summarize: bool) -> FoldPlan:

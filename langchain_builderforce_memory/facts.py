@@ -270,7 +270,7 @@ class RecordFacts:
         whole = record if isinstance(record, list) else list(record)
         if known and whole[known - 1] is not seen[-1]:
             front = whole[:known]
-            if not _equal(front, seen):
+            if not _equal(front, seen, copies=True):
                 return False
             self._seen = seen = front
         seen.extend(whole[known:])
@@ -334,18 +334,38 @@ class RecordFacts:
         return grown
 
 
-def _equal(these: list[BaseMessage], those: list[BaseMessage]) -> bool:
+def _equal(these: list[BaseMessage], those: list[BaseMessage], *, copies: bool = False) -> bool:
     """Whether two lists hold equal messages; ``False`` when that cannot be told.
 
     Equality compares every field, a tool result's ``artifact`` too, and an artifact may be
     any object (an array's ``==`` answers element by element, and reading that as one
     answer raises): such a record is counted afresh rather than failing the turn.
+
+    ``copies``: the lists are expected to hold equal copies, not the same messages (a
+    checkpointer's): :func:`_same_fields` is tried first.
     """
     try:
-        return these == those
+        return (copies and _same_fields(these, those)) or these == those
     except Exception:  # noqa: BLE001  (a user object's __eq__: any failure means "not known")
         logger.debug("the record's messages could not be compared; its facts are rebuilt")
         return False
+
+
+def _same_fields(these: list[BaseMessage], those: list[BaseMessage]) -> bool:
+    """Whether each pair has one class and equal fields, extras and private attributes.
+
+    When it does, pydantic's ``==`` says they are equal (these are what it compares first);
+    compared list by list, without a method call a message, it costs about half as much
+    on a checkpointer's copies of a thread. ``False`` only means "not shown this way".
+    """
+    return (
+        len(these) == len(those)
+        and list(map(type, these)) == list(map(type, those))
+        and [m.__dict__ for m in these] == [m.__dict__ for m in those]
+        and [m.__pydantic_extra__ for m in these] == [m.__pydantic_extra__ for m in those]
+        and [getattr(m, "__pydantic_private__", None) for m in these]
+        == [getattr(m, "__pydantic_private__", None) for m in those]
+    )
 
 
 def prefix_sums(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[int]:

@@ -34,7 +34,7 @@ from langchain_builderforce_memory.agents.state import (
     scoped_record,
 )
 from langchain_builderforce_memory.directive import latest_directive_index
-from langchain_builderforce_memory.facts import Prefix
+from langchain_builderforce_memory.facts import Prefix, _same_fields
 from langchain_builderforce_memory.messages import leading_system_count
 from langchain_builderforce_memory.per_thread import PerThread
 from langchain_builderforce_memory.testing import ScriptedChatModel, coding_tools
@@ -633,3 +633,20 @@ def test_an_edit_after_an_uncomparable_artifact_is_counted_afresh(grown: bool) -
     fresh = RecordFacts(facts.counter)
     fresh.sync(edited)
     assert (facts.rebuilds, facts.sums) == (1, fresh.sums)
+
+
+@PROPERTY
+@given(record=st.one_of(valid_records(max_units=20), any_records()), at=st.integers(0, 10_000))
+def test_messages_equal_field_by_field_are_equal_messages(
+    record: list[BaseMessage], at: int
+) -> None:
+    # A new run's copies are compared with the messages seen list by list (_same_fields)
+    # before pydantic's ==: it must never call two messages equal that == does not, and a
+    # checkpointer's copies equal to the record must take that quick way.
+    serde = JsonPlusSerializer()
+    copies: list[BaseMessage] = serde.loads_typed(serde.dumps_typed(record))
+    assert _same_fields(copies, record) is (copies == record)
+    if record:
+        i = at % len(record)
+        edited = [*copies[:i], _edited(copies[i]), *copies[i + 1 :]]
+        assert _same_fields(edited, record) is (edited == record) is False

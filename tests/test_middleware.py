@@ -26,6 +26,7 @@ from langchain_builderforce_memory.agents.driver import (
     run_turn,
 )
 from langchain_builderforce_memory.agents.middleware import BuilderforceMemoryMiddleware
+from langchain_builderforce_memory.agents.node import WorkingTranscriptNode
 from langchain_builderforce_memory.agents.policy import MemoryPolicy
 from langchain_builderforce_memory.agents.state import (
     MEMO_KEY,
@@ -514,3 +515,44 @@ def test_the_middleware_example_runs() -> None:
     result = doctest.testmod(middleware)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_an_answered_model_call_lets_its_turns_fold_go(mode: str) -> None:
+    # A fold is kept only for a retry of its model call (a fallback after a failure): once
+    # a model answered, nothing holds the record, so an idle server keeps none of them.
+    # The fallback still reuses its turn's fold: one summarizer call per fold, as without.
+    import asyncio
+
+    from langchain.agents import create_agent
+
+    def folds(fallback: bool) -> tuple[int, int, int]:
+        run = coding_agent_script(turns=30, directives=1)
+        answering = ScriptedChatModel(script=run.script)
+        model = ScriptedChatModel(fail_with=RuntimeError("down")) if fallback else answering
+        summarizer = ScriptedSummarizer("notes")
+        ours = BuilderforceMemoryMiddleware(summarizer, max_tokens=8_000)
+        before = [ModelFallbackMiddleware(answering)] if fallback else []
+        tools = coding_tools(min_tokens=1_000, max_tokens=2_000)
+        agent = create_agent(model, tools, middleware=[*before, ours])
+        messages = {"messages": [HumanMessage(run.directives[0])]}
+        if mode == "invoke":
+            agent.invoke(messages, THREAD)
+        else:
+            asyncio.run(agent.ainvoke(messages, THREAD))
+        return len(ours.core._folds), len(summarizer.calls), len(answering.requests)
+
+    held, calls, requests = folds(fallback=False)
+    assert (held, requests) == (0, 30)
+    assert calls > 0
+    assert folds(fallback=True) == (0, calls, requests)
+
+
+def test_the_node_keeps_no_fold_once_it_returned_the_view() -> None:
+    # A graph retries its model node, never the pre-model node: the node has no retry to
+    # keep a fold for.
+    node = WorkingTranscriptNode(ScriptedSummarizer("notes"), max_tokens=8_000)
+    record = _record(20)
+    update = node.invoke({"messages": record})
+    assert request_problems(update["llm_input_messages"]) == []
+    assert len(node.core._folds) == 0

@@ -97,6 +97,8 @@ logger = logging.getLogger(__name__)
 
 CODE_MAPS_HEADER: Final = "## Code maps from earlier runs on this area"
 """Opens the recalled code maps inside the volatile tail."""
+_MAPS_WANTED: Final = "a CodeMapStore (e.g. CodeMapStore(SqliteStore(...)))"
+_SCOPE_WANTED: Final = "a label, a sequence of labels or a function of the run's config"
 
 
 class MemoryCore:
@@ -126,26 +128,15 @@ class MemoryCore:
         code_map_scope: CodeMapScope = "default",
         tool_mapper: ToolObservationMapper | None = None,
     ) -> None:
+        scope, mapper = code_map_scope, tool_mapper
+        maps_ok = code_maps is None or isinstance(code_maps, CodeMapStore)
+        scope_ok = callable(scope) or isinstance(scope, str | int | Sequence)
+        mapper_ok = mapper is None or isinstance(mapper, ToolObservationMapper)
         checks: tuple[tuple[str, object, bool, str], ...] = (
             ("policy", policy, isinstance(policy, MemoryPolicy), "a MemoryPolicy"),
-            (
-                "code_maps",
-                code_maps,
-                code_maps is None or isinstance(code_maps, CodeMapStore),
-                "a CodeMapStore (e.g. CodeMapStore(SqliteStore(...)))",
-            ),
-            (
-                "code_map_scope",
-                code_map_scope,
-                callable(code_map_scope) or isinstance(code_map_scope, str | int | Sequence),
-                "a label, a sequence of labels or a function of the run's config",
-            ),
-            (
-                "tool_mapper",
-                tool_mapper,
-                tool_mapper is None or isinstance(tool_mapper, ToolObservationMapper),
-                "a ToolObservationMapper",
-            ),
+            ("code_maps", code_maps, maps_ok, _MAPS_WANTED),
+            ("code_map_scope", scope, scope_ok, _SCOPE_WANTED),
+            ("tool_mapper", mapper, mapper_ok, "a ToolObservationMapper"),
         )
         for name, value, ok, wanted in checks:
             if not ok:
@@ -155,7 +146,6 @@ class MemoryCore:
         self.summarizer = resolve_summarizer(summarizer)
         self.counter = resolve_token_counter(token_counter)
         self.code_maps = code_maps
-        scope = code_map_scope
         self.code_map_scope = scope if callable(scope) else scope_labels(scope, "code_map_scope")
         self.mapper = tool_mapper or ToolObservationMapper()
         self._folds = FoldCache()
@@ -404,6 +394,10 @@ class MemoryCore:
         """Keep ``transcript`` for a retry of the same model call (see :class:`FoldCache`)."""
         self._folds.put(plan, transcript)
         return transcript
+
+    def settled(self, record: Sequence[BaseMessage]) -> None:
+        """The model answered the request made from ``record``: no retry reuses its fold."""
+        self._folds.discard(record)
 
     def tail(self, plan: TurnPlan) -> HumanMessage | None:
         """The volatile tail within the reserve (see :func:`~.sizing.cut_tail`)."""

@@ -253,15 +253,20 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
 
         When the provider still refuses the request (``ContextOverflowError``), the view
         is fitted to half of it and sent once more, reported as a ``fit`` event with
-        ``reason="overflow"``; a second refusal is raised unchanged.
+        ``reason="overflow"``; a second refusal is raised unchanged. A call that raised
+        keeps its turn's fold for a retry of it (``ModelFallbackMiddleware``); an answered
+        one lets it go.
         """
         turn = run_turn(self.core, request.messages, request.state, **_turn_args(request))
         emit_events(turn.events, _writer(request.runtime))
         try:
-            return _respond(handler(_request_for(request, turn)), turn)
+            response = handler(_request_for(request, turn))
         except ContextOverflowError as refused:
             _log_overflow(turn)
             overflow = refused
+        else:
+            self.core.settled(request.messages)
+            return _respond(response, turn)
         try:
             retry = run_turn(
                 self.core,
@@ -275,7 +280,9 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             # cut, so the provider's refusal stands (the planning error is its cause).
             raise overflow from exc
         emit_events(retry.events, _writer(request.runtime))
-        return _respond(handler(_request_for(request, retry)), retry)
+        response = handler(_request_for(request, retry))
+        self.core.settled(request.messages)
+        return _respond(response, retry)
 
     async def awrap_model_call(
         self,
@@ -286,10 +293,13 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
         turn = await arun_turn(self.core, request.messages, request.state, **_turn_args(request))
         emit_events(turn.events, _writer(request.runtime))
         try:
-            return _respond(await handler(_request_for(request, turn)), turn)
+            response = await handler(_request_for(request, turn))
         except ContextOverflowError as refused:
             _log_overflow(turn)
             overflow = refused
+        else:
+            self.core.settled(request.messages)
+            return _respond(response, turn)
         try:
             retry = await arun_turn(
                 self.core,
@@ -303,7 +313,9 @@ class BuilderforceMemoryMiddleware(AgentMiddleware[BuilderforceMemoryState, Any,
             # cut, so the provider's refusal stands (the planning error is its cause).
             raise overflow from exc
         emit_events(retry.events, _writer(request.runtime))
-        return _respond(await handler(_request_for(request, retry)), retry)
+        response = await handler(_request_for(request, retry))
+        self.core.settled(request.messages)
+        return _respond(response, retry)
 
     def after_agent(
         self, state: BuilderforceMemoryState, runtime: Runtime[Any]

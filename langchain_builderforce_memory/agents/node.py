@@ -343,6 +343,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             tools=self.tools,
             config=config,
         )
+        self.core.settled(record)  # a graph retries the model node, never this one
         return self._update(turn, record)
 
     async def ainvoke(
@@ -360,6 +361,7 @@ class WorkingTranscriptNode(Runnable[Any, dict[str, Any]]):
             tools=self.tools,
             config=config,
         )
+        self.core.settled(record)  # a graph retries the model node, never this one
         return self._update(turn, record)
 
     def consolidate(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:

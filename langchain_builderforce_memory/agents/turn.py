@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,7 +170,8 @@ class FoldCache:
     A retried model call (``ModelFallbackMiddleware`` trying the next model,
     ``ModelRetryMiddleware``) runs this middleware again on the SAME request state;
     without this it would fold again and pay the summarizer twice for one turn. Entries
-    hold their record, so an ``id`` cannot be reused while cached.
+    hold their record, so an ``id`` cannot be reused while cached; an answered call's
+    entry is discarded, so an idle server holds no record here.
     """
 
     __slots__ = ("_entries", "_lock", "_size")
@@ -195,6 +196,17 @@ class FoldCache:
         ):
             return entry.result
         return None
+
+    def discard(self, source: Sequence[BaseMessage]) -> None:
+        """Forget the fold made from ``source`` (by identity): its model call was answered."""
+        with self._lock:
+            entry = self._entries.get(id(source))
+            if entry is not None and entry.source is source:
+                del self._entries[id(source)]
+
+    def __len__(self) -> int:
+        """Folds held."""
+        return len(self._entries)
 
     def put(self, plan: TurnPlan, result: WorkingTranscript) -> None:
         """Remember ``result`` as the fold of ``plan``'s inputs (the oldest entry goes)."""

@@ -32,6 +32,7 @@ from langchain_core.messages import BaseMessage
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.directive import is_directive, latest_directive_index
 from langchain_builderforce_memory.messages import check_sound
+from langchain_builderforce_memory.request_check import RequestCheck
 from langchain_builderforce_memory.tokens import (
     TokenCounter,
     TokenCounterLike,
@@ -173,6 +174,7 @@ class RecordFacts:
         "_directive",
         "_seen",
         "_turn_start",
+        "check",
         "copies",
         "counter",
         "rebuilds",
@@ -191,6 +193,9 @@ class RecordFacts:
         """The messages the conversation's views make (its note, restated directive,
         re-attached outputs, brief, edits' cut calls), the same objects turn after turn:
         room for every cleared edit a long view shows."""
+        self.check = RequestCheck()
+        """The conversation's last valid view: the next one is checked from where it
+        changed."""
         self._seen: list[BaseMessage] = []
         self._directive = -1
         self._turn_start = -1

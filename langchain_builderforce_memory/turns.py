@@ -34,6 +34,8 @@ from langchain_builderforce_memory.blocks import (
 __all__ = [
     "current_turn_start",
     "has_thinking",
+    "lost_thinking",
+    "misplaced_thinking",
     "opening_span",
     "opens_turn",
     "opens_turn_at",
@@ -201,26 +203,36 @@ def thinking_problems(
         >>> thinking_problems(loop, thinking=True)[0][:40]
         'message 1: the current turn opens with a'
     """
-    problems = [
-        f"message {i}: a thinking block follows other content; providers need thinking "
-        "blocks first in their message"
-        for i, m in enumerate(messages)
-        if isinstance(m, AIMessage) and thinking_out_of_place(m)
-    ]
+    problems = misplaced_thinking(messages)
     start = current_turn_start(messages)
     uses = thinking if thinking is not None else any(has_thinking(m) for m in messages[start:])
-    if not uses:
-        return problems
-    turn = [(i, m) for i, m in enumerate(messages) if i >= start and isinstance(m, AIMessage)]
-    if turn and any(call_ids(m) for _, m in turn) and not _opens_loop(turn[0][1]):
-        at, first = turn[0]
-        kinds = [b.get("type") for b in block_dicts(first)] or ["text"]
-        problems.append(
-            f"message {at}: the current turn opens with an assistant message of {kinds}, but "
-            "thinking is on and its tool loop is running: its thinking block was lost (keep "
-            "the turn's thinking blocks first and verbatim)"
-        )
+    if uses and (lost := lost_thinking(messages, start)) is not None:
+        problems.append(lost)
     return problems
+
+
+def misplaced_thinking(messages: Sequence[BaseMessage], begin: int = 0) -> list[str]:
+    """:func:`thinking_problems`' first rule, read from ``messages[begin]`` on."""
+    return [
+        f"message {i}: a thinking block follows other content; providers need thinking "
+        "blocks first in their message"
+        for i in range(begin, len(messages))
+        if isinstance(m := messages[i], AIMessage) and thinking_out_of_place(m)
+    ]
+
+
+def lost_thinking(messages: Sequence[BaseMessage], start: int) -> str | None:
+    """:func:`thinking_problems`' second rule, with thinking on and the turn at ``start``."""
+    turn = [(i, m) for i in range(start, len(messages)) if isinstance(m := messages[i], AIMessage)]
+    if not turn or not any(call_ids(m) for _, m in turn) or _opens_loop(turn[0][1]):
+        return None
+    at, first = turn[0]
+    kinds = [b.get("type") for b in block_dicts(first)] or ["text"]
+    return (
+        f"message {at}: the current turn opens with an assistant message of {kinds}, but "
+        "thinking is on and its tool loop is running: its thinking block was lost (keep "
+        "the turn's thinking blocks first and verbatim)"
+    )
 
 
 def thinking_span(messages: Sequence[BaseMessage]) -> tuple[int, int] | None:

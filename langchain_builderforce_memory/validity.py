@@ -82,13 +82,19 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         'message 1: the first non-system message is ass'
     """
     problems: list[str] = []
-    roles: list[Role | None] = []
-    for i, m in enumerate(messages):
-        try:
-            roles.append(role_of(m))
-        except (ValueError, TypeError) as exc:
-            roles.append(None)
-            problems.append(f"message {i}: {exc}")
+    roles = read_roles(messages, 0, problems)
+    first = opening_problems(roles, problems)
+    walk_problems(messages, roles[first:], first, {}, problems)
+    if roles and None not in roles:
+        problems.extend(thinking_problems(messages, thinking=thinking))
+    return problems
+
+
+def opening_problems(roles: Sequence[Role | None], problems: list[str]) -> int:
+    """Where the conversation begins after its leading system messages (problems added).
+
+    It must begin with a user turn, and there must be one.
+    """
     first = 0
     while first < len(roles) and roles[first] == "system":
         first += 1
@@ -99,11 +105,42 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
         )
     if first == len(roles):
         problems.append("no user message: strict providers need at least one user turn")
+    return first
+
+
+def read_roles(
+    messages: Sequence[BaseMessage], start: int, problems: list[str]
+) -> list[Role | None]:
+    """The provider role of each of ``messages[start:]``; ``None`` (reported) when it has none."""
+    roles: list[Role | None] = []
+    for i in range(start, len(messages)):
+        try:
+            roles.append(role_of(messages[i]))
+        except (ValueError, TypeError) as exc:
+            roles.append(None)
+            problems.append(f"message {i}: {exc}")
+    return roles
+
+
+def walk_problems(
+    messages: Sequence[BaseMessage],
+    roles: Sequence[Role | None],
+    start: int,
+    used: dict[str, int],
+    problems: list[str],
+    closed: list[int] | None = None,
+) -> None:
+    """:func:`request_problems`' call rules over ``messages[start:]`` (``roles``: theirs).
+
+    Each tool result follows the call it answers, every call is answered, no call id is
+    used twice. No call may be open before ``start``; ``used`` holds the call ids made
+    before it (id -> message) and gains this walk's. ``closed`` gains each ``i + 1``
+    where no call is open after message ``i``: where a later walk may resume.
+    """
     open_calls: dict[str, int] = {}
     kinds: Mapping[str, str] = _NO_KINDS  # the open calls' block types
-    used: dict[str, int] = {}  # call id -> the message that first made a call with it
-    for i in range(first, len(messages)):
-        role = roles[i]
+    for i in range(start, len(messages)):
+        role = roles[i - start]
         m = messages[i]
         calls = call_ids(m) if role == "assistant" else []
         _identity_problems(i, m, role, calls, used, problems)
@@ -121,21 +158,20 @@ def request_problems(messages: Sequence[BaseMessage], *, thinking: bool | None =
                 ):
                     problems.append(f"message {i}: {wrong}")
                 _answer_problems(i, ids, open_calls, problems)
-            continue
-        if role == "user":  # an Anthropic user turn may answer calls beside its text
-            _answer_problems(i, tool_result_ids(m), open_calls, problems)
-        # Anything but a tool result closes the open unit: its unanswered calls stay so.
-        for call_id, at in open_calls.items():
-            problems.append(f"message {at}: tool call {call_id!r} is never answered")
-        open_calls = {}
-        for call_id, _name in calls:
-            open_calls[call_id] = i
-        kinds = call_kinds(m) if calls and isinstance(m.content, list) else _NO_KINDS
+        else:
+            if role == "user":  # an Anthropic user turn may answer calls beside its text
+                _answer_problems(i, tool_result_ids(m), open_calls, problems)
+            # Anything but a tool result closes the open unit: its unanswered calls stay so.
+            for call_id, at in open_calls.items():
+                problems.append(f"message {at}: tool call {call_id!r} is never answered")
+            open_calls = {}
+            for call_id, _name in calls:
+                open_calls[call_id] = i
+            kinds = call_kinds(m) if calls and isinstance(m.content, list) else _NO_KINDS
+        if closed is not None and not open_calls:
+            closed.append(i + 1)
     for call_id, at in open_calls.items():
         problems.append(f"message {at}: tool call {call_id!r} is never answered")
-    if roles and None not in roles:
-        problems.extend(thinking_problems(messages, thinking=thinking))
-    return problems
 
 
 def _kind_problem(kinds: Mapping[str, str], call_id: str | None, m: BaseMessage) -> str | None:

@@ -39,6 +39,7 @@ from langchain_builderforce_memory.facts import RecordFacts
 from langchain_builderforce_memory.messages import as_messages, message_id
 from langchain_builderforce_memory.native import scope_to_compaction
 from langchain_builderforce_memory.options import from_options
+from langchain_builderforce_memory.request_check import RequestCheck
 from langchain_builderforce_memory.tokens import TokenCounterLike, count_tokens
 from langchain_builderforce_memory.transcript.fold_plan import FoldPlan, plan_working_transcript
 from langchain_builderforce_memory.transcript.fold_state import FoldState, SummarizerBackoff
@@ -164,8 +165,8 @@ class WorkingTranscript:
         return FoldState(self.memo, self.backoff, self.horizon)
 
 
-def _checked(view: list[BaseMessage]) -> list[BaseMessage]:
-    fixed, repairs = repair_request(view)
+def _checked(view: list[BaseMessage], check: RequestCheck | None) -> list[BaseMessage]:
+    fixed, repairs = check.repaired(view) if check is not None else repair_request(view)
     log_repairs(repairs, "build_working_transcript")
     return fixed
 
@@ -219,7 +220,7 @@ def _compacted(
         copies=plan.copies,
     )
     fitted, elision = fit_view(
-        _checked(view), policy.max_tokens, counter, where="build_working_transcript"
+        _checked(view, plan.check), policy.max_tokens, counter, where="build_working_transcript"
     )
     steps = ViewSteps(
         cleared_messages=len(clear.cleared),
@@ -329,7 +330,10 @@ def _verbatim(
     """The whole record (cleared as planned), elided to the budget if need be."""
     shown = [*plan.system, *present_leading_marker(with_clear(plan.convo, plan.clear, plan.copies))]
     view, elision = fit_view(
-        _checked(shown), plan.policy.max_tokens, plan.counter, where="build_working_transcript"
+        _checked(shown, plan.check),
+        plan.policy.max_tokens,
+        plan.counter,
+        where="build_working_transcript",
     )
     steps = ViewSteps(
         cleared_messages=len(plan.clear.cleared),

@@ -135,6 +135,7 @@ def _turn_of(
         held_horizon=state.horizon,
         anchors=anchors,
         copies=facts.copies,
+        check=facts.check,
     )
     system_tokens = sum(counter.count_message(m) for m in system)
     check_budget_floor(

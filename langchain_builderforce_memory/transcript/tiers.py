@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_builderforce_memory.copies import Copies
 from langchain_builderforce_memory.facts import RecordFacts
+from langchain_builderforce_memory.request_check import RequestCheck
 from langchain_builderforce_memory.tokens import TokenCounter
 from langchain_builderforce_memory.transcript.elide import elide_message
 from langchain_builderforce_memory.transcript.fold_state import SummarizerBackoff
@@ -101,6 +102,8 @@ class FoldPlan:
     (``None``: looked up where needed)."""
     copies: Copies | None = None
     """The conversation's generated messages, kept with its facts (``None``: made anew)."""
+    check: RequestCheck | None = None
+    """The conversation's request check, kept with its facts (``None``: a whole walk)."""
     restate_earlier: bool = True
     """Whether a held note's view keeps restating the instruction its fold restated once
     a newer one has arrived (see :func:`~.plan.held_directive_index`); ``False`` when the

@@ -371,7 +371,7 @@ def windowed(
         # leave the view (they are still in the record).
         begin = current_turn_start(shown)
         shown = [*shown[: begin + 1], *shown[restart:]]
-    view, repairs = repair_request([*system, *shown])
+    view, repairs = facts.check.repaired([*system, *shown])
     if repairs and cut.directive < 0:
         view, repairs = _repairs_within_budget(
             system, convo, cut.start, view, repairs, max_tokens, counter

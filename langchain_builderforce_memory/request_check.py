@@ -14,10 +14,10 @@ place no call was open. The next view's problems are the same as
 :func:`~.validity.request_problems`' (a test holds the two equal), read from the last
 such place before the first message that is not the same object as last time.
 
-Messages are compared by identity: like the token counter's cache and
-:class:`~langchain_builderforce_memory.copies.Copies`, it takes a message that is the same
-object to be the same message. LangChain's messages are not edited in place (LangGraph
-replaces a message by id); one that is edited in place may go unchecked.
+Messages are compared as the token counter's cache compares them: the same object, with
+the same content (a list content also of the same length) and the same call lists. A
+message whose content or calls were set anew in place (``HumanInTheLoopMiddleware`` sets
+an answer's ``tool_calls``) is walked again.
 """
 
 from __future__ import annotations
@@ -64,6 +64,20 @@ class _Valid:
     messages), as :func:`~.turns.turn_step` reads it."""
     thinking: list[int]
     """Ascending: the messages that carry an Anthropic thinking block."""
+    fields: list[Fields]
+    """Each message's :func:`_fields` when it was walked."""
+
+
+Fields = tuple[object, int, object, object]
+"""A message's content, its length if a list (else -1), its tool calls, its invalid calls."""
+
+
+def _fields(message: BaseMessage) -> Fields:
+    # As pydantic stores them: getattr on a message without tool calls is ~10x slower.
+    stored = message.__dict__
+    content = stored.get("content")
+    size = len(content) if isinstance(content, list) else -1
+    return content, size, stored.get("tool_calls"), stored.get("invalid_tool_calls")
 
 
 class RequestCheck:
@@ -119,7 +133,11 @@ def _resume_at(last: _Valid, view: list[BaseMessage]) -> int:
     """
     held = last.view
     shared = min(len(held), len(view))
-    same = next((i for i in range(shared) if held[i] is not view[i]), shared)
+    fields = last.fields
+    same = next(
+        (i for i in range(shared) if held[i] is not view[i] or _fields(view[i]) != fields[i]),
+        shared,
+    )
     before = bisect_right(last.closed, same)
     at = last.closed[before - 1] if before else 0
     return at if at > last.first else 0
@@ -131,7 +149,8 @@ def _whole(view: list[BaseMessage]) -> tuple[list[str], _Valid | None]:
     roles = read_roles(view, 0, problems)
     first = opening_problems(roles, problems)
     # The leading system messages open no turn and end with no tool results.
-    turns = _Valid(view, first, [first], {}, [], [False] * (first + 1), [])
+    lead = [_fields(m) for m in view[:first]]
+    turns = _Valid(view, first, [first], {}, [], [False] * (first + 1), [], lead)
     return _walk(turns, roles[first:], first, problems)
 
 
@@ -147,6 +166,7 @@ def _resumed(last: _Valid, view: list[BaseMessage], at: int) -> tuple[list[str],
         last.openers[: bisect_left(last.openers, at)],
         last.after_results[: at + 1],
         last.thinking[: bisect_left(last.thinking, at)],
+        last.fields[:at],
     )
     return _walk(held, roles, at, problems)
 
@@ -168,6 +188,7 @@ def _walk(
         held.after_results.append(after)
         if has_thinking(view[i]):
             held.thinking.append(i)
+        held.fields.append(_fields(view[i]))
     if view and None not in roles:
         problems.extend(misplaced_thinking(view, at))
         start = held.openers[-1] if held.openers else len(view)

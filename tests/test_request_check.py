@@ -29,8 +29,8 @@ RECORDS = st.one_of(
 )
 
 # What a turn does to the last view: keeps its first ``cut`` messages (the same objects)
-# and puts whole units, or the messages of another record, after them; or swaps one
-# message for another.
+# and puts whole units, or the messages of another record, after them; swaps one
+# message for another; or sets a message's calls or content anew in place.
 STEPS = st.lists(
     st.one_of(
         st.tuples(
@@ -41,6 +41,7 @@ STEPS = st.lists(
         ),
         st.tuples(st.just("grow"), st.integers(0, 10_000), RECORDS, st.integers(0, 12)),
         st.tuples(st.just("swap"), st.integers(0, 10_000), RECORDS, st.integers(0, 12)),
+        st.tuples(st.just("edit"), st.integers(0, 10_000), st.just([]), st.just(0)),
     ),
     min_size=1,
     max_size=6,
@@ -56,6 +57,13 @@ def _next_view(
     if kind == "grow":
         cut = at % (len(view) + 1)
         return [*view[:cut], *other[:take]]
+    if kind == "edit" and view:  # a field set anew in place: the same object, changed
+        m = view[at % len(view)]
+        if isinstance(m, AIMessage):
+            m.tool_calls = []
+        else:
+            m.content = ""
+        return view
     if not view or not other:
         return view
     i = at % len(view)
@@ -103,3 +111,11 @@ def test_an_invalid_view_leaves_nothing_to_resume_from() -> None:
     assert check.problems(orphan) != []
     assert check.problems([*orphan, *_round(1)]) != []
     assert check.resumed == 1  # the view after the invalid one was walked whole
+
+
+def test_a_message_whose_calls_were_set_anew_in_place_is_walked_again() -> None:
+    check, view = RequestCheck(), [HumanMessage("go"), *_round(0), *_round(1)]
+    assert check.problems(view) == []
+    view[1].tool_calls = []  # as HumanInTheLoopMiddleware revises an answer's calls
+    grown = [*view, *_round(2)]
+    assert check.problems(grown) == request_problems(grown) != []

@@ -38,7 +38,7 @@ from langchain_builderforce_memory.turns import (
 from langchain_builderforce_memory.validity import (
     opening_problems,
     read_roles,
-    repair_request,
+    repaired_copy,
     walk_problems,
 )
 
@@ -123,7 +123,7 @@ class RequestCheck:
         """:func:`~.validity.repair_request` of ``messages``, a valid view checked as above."""
         if not self.problems(messages):
             return list(messages), []
-        return repair_request(messages)
+        return repaired_copy(messages)
 
 
 def _resume_at(last: _Valid, view: list[BaseMessage]) -> int:

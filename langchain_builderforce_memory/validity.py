@@ -438,6 +438,11 @@ def repair_request(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], 
     """
     if not request_problems(messages):
         return list(messages), []
+    return repaired_copy(messages)
+
+
+def repaired_copy(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
+    """:func:`repair_request` of ``messages`` already found invalid (not checked again)."""
     repairs: list[str] = []
     messages = _regroup_results(messages, repairs)
     lead = leading_system_count(messages)

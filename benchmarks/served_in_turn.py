@@ -15,12 +15,15 @@ request with one run: the record and the state are the checkpointer's copies (La
 serializer, round-tripped before the step's clock starts), equal to the last turn's but
 new objects.
 
-Each size is measured ``--repeat`` times in both orders (which goes first alternates), and
-the medians of the rounds are reported with each round's ratio: one round's ratio moves by
-up to 1.5x between runs on a loaded 2-core machine.
+Each size sets its threads up once (their first sight and two warm-up turns), then
+measures ``--blocks`` short blocks, each serving every thread ``--turns`` times in both
+orders, which goes first alternating. Reported: each order's median step over all blocks,
+their ratio, and the spread of the blocks' own ratios. Blocks of a second or two, paired,
+leave a loaded machine's drift little room: rounds that each set their threads up anew
+took minutes apiece, and their ratios moved by up to 0.7x within one run.
 
 Run: python benchmarks/served_in_turn.py [--conversations 64] [--sizes 600 4800]
-     [--turns 20] [--new-runs] [--repeat 3]
+     [--turns 5] [--blocks 12] [--new-runs]
 """
 
 from __future__ import annotations
@@ -91,54 +94,57 @@ def _checkpointed(value: Any) -> Any:
     return _SERDE.loads_typed(_SERDE.dumps_typed(value))
 
 
-def median_step(
-    conversations: int, size: int, turns: int, *, in_turn: bool, new_runs: bool = False
-) -> float:
-    """Median seconds of a step: each thread served ``turns`` times, in turn or one by one.
+def measure(
+    conversations: int, size: int, turns: int, blocks: int, *, new_runs: bool = False
+) -> tuple[list[float], list[float], list[float]]:
+    """Step seconds one by one and in turn, over ``blocks`` paired blocks; each block's ratio.
 
-    The same turns of the same threads either way, so only the order differs: one thread
-    after another (each served alone), or round-robin (as a server sees them).
+    The same threads throughout, set up once. In a block each thread is served ``turns``
+    times one after another (each alone for its turns) and ``turns`` times round-robin (as
+    a server sees them); which order goes first alternates, so a machine's drift moves
+    both alike.
     """
     core = MemoryCore(MemoryPolicy(max_tokens=32_000), summarizer=lambda prompt: "the note")
     threads = [Conversation(k, size, new_runs=new_runs) for k in range(conversations)]
     for c in threads:  # first sight: every thread's record counted once, folds made
         c.step(core)
         c.step(core)
-    if in_turn:
-        times = [c.step(core) for _ in range(turns) for c in threads]
-    else:
-        times = [c.step(core) for c in threads for _ in range(turns)]
-    return statistics.median(times)
+    ones: list[float] = []
+    manys: list[float] = []
+    ratios: list[float] = []
+    for k in range(blocks):
+        block: dict[bool, list[float]] = {}
+        for in_turn in (k % 2 == 1, k % 2 == 0):
+            if in_turn:
+                block[in_turn] = [c.step(core) for _ in range(turns) for c in threads]
+            else:
+                block[in_turn] = [c.step(core) for c in threads for _ in range(turns)]
+        ones += block[False]
+        manys += block[True]
+        ratios.append(statistics.median(block[True]) / statistics.median(block[False]))
+    return ones, manys, ratios
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--conversations", type=int, default=64)
     parser.add_argument("--sizes", type=int, nargs="+", default=[600, 4_800])
-    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=5, help="turns of each thread a block")
+    parser.add_argument("--blocks", type=int, default=12, help="paired blocks of both orders")
     parser.add_argument("--new-runs", action="store_true", help="each step a new run")
-    parser.add_argument(
-        "--repeat", type=int, default=3, help="rounds of both orders, alternating which goes first"
-    )
     args = parser.parse_args()
     n = args.conversations
     print(
         f"| messages | {n} one by one p50 ms | {n} in turn p50 ms | in turn / one by one "
-        "| each round's ratio |"
+        "| blocks' ratios: min / median / max |"
     )
     print("|---:|---:|---:|---:|---|")
     for size in args.sizes:
-        ones: list[float] = []
-        manys: list[float] = []
-        for k in range(args.repeat):
-            # Alternate which order goes first: a machine's drift then moves both alike.
-            for in_turn in (k % 2 == 1, k % 2 == 0):
-                step = median_step(n, size, args.turns, in_turn=in_turn, new_runs=args.new_runs)
-                (manys if in_turn else ones).append(step)
+        ones, manys, ratios = measure(n, size, args.turns, args.blocks, new_runs=args.new_runs)
         one, many = statistics.median(ones), statistics.median(manys)
-        rounds = ", ".join(f"{m / o:.2f}x" for o, m in zip(ones, manys, strict=True))
+        spread = f"{min(ratios):.2f}x / {statistics.median(ratios):.2f}x / {max(ratios):.2f}x"
         print(
-            f"| {size:,} | {one * 1e3:.2f} | {many * 1e3:.2f} | {many / one:.2f}x | {rounds} |",
+            f"| {size:,} | {one * 1e3:.2f} | {many * 1e3:.2f} | {many / one:.2f}x | {spread} |",
             flush=True,
         )
 

@@ -164,7 +164,8 @@ def pinned_opening(
 
     1. The tail starts inside the running loop: its step, or the step answering a
        directive the loop took in when that one thinks (interleaved thinking) and the
-       directive is restated.
+       directive is restated. When the tail starts inside the step itself (between its
+       assistant messages, one message on the wire), the part of it before the tail.
     2. An earlier directive restated: its step, as it was while it ran.
     3. Nothing restated: the step of the turn the tail starts in, when that turn took in
        a directive (it was pinned by 1 while the turn ran).
@@ -183,6 +184,10 @@ def pinned_opening(
     if running is not None and running[1] <= tail_start:
         own = opening_span(convo, directive) if running[0] < directive else None
         return own if own is not None and own[1] <= tail_start else running
+    if running is not None and running[0] < tail_start:
+        # A thought, then its call in a message of its own (Claude Code's transcript): a
+        # tail with room for the call alone would otherwise open the loop without it.
+        return running[0], tail_start
     turns = _Directives(convo, directives)
     span = (
         _earlier(convo, directive, turns, tail_start)

@@ -332,6 +332,38 @@ def test_a_restated_instruction_the_loop_took_in_keeps_the_loop_s_step_across_a_
     _assert_front_kept(record, policy)
 
 
+def test_a_tail_that_starts_after_the_loop_s_thought_pins_the_thought_across_a_new_turn() -> None:
+    # Found by the property above: the loop's thinking step was a message of its own
+    # before its call (one assistant message on the wire), and the fold's tail began at
+    # the call. The thought went to the note, so the loop opened without it (Anthropic
+    # rejects that with thinking on); a later step that thought again was repaired by a
+    # message inserted mid-view, moving the front with no fold.
+    think = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+    first = {"name": "read_file", "args": {"path": "src/a.py"}, "id": "c1", "type": "tool_call"}
+    then = {"name": "read_file", "args": {"path": "b.py"}, "id": "c2", "type": "tool_call"}
+    use = {"type": "tool_use", "id": "c2", "name": "read_file", "input": {"path": "b.py"}}
+    claude = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
+    record = [
+        HumanMessage("x" * 60_000),
+        AIMessage([{**think, "thinking": "first, the plan"}, {"type": "text", "text": ""}]),
+        AIMessage("", tool_calls=[first]),
+        ToolMessage("", name="read_file", tool_call_id="c1"),
+        HumanMessage("x"),
+        AIMessage(
+            [think, {"type": "text", "text": "reading"}, use],
+            tool_calls=[then],
+            response_metadata=claude,
+        ),
+        ToolMessage("", name="read_file", tool_call_id="c2"),
+    ]
+    policy = FoldPolicy(
+        max_tokens=4_000, max_messages=20, tail_tokens=500, min_tail_messages=1, max_tail_messages=3
+    )
+    _assert_front_kept(record, policy)
+    for _prefix, out in replay(record, policy, "n"):
+        assert request_problems(out.messages, thinking=True) == []  # type: ignore[attr-defined]
+
+
 def _assert_front_kept(record: list[BaseMessage], policy: FoldPolicy) -> None:
     previous: tuple[list[BaseMessage], str, bool] | None = None
     for _prefix, out in replay(record, policy, "n"):

@@ -25,6 +25,7 @@ from langchain_builderforce_memory.validity import repair_request, request_probl
 
 from .helpers import ScriptedSummarizer, agent_views
 from .provider_shapes import anthropic_wire
+from .strategies import thinks
 
 COUNTER = ApproximateTokenCounter()
 CLAUDE = {"model_provider": "anthropic", "model_name": "claude-sonnet-4-5"}
@@ -116,3 +117,36 @@ def test_the_repair_for_thinking_turned_on_mid_loop_starts_a_turn_anthropic_sees
     assert repairs
     assert anthropic_wire(repaired, thinking=True) == []
     assert request_problems(repaired, thinking=True) == []
+
+
+def _split_record(thought_words: int) -> list[BaseMessage]:
+    """A finished instruction, then a new one whose loop opens with its thinking step as
+    a message of its own before the call, as Claude Code's transcript writes each content
+    block: a long thought, then the call in the next message."""
+    out: list[BaseMessage] = [SystemMessage("You fix bugs."), HumanMessage("Fix the parser.")]
+    for i in range(30):
+        call = {"name": "read_file", "args": {"path": f"src/p{i}.py"}, "id": f"p{i}"}
+        out += [
+            AIMessage("", tool_calls=[call], response_metadata=CLAUDE),
+            ToolMessage("x = 1\n" * 150, tool_call_id=f"p{i}"),
+        ]
+    out += [AIMessage("Parser fixed.", response_metadata=CLAUDE), HumanMessage("Fix the lexer.")]
+    thought = {"type": "thinking", "thinking": "plan " * thought_words, "signature": "sig"}
+    out.append(AIMessage([thought], response_metadata=CLAUDE))
+    return [*out, *_step(0, thinks=False)]
+
+
+@pytest.mark.parametrize("budget", [6_000, 12_000])
+@pytest.mark.parametrize("entry", ["history", "middleware", "node"])
+def test_a_tail_with_room_for_the_call_but_not_its_thought_keeps_the_thought(
+    entry: str, budget: int
+) -> None:
+    # The fold's tail had room for the loop's call but not for the long thought before it,
+    # and started between the two (one assistant message on the wire). The thought went
+    # to the note and the loop opened with the call: Anthropic rejects that with thinking
+    # on. The part of the step before the tail is now pinned ahead of it.
+    record = _split_record(3_000)
+    view = ENTRIES[entry](list(record), budget)
+    assert request_problems(view, thinking=True) == []
+    assert any(thinks(m) for m in view)
+    assert count_tokens(view, COUNTER) <= budget

@@ -150,3 +150,30 @@ def test_a_tail_with_room_for_the_call_but_not_its_thought_keeps_the_thought(
     assert request_problems(view, thinking=True) == []
     assert any(thinks(m) for m in view)
     assert count_tokens(view, COUNTER) <= budget
+
+
+def _opening_over_budget(shape: str) -> list[BaseMessage]:
+    """A loop whose opening step's thought (3.5k tokens) is over a 3k budget by itself:
+    written as a message of its own (``"split"``), or in the call's message with two more
+    steps after it (``"joined"``, langchain-anthropic's shape)."""
+    if shape == "split":
+        return _split_record(3_000)
+    record = _split_record(3_000)[:-3]
+    thought = {"type": "thinking", "thinking": "plan " * 3_000, "signature": "sig"}
+    first = _step(0, thinks=False)
+    opening = first[0].model_copy(update={"content": [thought, *first[0].content]})
+    return [*record, opening, first[1], *_step(1, thinks=False), *_step(2, thinks=False)]
+
+
+@pytest.mark.parametrize("shape", ["split", "joined"])
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_a_loop_whose_thought_is_over_the_budget_is_left_out_whole(entry: str, shape: str) -> None:
+    # Whole units are dropped last, the running loop's opening step after every other;
+    # when even it went, the newest unit stayed, and the loop opened with a call and no
+    # thinking, which Anthropic rejects with thinking on. Now the rest of the loop goes
+    # too: the view ends at the request and the notice says what was left out.
+    view = ENTRIES[entry](list(_opening_over_budget(shape)), 3_000)
+    assert request_problems(view, thinking=True) == []
+    assert count_tokens(view, COUNTER) <= 3_000
+    assert any(m.text == "Fix the lexer." for m in view)
+    assert not any(isinstance(m, AIMessage | ToolMessage) for m in view[-2:])

@@ -75,9 +75,12 @@ def kept(
     """Which messages of ``convo`` stay when ``room`` must hold them at their floors.
 
     Whole units go in :func:`drop_order`'s order while the rest does not fit (the directive
-    whole while it can be); then, if even the newest unit at its smallest does not fit
-    beside the directive (a call whose arguments alone are over), all but the directive;
-    then whatever comes before the first user turn left (strict providers need it first).
+    whole while it can be). When the running loop's opening thinking step went, the rest
+    of that loop goes with it, the newest unit too: with thinking on, a loop that opens
+    without its thinking is rejected. Then, if even the newest unit at its smallest does
+    not fit beside the directive (a call whose arguments alone are over), all but the
+    directive; then whatever comes before the first user turn left (strict providers need
+    it first).
     """
     keep = [True] * len(convo)
     order = drop_order(convo, directive)
@@ -86,6 +89,11 @@ def kept(
             break
         start, end = order.pop(0)
         keep[start:end] = [False] * (end - start)
+    span = thinking_span(convo)
+    if span is not None and not keep[span[0]]:
+        # With thinking on, the running loop cannot go on without its opening step: the
+        # rest of it goes too, and the view ends at the request (the model thinks anew).
+        keep[span[0] :] = [i == directive for i in range(span[0], len(convo))]
     if sum(live(floors, keep)) > room:
         keep = [i == directive for i in range(len(convo))]
     for i, m in enumerate(convo):

@@ -106,7 +106,7 @@ def why_missing(
     if latest:
         rank = min(latest)
         return KINDS[3] if rank < 5 else KINDS[4] if rank < 10 else KINDS[5]
-    return KINDS[1] if superseded(answer, observed, seen, calls) else KINDS[2]
+    return KINDS[1] if superseded(answer, seen[paths[0]], calls) else KINDS[2]
 
 
 def is_latest(answer: BaseMessage, path: str, seen: dict[str, BaseMessage]) -> bool:
@@ -115,22 +115,13 @@ def is_latest(answer: BaseMessage, path: str, seen: dict[str, BaseMessage]) -> b
     return _text(seen[path]) == _text(answer)
 
 
-def superseded(
-    answer: BaseMessage,
-    observed: Reads,
-    seen: dict[str, BaseMessage],
-    calls: dict[str, tuple[str, str]],
-) -> bool:
-    """Whether the run itself made ``answer`` stale: its file's latest read is a later run
-    of the same call (tool and arguments) that got other text, the file changed between."""
-    call_id = str(getattr(answer, "tool_call_id", ""))
-    paths = observed.get(call_id, [])
-    if not paths or seen[paths[0]] is answer or _text(seen[paths[0]]) == _text(answer):
-        return False
-    later = seen[paths[0]]
+def superseded(answer: BaseMessage, later: BaseMessage, calls: dict[str, tuple[str, str]]) -> bool:
+    """Whether ``later``, a later read of ``answer``'s file with other text, ran the same
+    call (tool and arguments) on the same lines: the file changed in between."""
     if _first_line(_text(later)) != _first_line(_text(answer)):
         return False  # another range of the file (SpecStory keeps no offset argument)
-    return calls.get(str(getattr(later, "tool_call_id", ""))) == calls.get(call_id)
+    ids = (str(getattr(m, "tool_call_id", "")) for m in (later, answer))
+    return calls.get(next(ids)) == calls.get(next(ids))
 
 
 _NUMBERED = re.compile(r"\s*(\d+)[\t→]")
